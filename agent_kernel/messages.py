@@ -1,0 +1,144 @@
+"""messages — provider-neutral conversation messages and their content blocks.
+
+Adapters translate these to and from each provider's wire format; the loop, the journal and the
+context manager only ever see these types. Every type round-trips through ``to_dict`` /
+``message_from_dict`` so the journal can rebuild a conversation exactly.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal, Union
+
+__all__ = [
+    "Block",
+    "Message",
+    "Role",
+    "SummaryBlock",
+    "TextBlock",
+    "ThinkingBlock",
+    "ToolResultBlock",
+    "ToolUseBlock",
+    "block_from_dict",
+    "message_from_dict",
+]
+
+Role = Literal["user", "assistant"]
+
+
+@dataclass(frozen=True, slots=True)
+class TextBlock:
+    """Plain text."""
+
+    text: str
+    type: Literal["text"] = "text"
+
+
+@dataclass(frozen=True, slots=True)
+class ThinkingBlock:
+    """Model reasoning; ``signature`` is kept so the provider can verify it on the next request."""
+
+    text: str
+    signature: str | None = None
+    type: Literal["thinking"] = "thinking"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolUseBlock:
+    """A tool call the model made. ``input`` is the parsed arguments (``{"_raw": ...}`` if not JSON)."""
+
+    id: str
+    name: str
+    input: dict[str, Any]
+    type: Literal["tool_use"] = "tool_use"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResultBlock:
+    """The result of one tool call, sent back to the model in a user message."""
+
+    tool_use_id: str
+    content: str
+    is_error: bool = False
+    type: Literal["tool_result"] = "tool_result"
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryBlock:
+    """A compaction summary standing in for the messages it replaced."""
+
+    text: str
+    messages_replaced: int = 0
+    type: Literal["summary"] = "summary"
+
+
+Block = Union[TextBlock, ThinkingBlock, ToolUseBlock, ToolResultBlock, SummaryBlock]
+
+_BLOCK_TYPES: dict[str, type] = {
+    "text": TextBlock,
+    "thinking": ThinkingBlock,
+    "tool_use": ToolUseBlock,
+    "tool_result": ToolResultBlock,
+    "summary": SummaryBlock,
+}
+
+
+def block_to_dict(block: Block) -> dict[str, Any]:
+    """Returns a JSON-serialisable dict for a block (with its ``type``)."""
+    return {name: getattr(block, name) for name in block.__slots__}  # type: ignore[union-attr]
+
+
+def block_from_dict(data: dict[str, Any]) -> Block:
+    """Rebuilds a block from ``block_to_dict`` output."""
+    cls = _BLOCK_TYPES[data["type"]]
+    return cls(**{k: v for k, v in data.items() if k != "type"})
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One conversation message: a role and a tuple of blocks."""
+
+    role: Role
+    content: tuple[Block, ...] = field(default_factory=tuple)
+
+    @classmethod
+    def user(cls, text: str) -> Message:
+        """A user message holding one text block."""
+        return cls("user", (TextBlock(text),))
+
+    @property
+    def text(self) -> str:
+        """The concatenated text blocks (summaries included)."""
+        return "".join(b.text for b in self.content if isinstance(b, (TextBlock, SummaryBlock)))
+
+    @property
+    def tool_uses(self) -> list[ToolUseBlock]:
+        """The tool_use blocks, in order."""
+        return [b for b in self.content if isinstance(b, ToolUseBlock)]
+
+    @property
+    def tool_results(self) -> list[ToolResultBlock]:
+        """The tool_result blocks, in order."""
+        return [b for b in self.content if isinstance(b, ToolResultBlock)]
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable dict."""
+        return {"role": self.role, "content": [block_to_dict(b) for b in self.content]}
+
+    def char_count(self) -> int:
+        """Characters of content, used by token estimation."""
+        n = 0
+        for b in self.content:
+            if isinstance(b, ToolUseBlock):
+                n += len(b.name) + len(json.dumps(b.input, default=str))
+            elif isinstance(b, ToolResultBlock):
+                n += len(b.content)
+            else:
+                n += len(b.text)
+        return n
+
+
+def message_from_dict(data: dict[str, Any]) -> Message:
+    """Rebuilds a message from ``Message.to_dict`` output."""
+    return Message(data["role"], tuple(block_from_dict(b) for b in data["content"]))

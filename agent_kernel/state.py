@@ -1,0 +1,329 @@
+"""state — TurnState (immutable, one per recursion), ExecutionContext, LoopState, stats.
+
+``TurnState`` is what changes between recursions of ``tt`` and is never mutated: each recursion
+gets a new one from ``next_turn()``. ``ExecutionContext`` is what does not change during a run:
+ids, the working directory, the cancel token and the per-run services.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from enum import Enum
+from pathlib import Path
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .hooks import Hooks
+
+__all__ = [
+    "CancelToken",
+    "ExecutionContext",
+    "LoopState",
+    "LoopStateMachine",
+    "LoopStats",
+    "TerminationReason",
+    "TurnState",
+    "new_id",
+]
+
+
+def new_id(prefix: str = "") -> str:
+    """A short random id (12 hex characters), optionally prefixed."""
+    return prefix + uuid.uuid4().hex[:12]
+
+
+def _frozen(metadata: dict[str, Any] | MappingProxyType | None) -> MappingProxyType:
+    return MappingProxyType(dict(metadata or {}))
+
+
+@dataclass(frozen=True, slots=True)
+class TurnState:
+    """The state of one recursion of the loop. Frozen: use ``next_turn`` / ``with_metadata``.
+
+    Example:
+        >>> t0 = TurnState.initial(max_iterations=3)
+        >>> t1 = t0.next_turn()
+        >>> (t1.turn_counter, t1.parent_turn_id == t0.turn_id)
+        (1, True)
+    """
+
+    turn_counter: int
+    turn_id: str
+    max_iterations: int
+    compacted: bool = False
+    parent_turn_id: str | None = None
+    metadata: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
+
+    @classmethod
+    def initial(
+        cls,
+        max_iterations: int = 20,
+        *,
+        parent_turn_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> TurnState:
+        """The first turn of a run (counter 0). ``parent_turn_id`` links a sub-agent to its spawner."""
+        if max_iterations < 1:
+            raise ValueError(f"max_iterations must be at least 1, got {max_iterations}")
+        return cls(0, new_id("t_"), max_iterations, False, parent_turn_id, _frozen(metadata))
+
+    def next_turn(self, *, compacted: bool = False) -> TurnState:
+        """The following turn: counter + 1, a new id, this turn as parent, metadata copied."""
+        return TurnState(
+            self.turn_counter + 1,
+            new_id("t_"),
+            self.max_iterations,
+            compacted,
+            self.turn_id,
+            _frozen(self.metadata),
+        )
+
+    def with_metadata(self, **values: Any) -> TurnState:
+        """A copy with ``values`` merged into the metadata."""
+        return replace(self, metadata=_frozen({**self.metadata, **values}))
+
+    def with_compacted(self) -> TurnState:
+        """A copy marked as compacted."""
+        return replace(self, compacted=True)
+
+    @property
+    def is_initial(self) -> bool:
+        """True for the first turn of a run."""
+        return self.turn_counter == 0
+
+    @property
+    def is_final(self) -> bool:
+        """True once the turn counter has reached ``max_iterations``."""
+        return self.turn_counter >= self.max_iterations
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable dict; ``from_dict`` rebuilds an equal TurnState."""
+        return {
+            "turn_counter": self.turn_counter,
+            "turn_id": self.turn_id,
+            "max_iterations": self.max_iterations,
+            "compacted": self.compacted,
+            "parent_turn_id": self.parent_turn_id,
+            "metadata": dict(self.metadata),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TurnState:
+        """Rebuilds a TurnState from ``to_dict`` output."""
+        return cls(
+            d["turn_counter"],
+            d["turn_id"],
+            d["max_iterations"],
+            d.get("compacted", False),
+            d.get("parent_turn_id"),
+            _frozen(d.get("metadata")),
+        )
+
+
+class TerminationReason(str, Enum):
+    """Why a run ended."""
+
+    END_TURN = "end_turn"
+    MAX_TURNS = "max_turns"
+    STOP_REASON = "stop_reason"
+    USER_INTERRUPT = "user_interrupt"
+    ERROR = "error"
+    TOOL_STOP = "tool_stop"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class LoopState(str, Enum):
+    """The phase the loop is in."""
+
+    IDLE = "idle"
+    RECEIVING_INPUT = "receiving_input"
+    CALLING_LLM = "calling_llm"
+    PROCESSING_RESPONSE = "processing_response"
+    EXECUTING_TOOLS = "executing_tools"
+    CHECKING_CONTEXT = "checking_context"
+    COMPLETED = "completed"
+    ERROR = "error"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+StateCallback = Callable[[LoopState, LoopState], None]
+
+
+class LoopStateMachine:
+    """Holds the current ``LoopState`` and calls ``on_state_change(old, new)`` callbacks."""
+
+    __slots__ = ("state", "_callbacks")
+
+    def __init__(self) -> None:
+        self.state = LoopState.IDLE
+        self._callbacks: list[StateCallback] = []
+
+    def on_state_change(self, callback: StateCallback) -> StateCallback:
+        """Registers ``callback(old, new)``; returns it so this can be used as a decorator."""
+        self._callbacks.append(callback)
+        return callback
+
+    def set(self, new: LoopState) -> None:
+        """Moves to ``new`` (a no-op if already there) and notifies callbacks."""
+        old = self.state
+        if old is new:
+            return
+        self.state = new
+        for cb in self._callbacks:
+            cb(old, new)
+
+
+class CancelToken:
+    """Cancellation with a reason, able to interrupt the loop while it awaits.
+
+    ``cancel()`` is safe from any thread. When the loop is suspended inside one of its own awaits
+    (a model stream, a tool wait), the task running it is cancelled so the await ends at once;
+    the loop catches that, sees ``cancelled``, cleans up and finishes with USER_INTERRUPT.
+    """
+
+    __slots__ = ("reason", "_task", "_armed", "_loop", "interrupt_kind")
+
+    def __init__(self) -> None:
+        self.reason: str | None = None
+        self.interrupt_kind: str | None = None
+        self._task: asyncio.Task[Any] | None = None
+        self._armed = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def cancelled(self) -> bool:
+        """True once ``cancel`` has been called."""
+        return self.reason is not None
+
+    def bind(self) -> None:
+        """Binds to the running task (called by the loop when a run starts)."""
+        self._task = asyncio.current_task()
+        self._loop = asyncio.get_running_loop()
+
+    def arm(self) -> None:
+        """Marks the loop as inside an interruptible await."""
+        self._armed = True
+
+    def disarm(self) -> None:
+        """Marks the loop as outside its awaits (about to yield to the consumer)."""
+        self._armed = False
+
+    def cancel(self, reason: str = "cancelled by the user") -> None:
+        """Requests cancellation; interrupts the loop's current await if it is in one."""
+        if self.reason is None:
+            self.reason = reason
+        self._interrupt("cancel")
+
+    def interrupt(self, kind: str) -> None:
+        """Interrupts the loop's current await for ``kind`` (e.g. ``"stall"``) without cancelling."""
+        self._interrupt(kind)
+
+    def _interrupt(self, kind: str) -> None:
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            self._interrupt_now(kind)
+        else:
+            loop.call_soon_threadsafe(self._interrupt_now, kind)
+
+    def _interrupt_now(self, kind: str) -> None:
+        if self._armed and self._task is not None and not self._task.done():
+            self.interrupt_kind = kind
+            self._armed = False
+            self._task.cancel()
+
+    def consume_interrupt(self) -> str | None:
+        """Returns and clears the pending interrupt kind, undoing our own ``task.cancel()``."""
+        kind, self.interrupt_kind = self.interrupt_kind, None
+        if kind is not None:
+            task = asyncio.current_task()
+            if task is not None and hasattr(task, "uncancel"):
+                task.uncancel()
+        return kind
+
+
+@dataclass
+class LoopStats:
+    """Totals for one run (and, summed, for a session)."""
+
+    turns: int = 0
+    llm_calls: int = 0
+    tool_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost_usd: float | None = 0.0
+    start: float = field(default_factory=time.time)
+    end: float | None = None
+
+    @property
+    def duration(self) -> float | None:
+        """Seconds from start to end, once the run has ended."""
+        return None if self.end is None else self.end - self.start
+
+    def add_usage(self, usage: dict[str, Any], cost: float | None) -> None:
+        """Adds one model call's usage; an unknown cost makes the total unknown (None)."""
+        self.llm_calls += 1
+        self.input_tokens += usage.get("input_tokens", 0) or 0
+        self.output_tokens += usage.get("output_tokens", 0) or 0
+        self.cache_read_tokens += usage.get("cache_read_tokens", 0) or 0
+        self.cache_write_tokens += usage.get("cache_write_tokens", 0) or 0
+        if cost is None or self.cost_usd is None:
+            self.cost_usd = None
+        else:
+            self.cost_usd += cost
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable dict."""
+        return {
+            "turns": self.turns,
+            "llm_calls": self.llm_calls,
+            "tool_calls": self.tool_calls,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cache_read_tokens": self.cache_read_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
+            "cost_usd": self.cost_usd,
+            "start": self.start,
+            "end": self.end,
+            "duration": self.duration,
+        }
+
+
+@dataclass
+class ExecutionContext:
+    """What stays fixed for one run: ids, working directory, cancel token, services.
+
+    The services are optional seams the loop calls: ``permissions`` (an approval gate),
+    ``context_manager`` (micro- and auto-compaction), ``hooks``, ``redactor`` and ``sinks`` (the
+    journal and any other writer that must see every event before it is yielded).
+    """
+
+    session_id: str
+    run_id: str = field(default_factory=lambda: new_id("r_"))
+    working_dir: Path = field(default_factory=Path.cwd)
+    cancel: CancelToken = field(default_factory=CancelToken)
+    agent_id: str | None = None
+    hooks: Hooks | None = None
+    permissions: Any = None
+    context_manager: Any = None
+    redactor: Any = None
+    sinks: list[Any] = field(default_factory=list)
+    state: LoopStateMachine = field(default_factory=LoopStateMachine)
+    stats: LoopStats = field(default_factory=LoopStats)
+    extras: dict[str, Any] = field(default_factory=dict)

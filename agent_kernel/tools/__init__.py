@@ -1,0 +1,1 @@
+"""tools — @tool, the registry, the streaming executor and the built-in tools."""

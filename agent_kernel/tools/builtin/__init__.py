@@ -1,0 +1,1 @@
+"""tools.builtin — file, search, shell and python tools, named by string in ``tools=[...]``."""

@@ -1,0 +1,86 @@
+"""tools.registry — the tools an agent may call, by name; resolves names of built-in tools."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from ..errors import UnknownTool, did_you_mean
+from ..models.base import ToolSpec
+from .tool import Tool
+
+__all__ = ["BUILTIN_TOOLS", "ToolRegistry", "as_tool"]
+
+# name -> "module:attribute", imported on first use.
+BUILTIN_TOOLS: dict[str, str] = {
+    "read_file": "agent_kernel.tools.builtin.files:read_file",
+    "write_file": "agent_kernel.tools.builtin.files:write_file",
+    "edit_file": "agent_kernel.tools.builtin.files:edit_file",
+    "list_files": "agent_kernel.tools.builtin.search:list_files",
+    "glob": "agent_kernel.tools.builtin.search:glob",
+    "grep": "agent_kernel.tools.builtin.search:grep",
+    "bash": "agent_kernel.tools.builtin.shell:bash",
+    "python": "agent_kernel.tools.builtin.python:python",
+}
+
+
+def _builtin(name: str) -> Tool:
+    module, attr = BUILTIN_TOOLS[name].split(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def as_tool(obj: Tool | Callable[..., Any] | str) -> Tool:
+    """Returns a Tool for a Tool, a plain function, or the name of a built-in tool."""
+    if isinstance(obj, Tool):
+        return obj
+    if isinstance(obj, str):
+        if obj in BUILTIN_TOOLS:
+            return _builtin(obj)
+        raise UnknownTool(
+            f"{obj!r} is not a built-in tool.{did_you_mean(obj, BUILTIN_TOOLS)} "
+            f"Built-in tools: {', '.join(sorted(BUILTIN_TOOLS))}. Pass a function or @tool object for your own."
+        )
+    as_agent_tool = getattr(obj, "as_tool", None)
+    if callable(obj) and not isinstance(obj, type):
+        return Tool(obj)
+    if as_agent_tool is not None:
+        return as_agent_tool()
+    raise UnknownTool(f"{obj!r} is not a tool; pass a @tool function, a plain function or a built-in tool name.")
+
+
+class ToolRegistry:
+    """An ordered mapping of tool name to ``Tool``."""
+
+    def __init__(self, tools: Iterable[Tool | Callable[..., Any] | str] = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        for t in tools:
+            self.add(t)
+
+    def add(self, obj: Tool | Callable[..., Any] | str) -> Tool:
+        """Adds a tool (replacing one of the same name) and returns it."""
+        t = as_tool(obj)
+        self._tools[t.name] = t
+        return t
+
+    def get(self, name: str) -> Tool | None:
+        """The tool called ``name``, or None."""
+        return self._tools.get(name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(self._tools.values())
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    @property
+    def names(self) -> list[str]:
+        """Tool names in registration order."""
+        return list(self._tools)
+
+    def specs(self) -> tuple[ToolSpec, ...]:
+        """The tools as offered to a model."""
+        return tuple(t.spec for t in self._tools.values())
