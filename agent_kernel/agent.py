@@ -1,0 +1,411 @@
+"""agent — the ``Agent`` facade: configuration, one conversation, and run / stream / run_sync.
+
+An ``Agent`` owns a conversation (``messages``), the TurnState history of its runs, its event
+journal and its services (permissions, context management, hooks). Each ``run`` or ``stream``
+call continues the same conversation through ``tt``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import itertools
+import os
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .emitter import Emitter, EventSink
+from .errors import UserError
+from .events import AgentEvent, EventType
+from .hooks import Hooks
+from .loop import LoopConfig, tt
+from .messages import Message, TextBlock
+from .models.base import Model, Usage
+from .state import ExecutionContext, LoopStats, TerminationReason, TurnState, new_id
+from .tools.registry import ToolRegistry
+from .tools.tool import Tool
+
+__all__ = ["Agent", "RunResult"]
+
+
+class _Default:
+    def __repr__(self) -> str:
+        return "<default>"
+
+
+DEFAULT: Any = _Default()
+
+
+@dataclass
+class RunResult:
+    """What one run produced.
+
+    Attributes:
+        text: the final answer (the last assistant text).
+        termination_reason: why the run ended.
+        turns: model turns taken.
+        usage: tokens summed over the run's model calls.
+        cost_usd: cost in USD, or None when a model's price is unknown.
+        events: every event of the run, in order.
+        stats: the run's ``LoopStats``.
+        error: the error message when the run ended with ERROR.
+    """
+
+    text: str
+    termination_reason: TerminationReason
+    turns: int
+    usage: Usage
+    cost_usd: float | None
+    events: list[AgentEvent] = field(repr=False)
+    stats: LoopStats = field(repr=False)
+    session_id: str = ""
+    run_id: str = ""
+    error: str | None = None
+
+    def __repr__(self) -> str:
+        text = self.text if len(self.text) <= 60 else self.text[:57] + "..."
+        return f"RunResult(text={text!r}, termination_reason={self.termination_reason.value!r}, turns={self.turns})"
+
+    @property
+    def tool_calls(self) -> list[dict[str, Any]]:
+        """The run's tool results as dicts (``call_id``, ``name``, ``content``, ``is_error``, ...)."""
+        return [e.data for e in self.events if e.type is EventType.TOOL_RESULT]
+
+
+class _Recorder(EventSink):
+    """Keeps every event of the session in memory (``agent.events``) for live DataFrames."""
+
+    def __init__(self, events: list[AgentEvent]) -> None:
+        self.events = events
+
+    def write(self, event: AgentEvent) -> None:
+        self.events.append(event)
+
+
+class Agent:
+    """An LLM agent with tools, streaming every step as an ``AgentEvent``.
+
+    Args:
+        model: a model string (``"anthropic:claude-sonnet-4-5"``, ``"openai:gpt-4.1"``,
+            ``"offline"``), a ``Model`` object, or None for the default (``AGENT_KERNEL_MODEL``,
+            else Anthropic or OpenAI if their key is set, else the offline model).
+        tools: ``@tool`` objects, plain functions, or names of built-in tools.
+        system: the system prompt.
+        max_iterations: model turns before the loop asks for a final answer without tools.
+        permissions: a mode (``"default"``, ``"accept_edits"``, ``"plan"``, ``"bypass"``) or a
+            ``Permissions`` object; None is ``"default"``.
+        approver: a function deciding calls the rules say to ask about.
+        fallback_model: takes over when the model is overloaded.
+        journal: where events are recorded: default ``.agent_kernel/sessions/<id>.jsonl`` under
+            ``working_dir``; a path; a ``Journal``; or None for no journal.
+        context: a ``ContextManager`` (default: micro- and auto-compaction on) or None.
+        hooks: lifecycle hooks.
+        session_id: the conversation's id (default: a new one).
+        working_dir: where file tools work and the journal lives (default: the current directory).
+        max_retries, retry_base_delay, stall_timeout, on_stall, max_parallel_tools,
+        model_options: see ``LoopConfig``.
+        name: a display name (sub-agents, crews).
+
+    Example:
+        >>> from agent_kernel import Agent
+        >>> from agent_kernel.models.scripted import ScriptedModel
+        >>> agent = Agent(ScriptedModel(["Hello!"]), journal=None)
+        >>> agent.run_sync("Hi").text
+        'Hello!'
+    """
+
+    def __init__(
+        self,
+        model: str | Model | None = None,
+        tools: Iterable[Tool | Callable[..., Any] | str] = (),
+        system: str | None = None,
+        max_iterations: int = 20,
+        *,
+        permissions: Any = None,
+        approver: Callable[..., Any] | None = None,
+        fallback_model: str | Model | None = None,
+        journal: Any = DEFAULT,
+        context: Any = DEFAULT,
+        hooks: Hooks | None = None,
+        session_id: str | None = None,
+        working_dir: str | os.PathLike[str] | None = None,
+        max_retries: int = 4,
+        retry_base_delay: float = 1.0,
+        stall_timeout: float | None = 30.0,
+        on_stall: str = "retry",
+        max_parallel_tools: int = 10,
+        model_options: dict[str, Any] | None = None,
+        name: str | None = None,
+    ) -> None:
+        if max_iterations < 1:
+            raise UserError(f"max_iterations must be at least 1 (got {max_iterations}).")
+        if on_stall not in ("retry", "abort", "fallback"):
+            raise UserError(f"on_stall must be 'retry', 'abort' or 'fallback' (got {on_stall!r}).")
+        self.model: Model = _resolve_model(model)
+        self.fallback_model: Model | None = None if fallback_model is None else _resolve_model(fallback_model)
+        self.tools = ToolRegistry(tools)
+        self.system = system
+        self.max_iterations = max_iterations
+        self.name = name
+        self.session_id = session_id or new_id("s_")
+        self.working_dir = Path(working_dir) if working_dir is not None else Path.cwd()
+        self.hooks = hooks
+        self.retry = {"max_retries": max_retries, "retry_base_delay": retry_base_delay}
+        self.stall_timeout = stall_timeout
+        self.on_stall = on_stall
+        self.max_parallel_tools = max_parallel_tools
+        self.model_options = dict(model_options or {})
+        self.permissions = _build_permissions(permissions, approver)
+        self.context_manager = _build_context_manager(context, self.model)
+        self.redactor = _build_redactor()
+        self.messages: list[Message] = []
+        self.history: list[TurnState] = []
+        self.events: list[AgentEvent] = []
+        self.stats = LoopStats()
+        self.stats.cost_usd = 0.0
+        self.tool_extras: dict[str, Any] = {}
+        self._seq = itertools.count(1)
+        self._journal = _open_journal(journal, self.session_id, self.working_dir)
+        self._sinks: list[EventSink] = [_Recorder(self.events)]
+        if self._journal is not None:
+            self._sinks.append(self._journal)
+        self._context: ExecutionContext | None = None
+
+    def __repr__(self) -> str:
+        return f"Agent(model={self.model.name!r}, tools={self.tools.names}, session_id={self.session_id!r})"
+
+    # -- running ----------------------------------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        """True while a run is in progress."""
+        return self._context is not None
+
+    @property
+    def journal(self) -> Any:
+        """The journal events are recorded in, or None."""
+        return self._journal
+
+    def _new_context(self) -> ExecutionContext:
+        ctx = ExecutionContext(
+            session_id=self.session_id,
+            working_dir=self.working_dir,
+            agent_id=None,
+            hooks=self.hooks,
+            permissions=self.permissions,
+            context_manager=self.context_manager,
+            redactor=self.redactor,
+            sinks=self._sinks,
+        )
+        config = LoopConfig(
+            model=self.model,
+            tools=self.tools,
+            system=self.system,
+            fallback_model=self.fallback_model,
+            max_retries=self.retry["max_retries"],
+            retry_base_delay=self.retry["retry_base_delay"],
+            stall_timeout=self.stall_timeout,
+            on_stall=self.on_stall,
+            max_parallel_tools=self.max_parallel_tools,
+            model_options=self.model_options,
+        )
+        redact = self.redactor.redact_data if self.redactor is not None and self.redactor.active else None
+        ctx.extras["config"] = config
+        ctx.extras["emitter"] = Emitter(self.session_id, ctx.run_id, self._seq, self._sinks, redact)
+        ctx.extras["tool_extras"] = self.tool_extras
+        return ctx
+
+    async def stream(self, prompt: str) -> AsyncIterator[AgentEvent]:
+        """Runs the agent on ``prompt``, yielding every event as it happens.
+
+        Raises:
+            UserError: a run of this agent is already in progress.
+        """
+        if self._context is not None:
+            raise UserError("This agent is already running; await that run or call agent.cancel() first.")
+        ctx = self._new_context()
+        self._context = ctx
+        em: Emitter = ctx.extras["emitter"]
+        try:
+            turn = TurnState.initial(self.max_iterations)
+            self._add_user_message(prompt)
+            em.turn = turn
+            yield em.emit(
+                EventType.RUN_START,
+                {
+                    "prompt": prompt,
+                    "model": self.model.name,
+                    "provider": self.model.provider,
+                    "system": self.system,
+                    "tools": self.tools.names,
+                    "max_iterations": self.max_iterations,
+                    "turn_state": turn.to_dict(),
+                    "agent_name": self.name,
+                },
+            )
+            async for event in tt(self.messages, turn, ctx):
+                if event.type is EventType.ITERATION_START:
+                    self.history.append(TurnState.from_dict(event.data["turn_state"]))
+                elif event.type is EventType.COMPACTION_COMPLETE and self.history:
+                    self.history[-1] = self.history[-1].with_compacted()
+                yield event
+        finally:
+            self._context = None
+            self._merge_stats(ctx.stats)
+
+    async def run(self, prompt: str) -> RunResult:
+        """Runs the agent on ``prompt`` to the end and returns the ``RunResult``."""
+        events = [event async for event in self.stream(prompt)]
+        return self._result(events)
+
+    def run_sync(self, prompt: str) -> RunResult:
+        """Runs to the end from synchronous code, with or without a running event loop.
+
+        Outside a loop it uses ``asyncio.run``; inside one (a notebook cell, an async app) it
+        runs the agent on a private loop in a worker thread and waits, so it never nests loops.
+        Prefer ``await agent.run(...)`` in notebooks: approvals in the live view need the
+        kernel's loop to be free.
+        """
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.run(prompt))
+        with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="agent_kernel-run") as pool:
+            return pool.submit(asyncio.run, self.run(prompt)).result()
+
+    def cancel(self, reason: str = "cancelled by the user") -> bool:
+        """Cancels the run in progress (safe from any thread). Returns False if none is running."""
+        ctx = self._context
+        if ctx is None:
+            return False
+        ctx.cancel.cancel(reason)
+        return True
+
+    async def compact(self, focus: str | None = None) -> list[AgentEvent]:
+        """Compacts the conversation now, optionally focusing the summary; returns its events."""
+        if self.context_manager is None:
+            raise UserError("Context management is off for this agent (context=None); create it with the default context to compact.")
+        if self._context is not None:
+            raise UserError("Cannot compact while a run is in progress; wait for it to finish.")
+        em = Emitter(self.session_id, new_id("r_"), self._seq, self._sinks)
+        em.turn = self.history[-1] if self.history else None
+        before = len(self.events)
+        self.messages[:] = await self.context_manager.compact(self.messages, self.model, em.later, focus)
+        em.drain()
+        em.flush()
+        if self.history:
+            self.history[-1] = self.history[-1].with_compacted()
+        return self.events[before:]
+
+    # -- conversation -----------------------------------------------------------------------
+
+    def _add_user_message(self, prompt: str) -> None:
+        if self.messages and self.messages[-1].role == "user":
+            # The last run ended with tool results (cancelled or stopped): keep roles alternating.
+            last = self.messages.pop()
+            self.messages.append(Message("user", last.content + (TextBlock(prompt),)))
+        else:
+            self.messages.append(Message.user(prompt))
+
+    def reset(self) -> None:
+        """Starts a new conversation (a new session id and journal; the old journal is kept)."""
+        if self._context is not None:
+            raise UserError("Cannot reset while a run is in progress; call agent.cancel() first.")
+        self.close()
+        self.session_id = new_id("s_")
+        self.messages.clear()
+        self.history.clear()
+        self.events.clear()
+        self.stats = LoopStats()
+        self._seq = itertools.count(1)
+        journal_was_on = self._journal is not None
+        self._journal = _open_journal(DEFAULT if journal_was_on else None, self.session_id, self.working_dir)
+        self._sinks = [_Recorder(self.events)] + ([self._journal] if self._journal is not None else [])
+
+    def close(self) -> None:
+        """Flushes and closes the journal."""
+        if self._journal is not None:
+            self._journal.close()
+
+    def _merge_stats(self, run: LoopStats) -> None:
+        s = self.stats
+        s.turns += run.turns
+        s.tool_calls += run.tool_calls
+        s.llm_calls += run.llm_calls
+        s.input_tokens += run.input_tokens
+        s.output_tokens += run.output_tokens
+        s.cache_read_tokens += run.cache_read_tokens
+        s.cache_write_tokens += run.cache_write_tokens
+        s.cost_usd = None if (s.cost_usd is None or run.cost_usd is None) else s.cost_usd + run.cost_usd
+        s.end = run.end
+
+    def _result(self, events: Sequence[AgentEvent]) -> RunResult:
+        finish = events[-1]
+        data = finish.data
+        stats = data.get("stats", {})
+        usage = Usage(
+            stats.get("input_tokens", 0),
+            stats.get("output_tokens", 0),
+            stats.get("cache_read_tokens", 0),
+            stats.get("cache_write_tokens", 0),
+        )
+        run_stats = LoopStats(**{k: v for k, v in stats.items() if k in LoopStats.__dataclass_fields__})
+        return RunResult(
+            text=data.get("text", ""),
+            termination_reason=TerminationReason(data["reason"]),
+            turns=stats.get("turns", 0),
+            usage=usage,
+            cost_usd=stats.get("cost_usd"),
+            events=list(events),
+            stats=run_stats,
+            session_id=finish.session_id,
+            run_id=finish.run_id,
+            error=data.get("error"),
+        )
+
+
+def _resolve_model(model: str | Model | None) -> Model:
+    if model is not None and not isinstance(model, str):
+        if not hasattr(model, "stream"):
+            raise UserError(f"{model!r} is not a model: pass a model string such as 'anthropic:claude-sonnet-4-5', 'offline', or an object with a stream() method.")
+        return model
+    from .models.registry import resolve_model
+
+    return resolve_model(model)
+
+
+def _build_permissions(permissions: Any, approver: Callable[..., Any] | None) -> Any:
+    from .permissions import build_gate
+
+    return build_gate(permissions, approver)
+
+
+def _build_context_manager(context: Any, model: Model) -> Any:
+    if context is None:
+        return None
+    if context is DEFAULT:
+        from .context import ContextManager
+
+        return ContextManager()
+    return context
+
+
+def _build_redactor() -> Any:
+    from .redaction import Redactor
+
+    redactor = Redactor.from_environ()
+    return redactor if redactor.active else None
+
+
+def _open_journal(journal: Any, session_id: str, working_dir: Path) -> Any:
+    if journal is None:
+        return None
+    from .journal import Journal
+
+    if journal is DEFAULT:
+        return Journal.for_session(session_id, working_dir)
+    if isinstance(journal, (str, os.PathLike)):
+        return Journal(Path(journal), session_id=session_id)
+    return journal

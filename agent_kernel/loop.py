@@ -1,0 +1,756 @@
+"""loop — ``tt``: the tail-recursive agent loop, an async generator of ``AgentEvent``.
+
+One recursion: ``iteration_start`` → context (micro- and auto-compaction) → one streamed model
+call, whose tool calls start executing the moment each block completes → wait for the results in
+declared order → ``recursion`` with ``turn_state.next_turn()``. No tool calls is the base case.
+
+The recursion is a tail call, so it is eliminated: each turn runs in the same generator frame
+with a new immutable ``TurnState``. That keeps the cost of an event flat however long the run
+(nested generators would pay one frame per turn for every token).
+
+Resilience is the loop's, so it is visible as events: retries with backoff (``retry``), a
+fallback model on overload (``model_fallback``), a stall watchdog (``stall_detected``).
+Cancellation (``context.cancel``) interrupts a model stream, a backoff or a tool wait at once;
+every dangling tool_use then gets a synthetic result so the history stays valid.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+from collections.abc import AsyncIterator, Coroutine
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import pydantic
+
+from .emitter import Emitter
+from .errors import ModelError, StopRun, ToolError
+from .events import AgentEvent, EventType
+from .hooks import HookPoint, Hooks
+from .messages import Block, Message, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
+from .models.base import (
+    MessageEnd,
+    Model,
+    ModelRequest,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallDelta,
+    ToolCallEnd,
+    ToolCallStart,
+    Usage,
+)
+from .permissions import ToolRequest
+from .state import ExecutionContext, LoopState, TerminationReason, TurnState
+from .tools.executor import ABORT_FALLBACK, ABORT_RETRY, ABORT_USER, PendingCall, StreamingToolExecutor
+from .tools.registry import ToolRegistry
+from .tools.tool import ToolContext, ToolResult
+
+__all__ = ["FINAL_TURN_INSTRUCTION", "LoopConfig", "tt"]
+
+T = TypeVar("T")
+
+FINAL_TURN_INSTRUCTION = (
+    "You have reached the maximum number of turns for this request, so tools are now disabled. "
+    "Answer now from what you already have: summarise what you found and what remains to be done."
+)
+
+# Stop reasons that end a response normally; anything else (max_tokens, refusal, ...) is reported.
+_NORMAL_STOPS = frozenset({"end_turn", "stop", "tool_use", "tool_calls", "stop_sequence", "pause_turn"})
+
+
+@dataclass
+class LoopConfig:
+    """How the loop calls the model and runs tools (fixed for a run).
+
+    Attributes:
+        model: the model to call.
+        tools: the tools offered.
+        system: the system prompt.
+        fallback_model: takes over when the model reports overload.
+        max_retries: retries of a retryable model failure before giving up.
+        retry_base_delay: first backoff in seconds (doubles each retry, with jitter).
+        retry_max_delay: cap on one backoff.
+        stall_timeout: seconds without a stream event before ``stall_detected`` (None: off).
+        on_stall: ``retry``, ``abort`` or ``fallback``.
+        max_parallel_tools: concurrency-safe calls running at once.
+        model_options: passed to the model in every request (``max_tokens``, ...).
+    """
+
+    model: Model
+    tools: ToolRegistry = field(default_factory=ToolRegistry)
+    system: str | None = None
+    fallback_model: Model | None = None
+    max_retries: int = 4
+    retry_base_delay: float = 1.0
+    retry_max_delay: float = 30.0
+    stall_timeout: float | None = 30.0
+    on_stall: str = "retry"
+    max_parallel_tools: int = 10
+    model_options: dict[str, Any] = field(default_factory=dict)
+
+
+class _Interrupted(Exception):
+    """The cancel token interrupted an await (the loop's own cancellation, not a foreign one)."""
+
+
+class _Finish(Exception):
+    """Ends the run with a reason (raised from deep inside a turn)."""
+
+    def __init__(self, reason: TerminationReason, text: str = "", data: dict[str, Any] | None = None) -> None:
+        super().__init__(reason.value)
+        self.reason = reason
+        self.text = text
+        self.data = data or {}
+
+
+def tt(messages: list[Message], turn_state: TurnState, context: ExecutionContext) -> AsyncIterator[AgentEvent]:
+    """Runs the agent loop from ``turn_state`` on ``messages``, yielding every event.
+
+    ``messages`` is the conversation and is extended in place (assistant messages, tool
+    results). ``context.extras["config"]`` holds the ``LoopConfig`` and ``context.extras
+    ["emitter"]`` the ``Emitter``. The stream always ends with ``run_finish``; failures end with
+    ``error`` then ``run_finish`` (ERROR), never with an exception out of the generator, except a
+    foreign ``CancelledError`` (one the cancel token did not cause), which is journaled and re-raised.
+    """
+    return _Loop(messages, context).run(turn_state)
+
+
+class _Loop:
+    """The per-run machinery behind ``tt`` (one instance per run)."""
+
+    def __init__(self, messages: list[Message], ctx: ExecutionContext) -> None:
+        self.messages = messages
+        self.ctx = ctx
+        self.config: LoopConfig = ctx.extras["config"]
+        self.em: Emitter = ctx.extras["emitter"]
+        self.hooks: Hooks | None = ctx.hooks if ctx.hooks else None
+        self.token = ctx.cancel
+        self.model: Model = self.config.model
+        self.executor: StreamingToolExecutor | None = None
+        self.partial: _MessageBuilder | None = None
+        self.last_text = ""
+
+    # -- the recursion ----------------------------------------------------------------------
+
+    async def run(self, turn: TurnState) -> AsyncIterator[AgentEvent]:
+        em, ctx = self.em, self.ctx
+        self.token.bind()
+        finished = False
+        try:
+            while True:
+                em.turn = turn
+                try:
+                    yield em.emit(EventType.ITERATION_START, {"turn_state": turn.to_dict()})
+                    await self._hook(HookPoint.BEFORE_ITERATION_START, turn)
+                    self._check_cancelled()
+                    ctx.state.set(LoopState.CHECKING_CONTEXT)
+                    final = turn.is_final
+                    request = self._request(final)
+                    await self._hook(HookPoint.BEFORE_CONTEXT_ASSEMBLY, turn, request=request)
+                    if ctx.context_manager is not None:
+                        async for ev in self._drive(self._prepare_context(turn, request)):
+                            yield ev
+                        request, turn = self._prepared
+                    await self._hook(HookPoint.AFTER_CONTEXT_ASSEMBLY, turn, request=request)
+                    self._check_cancelled()
+                    await self._hook(HookPoint.BEFORE_LLM_CALL, turn, request=request)
+
+                    async for ev in self._call_model(request, final):
+                        yield ev
+                    message = self._completed
+                    await self._hook(HookPoint.AFTER_LLM_RESPONSE, turn, message=message)
+
+                    uses = message.tool_uses
+                    if final:
+                        yield em.emit(EventType.MAX_ITERATIONS_REACHED, {"max_iterations": turn.max_iterations})
+                        raise _Finish(TerminationReason.MAX_TURNS, message.text)
+                    if not uses:
+                        reason = TerminationReason.END_TURN if self._stop_reason in _NORMAL_STOPS else TerminationReason.STOP_REASON
+                        raise _Finish(reason, message.text, {"stop_reason": self._stop_reason})
+
+                    ctx.state.set(LoopState.EXECUTING_TOOLS)
+                    async for ev in self._await_tools():
+                        yield ev
+                    results = self._tool_result_blocks()
+                    self.messages.append(Message("user", tuple(results)))
+                    self.executor = None
+                    stop = next((c for c in self._finished_calls if c.result is not None and c.result.stop), None)
+                    if stop is not None:
+                        raise _Finish(TerminationReason.TOOL_STOP, stop.result.final_message or message.text, {"tool": stop.name})
+
+                    await self._hook(HookPoint.BEFORE_RECURSION, turn)
+                    nxt = turn.next_turn()
+                    yield em.emit(
+                        EventType.RECURSION,
+                        {"tool_results": [_result_dict(b) for b in results], "next_turn_id": nxt.turn_id},
+                    )
+                    em.flush()
+                    ctx.stats.turns += 1
+                    await self._hook(HookPoint.AFTER_ITERATION_END, turn)
+                    turn = nxt
+                except _Finish as fin:
+                    ctx.stats.turns += 1
+                    async for ev in self._finish(fin):
+                        yield ev
+                    finished = True
+                    return
+                except _Interrupted:
+                    async for ev in self._cancelled():
+                        yield ev
+                    finished = True
+                    return
+                except StopRun as stop:
+                    async for ev in self._finish(_Finish(TerminationReason.STOP_REASON, stop.final_message or self.last_text, {"stop": stop.reason})):
+                        yield ev
+                    finished = True
+                    return
+                except ModelError as err:
+                    async for ev in self._failed(err.kind, str(err), status_code=err.status_code):
+                        yield ev
+                    finished = True
+                    return
+                except Exception as err:  # a bug in a hook, a model adapter or the loop: reported, not raised
+                    async for ev in self._failed(type(err).__name__, f"{type(err).__name__}: {err}"):
+                        yield ev
+                    finished = True
+                    return
+        finally:
+            if not finished:
+                # A foreign cancellation or the consumer closed the stream: record it, close the
+                # history, and let the exception go on. Nothing can be yielded from here.
+                self._abort_tools(ABORT_USER)
+                self._close_dangling("The run was stopped before this tool call finished.")
+                reason = self.token.reason or "the run was stopped from outside (task cancelled or stream closed)"
+                em.emit(EventType.CANCELLED, {"reason": reason, "phase": str(ctx.state.state)})
+                self._record_finish(TerminationReason.USER_INTERRUPT, self.last_text)
+                ctx.state.set(LoopState.COMPLETED)
+
+    # -- phases -----------------------------------------------------------------------------
+
+    def _request(self, final: bool) -> ModelRequest:
+        cfg = self.config
+        options = cfg.model_options
+        messages = tuple(self.messages)
+        if final:
+            # Tools stay declared (providers reject tool blocks without them) but cannot be chosen.
+            options = {**options, "tool_choice": "none"}
+            messages = _with_instruction(messages, FINAL_TURN_INSTRUCTION)
+        return ModelRequest(messages, cfg.system, cfg.tools.specs(), options)
+
+    async def _prepare_context(self, turn: TurnState, request: ModelRequest) -> None:
+        prepared = await self.ctx.context_manager.prepare(self.messages, turn, request, self.model, self.em.later)
+        if prepared.history is not None:
+            self.messages[:] = prepared.history
+        if prepared.compacted:
+            turn = turn.with_compacted()
+            self.em.turn = turn
+        self._prepared = (prepared.request, turn)
+
+    async def _call_model(self, request: ModelRequest, final: bool) -> AsyncIterator[AgentEvent]:
+        """Streams one model response into events, retrying and falling back as configured."""
+        em, cfg, token, ctx = self.em, self.config, self.token, self.ctx
+        attempt = 0
+        while True:
+            ctx.state.set(LoopState.CALLING_LLM)
+            model = self.model
+            yield em.emit(
+                EventType.LLM_START,
+                {"model": model.name, "provider": model.provider, "attempt": attempt, "messages": len(request.messages), "tools_enabled": not final},
+            )
+            builder = self.partial = _MessageBuilder()
+            executor = self.executor = self._new_executor()
+            started = time.monotonic()
+            watchdog = _Watchdog(cfg.stall_timeout, token) if cfg.stall_timeout else None
+            end: MessageEnd | None = None
+            error: ModelError | None = None
+            try:
+                token.arm()
+                stream = model.stream(request)
+                ctx.state.set(LoopState.PROCESSING_RESPONSE)
+                async for sev in stream:
+                    token.disarm()
+                    if watchdog is not None:
+                        watchdog.last = time.monotonic()
+                    kind = type(sev)
+                    if kind is TextDelta:
+                        builder.text(sev.text)
+                        yield em.emit(EventType.TEXT_DELTA, {"text": sev.text})
+                    elif kind is ThinkingDelta:
+                        builder.thinking(sev.text, sev.signature)
+                        yield em.emit(EventType.THINKING_DELTA, {"text": sev.text, "signature": sev.signature})
+                    elif kind is ToolCallStart:
+                        builder.tool_start(sev.index, sev.id, sev.name)
+                        yield em.emit(EventType.TOOL_CALL_START, {"call_id": sev.id, "name": sev.name, "index": sev.index})
+                    elif kind is ToolCallDelta:
+                        yield em.emit(EventType.TOOL_CALL_DELTA, {"call_id": builder.call_id(sev.index), "index": sev.index, "delta": sev.arguments})
+                    elif kind is ToolCallEnd:
+                        arguments, parse_error = _parse_arguments(sev.arguments)
+                        builder.tool_use(sev.id, sev.name, arguments)
+                        data: dict[str, Any] = {"call_id": sev.id, "name": sev.name, "arguments": arguments, "index": sev.index}
+                        if parse_error:
+                            data["parse_error"] = parse_error
+                        yield em.emit(EventType.TOOL_CALL_READY, data)
+                        if not final:
+                            executor.submit(sev.id, sev.name, arguments, parse_error=parse_error)
+                    elif kind is MessageEnd:
+                        end = sev
+                    if em.has_pending:
+                        for ev in em.drain():
+                            yield ev
+                    if token.reason is not None:
+                        raise _Interrupted
+                    token.arm()
+                token.disarm()
+            except asyncio.CancelledError:
+                token.disarm()
+                interrupt = token.consume_interrupt()
+                if interrupt is None:
+                    raise
+                if interrupt == "cancel":
+                    raise _Interrupted from None
+                # A stall: the watchdog interrupted a silent stream.
+                seconds = cfg.stall_timeout or 0.0
+                yield em.emit(EventType.STALL_DETECTED, {"seconds": seconds, "action": cfg.on_stall, "model": model.name, "partial": builder.has_output})
+                error = ModelError(
+                    f"no stream event for {seconds:g} s from {model.name}",
+                    retryable=cfg.on_stall == "retry",
+                    overloaded=cfg.on_stall == "fallback",
+                    kind="stall",
+                )
+            except ModelError as exc:
+                token.disarm()
+                error = exc
+            finally:
+                if watchdog is not None:
+                    watchdog.stop()
+
+            if error is None and end is None:
+                error = ModelError(f"the stream from {model.name} ended without a final message", retryable=True, kind="stream_cut")
+            if error is None:
+                break
+
+            # Failure: decide between fallback, retry and giving up.
+            if self.config.fallback_model is not None and error.overloaded and self.model is not self.config.fallback_model:
+                self._abort_tools(ABORT_FALLBACK)
+                await executor.aclose()
+                self._drop_partial()
+                self.model = self.config.fallback_model
+                yield em.emit(
+                    EventType.MODEL_FALLBACK,
+                    {"from_model": model.name, "to_model": self.model.name, "reason": str(error), "kind": error.kind, "partial": builder.has_output},
+                )
+                attempt = 0
+                continue
+            if error.retryable and attempt < cfg.max_retries:
+                self._abort_tools(ABORT_RETRY)
+                await executor.aclose()
+                self._drop_partial()
+                delay = _backoff(attempt, cfg.retry_base_delay, cfg.retry_max_delay, error.retry_after)
+                attempt += 1
+                yield em.emit(
+                    EventType.RETRY,
+                    {"attempt": attempt, "max_retries": cfg.max_retries, "delay_s": delay, "error": str(error), "kind": error.kind, "status_code": error.status_code, "partial": builder.has_output},
+                )
+                await self._sleep(delay)
+                continue
+            raise error
+
+        # Success.
+        assert end is not None
+        message = builder.build()
+        self.partial = None
+        duration = time.monotonic() - started
+        usage = end.usage
+        cost = _cost(model.name if end.model is None else end.model, usage)
+        ctx.stats.add_usage(usage.to_dict(), cost)
+        self.messages.append(message)
+        self._completed = message
+        self._stop_reason = end.stop_reason
+        if message.text:
+            self.last_text = message.text
+        cm = ctx.context_manager
+        if cm is not None and hasattr(cm, "record_usage"):
+            cm.record_usage(request, usage)
+        yield em.emit(
+            EventType.LLM_COMPLETE,
+            {
+                "message": message.to_dict(),
+                "usage": usage.to_dict(),
+                "cost_usd": cost,
+                "model": end.model or model.name,
+                "stop_reason": end.stop_reason,
+                "duration_s": duration,
+                "attempts": attempt + 1,
+            },
+        )
+
+    async def _await_tools(self) -> AsyncIterator[AgentEvent]:
+        executor = self.executor
+        assert executor is not None
+        while not executor.done:
+            for ev in self.em.drain():
+                yield ev
+            if executor.done:
+                break
+            await self._interruptible(self.em.wait())
+        for ev in self.em.drain():
+            yield ev
+        self._finished_calls = executor.results()
+        self.ctx.stats.tool_calls += len(self._finished_calls)
+
+    def _tool_result_blocks(self) -> list[ToolResultBlock]:
+        blocks = []
+        for call in self._finished_calls:
+            result = call.result or ToolResult("Tool call produced no result.", is_error=True)
+            blocks.append(ToolResultBlock(call.call_id, result.content, result.is_error))
+        return blocks
+
+    # -- endings ----------------------------------------------------------------------------
+
+    async def _finish(self, fin: _Finish) -> AsyncIterator[AgentEvent]:
+        for ev in self.em.drain():
+            yield ev
+        self.ctx.state.set(LoopState.COMPLETED)
+        yield self._record_finish(fin.reason, fin.text, fin.data)
+
+    async def _cancelled(self) -> AsyncIterator[AgentEvent]:
+        self._abort_tools(ABORT_USER)
+        if self.executor is not None:
+            await self.executor.aclose()
+        self._close_dangling(f"Tool call not completed: {ABORT_USER}.")
+        for ev in self.em.drain():
+            yield ev
+        reason = self.token.reason or "cancelled"
+        yield self.em.emit(EventType.CANCELLED, {"reason": reason, "phase": str(self.ctx.state.state)})
+        self.ctx.state.set(LoopState.COMPLETED)
+        yield self._record_finish(TerminationReason.USER_INTERRUPT, self.last_text)
+
+    async def _failed(self, kind: str, message: str, *, status_code: int | None = None) -> AsyncIterator[AgentEvent]:
+        self._abort_tools("the run failed")
+        if self.executor is not None:
+            await self.executor.aclose()
+        self._close_dangling("The run failed before this tool call finished.")
+        for ev in self.em.drain():
+            yield ev
+        self.ctx.state.set(LoopState.ERROR)
+        yield self.em.emit(EventType.ERROR, {"message": message, "kind": kind, "status_code": status_code})
+        yield self._record_finish(TerminationReason.ERROR, self.last_text, {"error": message})
+
+    def _record_finish(self, reason: TerminationReason, text: str, data: dict[str, Any] | None = None) -> AgentEvent:
+        stats = self.ctx.stats
+        stats.end = time.time()
+        ev = self.em.emit(EventType.RUN_FINISH, {"reason": reason.value, "text": text, "stats": stats.to_dict(), **(data or {})})
+        self.em.sync()
+        return ev
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    def _check_cancelled(self) -> None:
+        if self.token.reason is not None:
+            raise _Interrupted
+
+    async def _hook(self, point: HookPoint, turn: TurnState, **data: Any) -> None:
+        if self.hooks is not None and self.hooks.has(point):
+            await self.hooks.run(point, turn, self.ctx, **data)
+
+    async def _interruptible(self, awaitable: Coroutine[Any, Any, T]) -> T:
+        """Awaits inside the loop's own task so the cancel token can interrupt it."""
+        token = self.token
+        if token.reason is not None:
+            awaitable.close()
+            raise _Interrupted
+        token.arm()
+        try:
+            return await awaitable
+        except asyncio.CancelledError:
+            if token.consume_interrupt() is None:
+                raise
+            raise _Interrupted from None
+        finally:
+            token.disarm()
+
+    async def _sleep(self, seconds: float) -> None:
+        await self._interruptible(asyncio.sleep(seconds))
+
+    async def _drive(self, coro: Coroutine[Any, Any, None]) -> AsyncIterator[AgentEvent]:
+        """Runs ``coro`` as a task, yielding the events it queues while it runs."""
+        task = asyncio.ensure_future(coro)
+        task.add_done_callback(lambda _: self.em.wake())
+        try:
+            while not task.done():
+                for ev in self.em.drain():
+                    yield ev
+                if task.done():
+                    break
+                await self._interruptible(self.em.wait())
+        finally:
+            if not task.done():
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+        for ev in self.em.drain():
+            yield ev
+        task.result()
+
+    def _new_executor(self) -> StreamingToolExecutor:
+        tools = self.config.tools
+
+        def is_safe(name: str) -> bool:
+            t = tools.get(name)
+            return bool(t and t.concurrency_safe)
+
+        return StreamingToolExecutor(
+            self._execute,
+            is_safe=is_safe,
+            max_concurrency=self.config.max_parallel_tools,
+            on_change=self.em.wake,
+            on_abort=self._record_abort,
+        )
+
+    def _record_abort(self, call: PendingCall) -> None:
+        assert call.result is not None
+        self.em.later(
+            EventType.TOOL_RESULT,
+            {"call_id": call.call_id, "name": call.name, "content": call.result.content, "is_error": True, "synthetic": True, "duration_s": None, "started_at": None, "ended_at": None},
+        )
+
+    def _abort_tools(self, reason: str) -> None:
+        if self.executor is not None:
+            self.executor.abort_all(reason)
+
+    def _drop_partial(self) -> None:
+        self.partial = None
+        self.executor = None
+        self.em.drain()  # synthetic results of a discarded response are journaled, then dropped
+
+    def _close_dangling(self, content: str) -> None:
+        """Gives every tool_use without a result a synthetic error result, keeping history valid."""
+        if self.partial is not None and self.partial.has_output:
+            # Cancelled mid-stream: keep what was said, with the tool calls that had completed.
+            self.messages.append(self.partial.build())
+            self.partial = None
+        if not self.messages or self.messages[-1].role != "assistant":
+            return
+        uses = self.messages[-1].tool_uses
+        if not uses:
+            return
+        done = {c.call_id: c.result for c in (self.executor.calls if self.executor else []) if c.result is not None}
+        blocks = []
+        for use in uses:
+            result = done.get(use.id)
+            blocks.append(ToolResultBlock(use.id, result.content, result.is_error) if result else ToolResultBlock(use.id, content, True))
+        self.messages.append(Message("user", tuple(blocks)))
+
+    async def _execute(self, call: PendingCall) -> ToolResult:
+        """Runs one tool call: lookup, arguments, permission, hooks, the tool, its events."""
+        em, name = self.em, call.name
+        tool = self.config.tools.get(name)
+        if tool is None:
+            known = ", ".join(self.config.tools.names) or "none"
+            return self._result(call, ToolResult(f"Unknown tool {name!r}. Available tools: {known}.", is_error=True))
+        if call.parse_error is not None:
+            raw = str(call.arguments.get("_raw", ""))[:500]
+            return self._result(
+                call,
+                ToolResult(f"The arguments for {name} are not valid JSON ({call.parse_error}). Received: {raw!r}. Send a JSON object that matches the tool's schema.", is_error=True),
+            )
+        try:
+            arguments = tool.validate(call.arguments)
+        except pydantic.ValidationError as exc:
+            return self._result(call, ToolResult(f"Invalid arguments for {name}: {_validation_summary(exc)}", is_error=True))
+
+        gate = self.ctx.permissions
+        if gate is not None:
+            auth = await gate.authorize(ToolRequest(call.call_id, tool, dict(call.arguments)), em.later)
+            if not auth.allowed:
+                return self._result(call, ToolResult(auth.message or f"{name} was not allowed to run.", is_error=True))
+            if auth.arguments != call.arguments:
+                try:
+                    arguments = tool.validate(auth.arguments)
+                except pydantic.ValidationError as exc:
+                    return self._result(call, ToolResult(f"Invalid edited arguments for {name}: {_validation_summary(exc)}", is_error=True))
+                call.arguments = dict(auth.arguments)
+
+        turn = em.turn
+        assert turn is not None
+        await self._hook(HookPoint.BEFORE_TOOL_EXECUTION, turn, call=call)
+        started = time.time()
+        em.later(EventType.TOOL_START, {"call_id": call.call_id, "name": name, "arguments": call.arguments, "started_at": started})
+
+        def report(message: str, fraction: float | None) -> None:
+            em.later(EventType.TOOL_PROGRESS, {"call_id": call.call_id, "name": name, "message": message, "fraction": fraction})
+
+        tctx = ToolContext(call.call_id, name, self.ctx.working_dir, self.ctx.extras.get("tool_extras", {}), report)
+        try:
+            if tool.timeout is not None:
+                content = await asyncio.wait_for(tool.invoke(arguments, tctx), tool.timeout)
+            else:
+                content = await tool.invoke(arguments, tctx)
+            result = ToolResult(content)
+        except ToolError as exc:
+            result = ToolResult(str(exc), is_error=True)
+        except asyncio.TimeoutError:
+            result = ToolResult(f"{name} timed out after {tool.timeout:g} s.", is_error=True)
+        except StopRun as stop:
+            result = ToolResult(stop.final_message or f"{name} ended the run.", stop=True, final_message=stop.final_message)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            result = ToolResult(f"{name} raised {type(exc).__name__}: {exc}", is_error=True)
+        result = self._result(call, result, started)
+        await self._hook(HookPoint.AFTER_TOOL_EXECUTION, turn, call=call, result=result)
+        return result
+
+    def _result(self, call: PendingCall, result: ToolResult, started: float | None = None) -> ToolResult:
+        redactor = self.ctx.redactor
+        if redactor is not None and getattr(redactor, "active", True):
+            content = redactor.redact(result.content)
+            if content != result.content:
+                result = ToolResult(content, result.is_error, result.stop, result.final_message)
+        ended = time.time()
+        self.em.later(
+            EventType.TOOL_RESULT,
+            {
+                "call_id": call.call_id,
+                "name": call.name,
+                "content": result.content,
+                "is_error": result.is_error,
+                "duration_s": None if started is None else ended - started,
+                "started_at": started,
+                "ended_at": ended,
+            },
+        )
+        return result
+
+
+class _MessageBuilder:
+    """Assembles the assistant message from stream events, block by block, in stream order."""
+
+    __slots__ = ("blocks", "_text", "_thinking", "_signature", "_calls")
+
+    def __init__(self) -> None:
+        self.blocks: list[Block] = []
+        self._text: list[str] = []
+        self._thinking: list[str] = []
+        self._signature: str | None = None
+        self._calls: dict[int, str] = {}
+
+    @property
+    def has_output(self) -> bool:
+        return bool(self.blocks or self._text or self._thinking)
+
+    def _close_text(self) -> None:
+        if self._text:
+            self.blocks.append(TextBlock("".join(self._text)))
+            self._text = []
+
+    def _close_thinking(self) -> None:
+        if self._thinking or self._signature:
+            self.blocks.append(ThinkingBlock("".join(self._thinking), self._signature))
+            self._thinking, self._signature = [], None
+
+    def text(self, s: str) -> None:
+        if self._thinking or self._signature:
+            self._close_thinking()
+        self._text.append(s)
+
+    def thinking(self, s: str, signature: str | None) -> None:
+        self._close_text()
+        if self._signature is not None and s:
+            self._close_thinking()  # a signed block is complete; this is a new one
+        if s:
+            self._thinking.append(s)
+        if signature:
+            self._signature = signature
+
+    def tool_start(self, index: int, call_id: str, name: str) -> None:
+        self._calls[index] = call_id
+
+    def call_id(self, index: int) -> str | None:
+        return self._calls.get(index)
+
+    def tool_use(self, call_id: str, name: str, arguments: dict[str, Any]) -> None:
+        self._close_text()
+        self._close_thinking()
+        self.blocks.append(ToolUseBlock(call_id, name, arguments))
+
+    def build(self) -> Message:
+        self._close_text()
+        self._close_thinking()
+        return Message("assistant", tuple(self.blocks))
+
+
+class _Watchdog:
+    """Interrupts the stream when no event has arrived for ``timeout`` seconds."""
+
+    __slots__ = ("timeout", "token", "last", "_handle", "_loop")
+
+    def __init__(self, timeout: float, token: Any) -> None:
+        self.timeout = timeout
+        self.token = token
+        self.last = time.monotonic()
+        self._loop = asyncio.get_running_loop()
+        self._handle: asyncio.TimerHandle | None = self._loop.call_later(timeout, self._check)
+
+    def _check(self) -> None:
+        idle = time.monotonic() - self.last
+        if idle >= self.timeout:
+            self._handle = None
+            self.token.interrupt("stall")
+        else:
+            self._handle = self._loop.call_later(self.timeout - idle, self._check)
+
+    def stop(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+
+
+def _parse_arguments(raw: str) -> tuple[dict[str, Any], str | None]:
+    if not raw.strip():
+        return {}, None
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        return {"_raw": raw}, str(exc)
+    if not isinstance(value, dict):
+        return {"_raw": raw}, f"expected a JSON object, got {type(value).__name__}"
+    return value, None
+
+
+def _validation_summary(exc: pydantic.ValidationError) -> str:
+    parts = []
+    for err in exc.errors()[:5]:
+        loc = ".".join(str(p) for p in err["loc"]) or "arguments"
+        parts.append(f"{loc}: {err['msg']}")
+    return "; ".join(parts) + ". Call the tool again with arguments that match its schema."
+
+
+def _backoff(attempt: int, base: float, cap: float, retry_after: float | None) -> float:
+    """Exponential backoff with full jitter on the upper half; ``retry-after`` wins when given."""
+    if retry_after is not None:
+        return min(max(retry_after, 0.0), max(cap, retry_after))
+    delay = min(cap, base * (2**attempt))
+    return delay / 2 + random.random() * delay / 2
+
+
+def _cost(model_name: str, usage: Usage) -> float | None:
+    try:
+        from .models import pricing
+    except ImportError:
+        return None
+    return pricing.cost(model_name, usage)
+
+
+def _with_instruction(messages: tuple[Message, ...], instruction: str) -> tuple[Message, ...]:
+    """Adds ``instruction`` to the last user message (or as a new one) in the request only."""
+    if messages and messages[-1].role == "user":
+        last = messages[-1]
+        return messages[:-1] + (Message("user", last.content + (TextBlock(instruction),)),)
+    return messages + (Message.user(instruction),)
+
+
+def _result_dict(block: ToolResultBlock) -> dict[str, Any]:
+    return {"type": "tool_result", "tool_use_id": block.tool_use_id, "content": block.content, "is_error": block.is_error}
