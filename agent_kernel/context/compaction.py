@@ -1,0 +1,331 @@
+"""context.compaction — Compactor: replacing older history by a model-written summary.
+
+The model (or a cheaper ``compaction_model``) is asked, with no tools, for a summary in eight
+sections; the messages before a cut are replaced by one ``SummaryBlock`` and the newest messages
+are kept. The cut never separates an assistant ``tool_use`` from the user message holding its
+``tool_result``, and the new history still alternates roles: when the kept part starts with a user
+message, the summary block is merged into it. Failures are retried with backoff; when every
+attempt fails, a sliding window keeps the newest messages that fit and a notice takes the
+summary's place.
+
+``compacted_history`` is the one function that builds the new history from a summary and the
+kept messages, so a journal can rebuild exactly what the loop used from the
+``compaction_complete`` event (``summary``, ``messages_removed``, ``kept_messages``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..events import EventType
+from ..messages import Message, SummaryBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
+from ..models.base import MessageEnd, Model, ModelRequest, TextDelta, Usage
+from .tokens import TokenCounter
+
+__all__ = [
+    "SECTIONS",
+    "CompactionResult",
+    "Compactor",
+    "Emit",
+    "compacted_history",
+    "fallback_notice",
+    "is_valid_cut",
+    "render_transcript",
+    "summary_prompt",
+    "window_cut",
+]
+
+Emit = Callable[[EventType, dict[str, Any]], Any]
+
+#: The sections every summary must have, in order.
+SECTIONS: tuple[str, ...] = (
+    "Task overview",
+    "Key decisions",
+    "Progress",
+    "Blockers",
+    "Open items",
+    "Context",
+    "Next steps",
+    "Metadata",
+)
+
+SUMMARY_SYSTEM = (
+    "You summarise an agent's conversation so the work can continue from your summary alone. "
+    "Be faithful and specific; never invent facts."
+)
+
+_CLIP_MARK = "[... {n} chars omitted ...]"
+
+
+def _clip(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    head = limit * 2 // 3
+    tail = limit - head
+    return text[:head] + _CLIP_MARK.format(n=len(text) - limit) + text[len(text) - tail :]
+
+
+def render_transcript(messages: Sequence[Message], *, max_block_chars: int = 2_000, max_chars: int | None = None) -> str:
+    """Renders messages as plain text for the summary prompt.
+
+    Args:
+        messages: the messages to render.
+        max_block_chars: each text, tool input or tool result longer than this is clipped in the
+            middle (long outputs matter by their start and end).
+        max_chars: clips the whole transcript in the middle to this length, keeping its start
+            (the task, any earlier summary) and its end (the latest work).
+    """
+    lines: list[str] = []
+    for m in messages:
+        for b in m.content:
+            if isinstance(b, SummaryBlock):
+                lines.append(f"[summary of {b.messages_replaced} earlier messages]\n{b.text}")
+            elif isinstance(b, TextBlock):
+                lines.append(f"[{m.role}]\n{_clip(b.text, max_block_chars)}")
+            elif isinstance(b, ThinkingBlock):
+                lines.append(f"[{m.role} thinking]\n{_clip(b.text, max_block_chars)}")
+            elif isinstance(b, ToolUseBlock):
+                args = json.dumps(b.input, default=str, ensure_ascii=False)
+                lines.append(f"[tool call {b.name} id={b.id}]\n{_clip(args, max_block_chars)}")
+            elif isinstance(b, ToolResultBlock):
+                label = "tool error" if b.is_error else "tool result"
+                lines.append(f"[{label} id={b.tool_use_id}]\n{_clip(b.content, max_block_chars)}")
+    text = "\n\n".join(lines)
+    return _clip(text, max_chars) if max_chars is not None else text
+
+
+def summary_prompt(transcript: str, focus: str | None = None) -> str:
+    """The user prompt asking for an eight-section summary of ``transcript``."""
+    headings = "\n".join(f"## {s}" for s in SECTIONS)
+    focus_line = f"\nPay particular attention to: {focus}\n" if focus else ""
+    return (
+        "Summarise the conversation below. Your summary will replace these messages in the "
+        "context window, so the work must be able to continue from it alone.\n\n"
+        f"Write exactly these eight sections, each under its Markdown heading:\n{headings}\n\n"
+        "Keep file paths, names, numbers, commands and error messages verbatim. Write 'none' under "
+        "a heading with nothing to report.\n"
+        f"{focus_line}\n"
+        f"<conversation>\n{transcript}\n</conversation>"
+    )
+
+
+def fallback_notice(messages_removed: int, error: str) -> str:
+    """The text standing in for a summary when the summariser failed."""
+    return (
+        f"[{messages_removed} earlier messages were removed to fit the context window. No summary "
+        f"is available because summarising failed: {error}]"
+    )
+
+
+def is_valid_cut(messages: Sequence[Message], index: int) -> bool:
+    """True if the kept part may start at ``index``: not at a tool_result whose tool_use is cut."""
+    if index <= 0 or index >= len(messages):
+        return index == 0
+    first = messages[index]
+    return not (first.role == "user" and any(isinstance(b, ToolResultBlock) for b in first.content))
+
+
+def window_cut(messages: Sequence[Message], counter: TokenCounter, budget: int) -> int:
+    """The earliest valid cut whose kept part fits ``budget`` tokens (the newest message is
+    always kept, from the nearest valid cut before it)."""
+    n = len(messages)
+    best = n
+    used = 0
+    for i in range(n - 1, -1, -1):
+        used += counter.message(messages[i])
+        if is_valid_cut(messages, i):
+            if used > budget and best < n:
+                break
+            best = i
+            if used > budget:
+                break
+    return best if best < n else max(0, n - 1)
+
+
+def compacted_history(summary: str, messages_replaced: int, kept: Sequence[Message]) -> list[Message]:
+    """The history after compaction: a summary message, then the kept messages.
+
+    When the first kept message is a user message the summary block is merged into it, so roles
+    still alternate; the result always starts with a user message.
+    """
+    block = SummaryBlock(summary, messages_replaced=messages_replaced)
+    kept = list(kept)
+    if kept and kept[0].role == "user":
+        return [Message("user", (block, *kept[0].content)), *kept[1:]]
+    return [Message("user", (block,)), *kept]
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionResult:
+    """One compaction's outcome; its fields are the ``compaction_complete`` event's data."""
+
+    history: list[Message]
+    summary: str
+    messages_removed: int
+    kept_messages: int
+    tokens_before: int
+    tokens_after: int
+    fallback: bool
+    usage: Usage | None = None
+
+    def event_data(self, **extra: Any) -> dict[str, Any]:
+        """The ``compaction_complete`` data (``extra`` adds context such as the trigger)."""
+        return {
+            "tokens_before": self.tokens_before,
+            "tokens_after": self.tokens_after,
+            "messages_removed": self.messages_removed,
+            "kept_messages": self.kept_messages,
+            "summary": self.summary,
+            "fallback": self.fallback,
+            "usage": self.usage.to_dict() if self.usage is not None else None,
+            **extra,
+        }
+
+
+class Compactor:
+    """Summarises older history with a model, with retries and a sliding-window fallback.
+
+    Args:
+        keep_messages: how many of the newest messages are kept verbatim (fewer when they alone
+            would not leave room, more by one when the cut would split a tool pair).
+        retry_delays: seconds to wait before each retry; one retry per entry.
+        target_ratio: the share of the history budget the kept messages may use, leaving room
+            for the conversation to grow before the next compaction.
+        max_block_chars: per-block clipping in the summary prompt.
+        sleep: the sleep function (tests may inject one that records delays).
+    """
+
+    def __init__(
+        self,
+        *,
+        keep_messages: int = 6,
+        retry_delays: Sequence[float] = (1.0, 2.0, 4.0),
+        target_ratio: float = 0.5,
+        max_block_chars: int = 2_000,
+        sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+    ) -> None:
+        if keep_messages < 1:
+            raise ValueError(f"keep_messages must be at least 1, got {keep_messages}")
+        if not 0.0 < target_ratio <= 1.0:
+            raise ValueError(f"target_ratio must be in (0, 1], got {target_ratio}")
+        self.keep_messages = keep_messages
+        self.retry_delays = tuple(float(d) for d in retry_delays)
+        self.target_ratio = target_ratio
+        self.max_block_chars = max_block_chars
+        self.sleep = sleep
+
+    def choose_cut(self, history: Sequence[Message], counter: TokenCounter, budget: int) -> int:
+        """Where the kept part starts: about ``keep_messages`` from the end, at a valid cut,
+        moved later while the kept part exceeds ``target_ratio`` of ``budget``. 0 = no cut."""
+        n = len(history)
+        cut = max(0, n - self.keep_messages)
+        while cut > 0 and not is_valid_cut(history, cut):
+            cut -= 1
+        target = int(budget * self.target_ratio)
+        kept = counter.messages(history[cut:])
+        while kept > target:
+            # Move to the next valid cut, dropping the messages before it.
+            j, k = cut + 1, kept - counter.message(history[cut])
+            while j < n and not is_valid_cut(history, j):
+                k -= counter.message(history[j])
+                j += 1
+            if j >= n:
+                break
+            cut, kept = j, k
+        return cut
+
+    def worth_compacting(self, history: Sequence[Message], cut: int) -> bool:
+        """False when nothing would be removed but a single earlier summary (compacting again
+        would only summarise the summary)."""
+        if cut <= 0:
+            return False
+        return not (cut == 1 and any(isinstance(b, SummaryBlock) for b in history[0].content))
+
+    async def summarise(self, model: Model, messages: Sequence[Message], counter: TokenCounter, focus: str | None) -> tuple[str, Usage | None]:
+        """Asks ``model`` (no tools) for the summary; raises on failure or an empty answer."""
+        window = int(getattr(model, "context_window", 0) or 0)
+        # Leave the summariser room for its instructions and its answer.
+        max_chars = int(window * 0.6 * counter.chars_per_token) if window else None
+        transcript = render_transcript(messages, max_block_chars=self.max_block_chars, max_chars=max_chars)
+        request = ModelRequest(messages=(Message.user(summary_prompt(transcript, focus)),), system=SUMMARY_SYSTEM)
+        parts: list[str] = []
+        usage: Usage | None = None
+        async for event in model.stream(request):
+            if isinstance(event, TextDelta):
+                parts.append(event.text)
+            elif isinstance(event, MessageEnd):
+                usage = event.usage
+        summary = "".join(parts).strip()
+        if not summary:
+            raise ValueError("the summariser returned no text")
+        return summary, usage
+
+    async def compact(
+        self,
+        history: Sequence[Message],
+        model: Model,
+        counter: TokenCounter,
+        *,
+        budget: int,
+        measure: Callable[[Sequence[Message]], int],
+        emit: Emit,
+        threshold: int,
+        focus: str | None = None,
+        trigger: str = "auto",
+    ) -> CompactionResult | None:
+        """Compacts ``history``; None when there is nothing worth compacting.
+
+        Args:
+            history: the stored conversation.
+            model: the summariser.
+            counter: estimates tokens.
+            budget: tokens the history may use (the threshold less system and tools).
+            measure: estimated input tokens of a request carrying a given history, as sent.
+            emit: records an event.
+            threshold: the auto-compaction threshold, for the ``compaction_start`` event.
+            focus: what the summary should pay particular attention to.
+            trigger: ``auto`` or ``manual``.
+        """
+        history = list(history)
+        cut = self.choose_cut(history, counter, budget)
+        if not self.worth_compacting(history, cut):
+            return None
+        tokens_before = measure(history)
+        emit(
+            EventType.COMPACTION_START,
+            {"tokens_before": tokens_before, "messages": len(history), "threshold": threshold, "trigger": trigger, "focus": focus},
+        )
+        error: str | None = None
+        attempts = len(self.retry_delays) + 1
+        for attempt in range(attempts):
+            try:
+                summary, usage = await self.summarise(model, history[:cut], counter, focus)
+            except Exception as exc:  # any failure of the summariser falls back, never crashes the run
+                error = f"{type(exc).__name__}: {exc}"
+                if attempt < len(self.retry_delays):
+                    delay = self.retry_delays[attempt]
+                    emit(EventType.COMPACTION_RETRY, {"attempt": attempt + 1, "delay_s": delay, "error": error})
+                    await self.sleep(delay)
+                continue
+            new_history = compacted_history(summary, cut, history[cut:])
+            result = CompactionResult(
+                new_history, summary, cut, len(history) - cut, tokens_before, measure(new_history), False, usage
+            )
+            emit(EventType.COMPACTION_COMPLETE, result.event_data(trigger=trigger, model=getattr(model, "name", None)))
+            return result
+        # Every attempt failed: keep the newest messages that fit, behind a notice.
+        assert error is not None
+        fallback_cut = max(cut, window_cut(history, counter, int(budget * self.target_ratio)))
+        notice = fallback_notice(fallback_cut, error)
+        new_history = compacted_history(notice, fallback_cut, history[fallback_cut:])
+        tokens_after = measure(new_history)
+        emit(EventType.COMPACTION_FALLBACK, {"messages_removed": fallback_cut, "tokens_after": tokens_after, "error": error})
+        result = CompactionResult(
+            new_history, notice, fallback_cut, len(history) - fallback_cut, tokens_before, tokens_after, True
+        )
+        emit(EventType.COMPACTION_COMPLETE, result.event_data(trigger=trigger, model=getattr(model, "name", None)))
+        return result

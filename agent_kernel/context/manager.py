@@ -1,0 +1,288 @@
+"""context.manager — ContextManager: what the loop calls before every model call.
+
+It owns the context policy of a conversation: micro-compaction of old tool results in the
+request copy, auto-compaction of the stored history when the estimated input passes the
+threshold, assembly of system, tools and history within the model's window (reported as a
+``context_assembled`` event), calibration of the token estimates from reported usage, and manual
+compaction (``agent.compact(focus)``).
+
+The loop's side of the contract::
+
+    prepared = await manager.prepare(history, turn, request, model, emit)
+    if prepared.history is not None:      # auto-compaction rewrote the conversation
+        history[:] = prepared.history     # and the turn is marked compacted
+    ... stream prepared.request ...
+    manager.record_usage(prepared.request, usage)
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ..errors import UserError
+from ..events import EventType
+from ..messages import Message, SummaryBlock
+from ..models.base import Model, ModelRequest, Usage
+from ..state import TurnState
+from .assembler import Component, ContextAssembler, Priority
+from .compaction import Compactor, Emit, compacted_history, window_cut
+from .micro import MicroCompactor, MicroResult
+from .tokens import TokenCounter, reported_input_tokens
+
+__all__ = ["DEFAULT_CONTEXT_WINDOW", "ContextManager", "PreparedContext"]
+
+#: Used when neither the model nor the manager says how large the window is.
+DEFAULT_CONTEXT_WINDOW = 128_000
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedContext:
+    """What the loop sends, and whether the stored conversation changed.
+
+    Attributes:
+        request: the request to send (old tool results may be cleared in it).
+        history: the new stored conversation when auto-compaction rewrote it, else None.
+        compacted: True when auto-compaction happened (the turn is marked compacted).
+    """
+
+    request: ModelRequest
+    history: list[Message] | None = None
+    compacted: bool = False
+
+
+class ContextManager:
+    """Keeps a conversation inside its model's context window.
+
+    Args:
+        micro_keep: tool results kept whole in what the model sees (the newest ones).
+        micro_threshold_tokens: the least saving for which older results are cleared.
+        threshold: auto-compaction starts when the estimated input passes this share of the window.
+        reserve_tokens: instead of ``threshold``, compact when fewer than this many tokens of the
+            window would be left.
+        keep_messages: the newest messages kept verbatim by a compaction.
+        compaction_model: a (cheaper) model that writes summaries; the run's model by default.
+        retry_delays: seconds before each retry of a failed summary (one retry per entry).
+        context_window: overrides the model's ``context_window``.
+        auto_compact: False disables auto-compaction (manual ``compact`` still works).
+        micro_compact: False disables micro-compaction.
+        chars_per_token: overrides the per-provider starting ratio of the token estimate.
+        target_ratio: the share of the threshold the kept messages may fill after a compaction.
+        sleep: the sleep used between retries (injectable for tests).
+
+    Example:
+        >>> from agent_kernel.context import ContextManager
+        >>> manager = ContextManager(threshold=0.7, keep_messages=8, retry_delays=(0.5, 1, 2))
+    """
+
+    def __init__(
+        self,
+        *,
+        micro_keep: int = 3,
+        micro_threshold_tokens: int = 20_000,
+        threshold: float = 0.8,
+        reserve_tokens: int | None = None,
+        keep_messages: int = 6,
+        compaction_model: Model | None = None,
+        retry_delays: Sequence[float] = (1.0, 2.0, 4.0),
+        context_window: int | None = None,
+        auto_compact: bool = True,
+        micro_compact: bool = True,
+        chars_per_token: float | None = None,
+        target_ratio: float = 0.5,
+        sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+    ) -> None:
+        if not 0.0 < threshold <= 1.0:
+            raise UserError(f"threshold must be a share of the context window in (0, 1], got {threshold}; e.g. threshold=0.8")
+        if reserve_tokens is not None and reserve_tokens < 0:
+            raise UserError(f"reserve_tokens must be 0 or more, got {reserve_tokens}; e.g. reserve_tokens=20_000")
+        if context_window is not None and context_window <= 0:
+            raise UserError(f"context_window must be a positive number of tokens, got {context_window}")
+        if any(d < 0 for d in retry_delays):
+            raise UserError(f"retry_delays must be 0 or more seconds each, got {tuple(retry_delays)}")
+        try:
+            self.micro = MicroCompactor(micro_keep, micro_threshold_tokens)
+            self.compactor = Compactor(
+                keep_messages=keep_messages, retry_delays=retry_delays, target_ratio=target_ratio, sleep=sleep
+            )
+        except ValueError as exc:
+            raise UserError(f"{exc}; see help(ContextManager) for each setting") from None
+        self.threshold = threshold
+        self.reserve_tokens = reserve_tokens
+        self.compaction_model = compaction_model
+        self.context_window = context_window
+        self.auto_compact = auto_compact
+        self.micro_compact = micro_compact
+        self.chars_per_token = chars_per_token
+        self._counters: dict[str, TokenCounter] = {}
+        self._provider = ""
+        self._fixed_tokens = 0
+
+    def __repr__(self) -> str:
+        limit = f"reserve_tokens={self.reserve_tokens}" if self.reserve_tokens is not None else f"threshold={self.threshold}"
+        return f"ContextManager({limit}, keep_messages={self.compactor.keep_messages}, micro_keep={self.micro.keep})"
+
+    # -- sizes ----------------------------------------------------------------------------------
+
+    def counter(self, model: Model | None = None) -> TokenCounter:
+        """The token counter for ``model``'s provider (the last model seen when omitted)."""
+        provider = getattr(model, "provider", "") if model is not None else self._provider
+        counter = self._counters.get(provider)
+        if counter is None:
+            counter = self._counters[provider] = TokenCounter(provider, self.chars_per_token)
+        return counter
+
+    def window(self, model: Model) -> int:
+        """The context window in tokens: this manager's setting, else the model's."""
+        return self.context_window or int(getattr(model, "context_window", 0) or 0) or DEFAULT_CONTEXT_WINDOW
+
+    def threshold_tokens(self, model: Model) -> int:
+        """The estimated input above which auto-compaction starts."""
+        window = self.window(model)
+        if self.reserve_tokens is not None:
+            if self.reserve_tokens >= window:
+                raise UserError(
+                    f"reserve_tokens={self.reserve_tokens} leaves no room in the {window}-token window of "
+                    f"{getattr(model, 'name', 'the model')}; use a smaller reserve or threshold=0.8 instead"
+                )
+            return window - self.reserve_tokens
+        return int(window * self.threshold)
+
+    def estimate(self, request: ModelRequest, model: Model) -> int:
+        """Estimated input tokens of ``request`` for ``model``."""
+        return self.counter(model).request(request)
+
+    def _view(self, messages: Sequence[Message], counter: TokenCounter) -> MicroResult:
+        if self.micro_compact:
+            return self.micro.apply(messages, counter)
+        return MicroResult(tuple(messages), 0, 0, counter.messages(messages))
+
+    # -- the loop's contract --------------------------------------------------------------------
+
+    async def prepare(
+        self, history: list[Message], turn: TurnState, request: ModelRequest, model: Model, emit: Emit
+    ) -> PreparedContext:
+        """Prepares one model call: micro-compaction, auto-compaction when needed, assembly.
+
+        Args:
+            history: the stored conversation (``request.messages`` is a copy of it).
+            turn: the current turn.
+            request: the request the loop would send.
+            model: the model it goes to.
+            emit: records an event (``emit(EventType, data)``).
+
+        Returns:
+            The request to send, and the new history when auto-compaction rewrote it.
+        """
+        self._provider = getattr(model, "provider", "")
+        counter = self.counter(model)
+        window = self.window(model)
+        threshold = self.threshold_tokens(model)
+        system_tokens = counter.system(request.system)
+        tool_tokens = counter.tools(request.tools)
+        fixed = system_tokens + tool_tokens
+        self._fixed_tokens = fixed
+        view = self._view(request.messages, counter)
+        new_history: list[Message] | None = None
+        if self.auto_compact and fixed + view.tokens > threshold:
+            result = await self.compactor.compact(
+                history,
+                self.compaction_model or model,
+                counter,
+                budget=threshold - fixed,
+                measure=lambda h: fixed + self._view(h, counter).tokens,
+                emit=emit,
+                threshold=threshold,
+                trigger="auto",
+            )
+            if result is not None:
+                new_history = result.history
+                view = self._view(_rebase(request.messages, history, new_history, result.messages_removed), counter)
+        if view.results_cleared:
+            emit(EventType.MICRO_COMPACTION, {"results_cleared": view.results_cleared, "tokens_saved": view.tokens_saved})
+        messages = view.messages
+        assembly = ContextAssembler(counter.text).assemble(
+            [
+                Component("system", priority=Priority.CRITICAL, tokens=system_tokens),
+                Component("tools", priority=Priority.CRITICAL, tokens=tool_tokens),
+                Component("history", priority=Priority.HIGH, truncatable=True, tokens=view.tokens),
+            ],
+            budget=window,
+        )
+        trimmed = 0
+        placed = assembly["history"]
+        if placed.status != "included" and len(messages) > 1:
+            # Still over the whole window (auto-compaction off, or one huge message): the model
+            # sees the newest messages that fit; the stored history keeps everything.
+            notice_room = counter.text(_hidden_notice(len(messages))) + 8
+            trimmed = window_cut(messages, counter, placed.tokens - notice_room)
+            if trimmed > 0:
+                notice = _hidden_notice(trimmed)
+                messages = tuple(compacted_history(notice, trimmed, messages[trimmed:]))
+        emit(
+            EventType.CONTEXT_ASSEMBLED,
+            {
+                **assembly.to_dict(),
+                "window": window,
+                "threshold": threshold,
+                "messages": len(messages),
+                "messages_hidden": trimmed,
+            },
+        )
+        sent = request if messages is request.messages else replace(request, messages=tuple(messages))
+        return PreparedContext(sent, new_history, new_history is not None)
+
+    def record_usage(self, request: ModelRequest, usage: Usage) -> None:
+        """Calibrates the estimates from what the provider reported for ``request``."""
+        counter = self.counter()
+        counter.calibrate(counter.raw_request(request), reported_input_tokens(usage))
+
+    async def compact(self, history: Sequence[Message], model: Model, emit: Emit, focus: str | None = None) -> list[Message]:
+        """Compacts ``history`` now, whatever its size; returns the new history.
+
+        Args:
+            history: the stored conversation.
+            model: the run's model (``compaction_model`` writes the summary when set).
+            emit: records an event.
+            focus: what the summary should pay particular attention to.
+
+        Returns:
+            The compacted history, or a copy of ``history`` when it is too short to compact.
+        """
+        counter = self.counter(model)
+        threshold = self.threshold_tokens(model)
+        fixed = self._fixed_tokens
+        result = await self.compactor.compact(
+            history,
+            self.compaction_model or model,
+            counter,
+            budget=threshold - fixed,
+            measure=lambda h: fixed + self._view(h, counter).tokens,
+            emit=emit,
+            threshold=threshold,
+            focus=focus,
+            trigger="manual",
+        )
+        return list(history) if result is None else result.history
+
+
+def _hidden_notice(count: int) -> str:
+    return f"[{count} earlier messages are not shown: they do not fit the context window]"
+
+
+def _rebase(sent: Sequence[Message], history: Sequence[Message], new_history: list[Message], removed: int) -> Sequence[Message]:
+    """The request's messages after compaction.
+
+    Usually the request carries the history unchanged; on the last turn the loop adds an
+    instruction to the request only, which must survive: the request's own messages after the cut
+    are kept behind the same summary block.
+    """
+    if len(sent) == len(history) and all(a is b for a, b in zip(sent, history)):
+        return new_history
+    if len(sent) < removed or any(sent[i] is not history[i] for i in range(removed)):
+        return new_history  # the request does not extend the history: send what was stored
+    block = new_history[0].content[0]
+    assert isinstance(block, SummaryBlock)
+    return compacted_history(block.text, removed, sent[removed:])
