@@ -1,21 +1,71 @@
-"""permissions — whether a tool call may run: modes, rules, approvers and the approval broker.
+"""permissions — whether a tool call may run: modes, rules and the gate that asks.
 
 The loop calls ``gate.authorize(request, emit)`` for every tool call before it runs. This module
-owns everything behind that call.
+owns everything behind that call; asking (callbacks, the broker, headless policies) lives in
+``approvals``.
+
+A call is decided in this order:
+
+1. ``deny`` rules, then ``ask`` rules, then ``allow`` rules (including rules added by an
+   always-allow answer this session); the first match decides.
+2. Otherwise the mode: ``default`` runs read-only tools and asks about the rest; ``accept_edits``
+   also runs file edits (tools with ``category="edit"``); ``plan`` refuses anything not read-only;
+   ``bypass`` runs everything.
+3. A call that must be asked about goes to the ``approver`` callback, then the headless policy
+   (``AGENT_KERNEL_APPROVAL``), then a person in the live view; when none of them can answer, it
+   is refused with a message saying how to set a policy, never left waiting.
+
+Rules are ``Tool`` or ``Tool(pattern)``; the pattern is a glob (``*`` matches anything, ``/``
+included) on the call's key, e.g. the command for ``bash`` or the path for the file tools: so
+``bash(git *)``, ``write_file(notebooks/*)``. For shell tools (``category="shell"``) a wildcard
+pattern must match every command of a compound line (``git add . && git commit``), so
+``bash(git *)`` does not allow ``git status; rm -rf ~``; a line with command substitution or
+output redirection is never allowed by a wildcard.
 """
 
 from __future__ import annotations
 
+import fnmatch
+import functools
+import inspect
+import re
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Protocol
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
 
+from .approvals import (
+    APPROVAL_ENV,
+    Approval,
+    ApprovalBroker,
+    ApprovalRequest,
+    Approver,
+    Policy,
+    parse_policy,
+    policy_from_env,
+)
+from .errors import ApprovalPending, UserError, did_you_mean
 from .events import EventType
 from .tools.tool import Tool
 
-__all__ = ["Authorization", "PermissionGate", "ToolRequest"]
+__all__ = [
+    "MODES",
+    "Authorization",
+    "Emit",
+    "PermissionGate",
+    "Permissions",
+    "Rule",
+    "RuleGate",
+    "ToolRequest",
+    "Verdict",
+    "build_gate",
+    "call_key",
+]
 
 Emit = Callable[[EventType, dict[str, Any]], None]
+
+MODES = ("default", "accept_edits", "plan", "bypass")
+Mode = Literal["default", "accept_edits", "plan", "bypass"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,3 +100,390 @@ class PermissionGate(Protocol):
     async def authorize(self, request: ToolRequest, emit: Emit) -> Authorization:
         """Returns the verdict for ``request``, asking someone if the rules say so."""
         ...
+
+
+# ---- rules ---------------------------------------------------------------------------------
+
+_RULE = re.compile(r"^\s*([A-Za-z0-9_.*?\[\]-]+)\s*(?:\((.*)\))?\s*$", re.DOTALL)
+# Bracket escapes ([*], [?], [[]) stand for literal characters, not wildcards.
+_ESCAPED = re.compile(r"\[[*?\[]\]")
+# Separators between the commands of one shell line.
+_SHELL_SPLIT = re.compile(r"&&|\|\||[;&|\n]")
+# Also splits out substituted commands: over-splitting only helps deny and ask rules match.
+_SHELL_PIECES = re.compile(r"&&|\|\||\$\(|<\(|[;&|\n()`]")
+# Harmless redirections, removed before looking for dangerous ones.
+_SAFE_REDIRECT = re.compile(r"\d*>&\d+|\d*>\s*/dev/null")
+_UNSAFE_SHELL = ("$(", "`", ">", "<(")
+
+
+def _has_wildcard(pattern: str) -> bool:
+    return any(ch in _ESCAPED.sub("", pattern) for ch in "*?[")
+
+
+def _escape(text: str) -> str:
+    """``text`` as a glob pattern that matches only itself."""
+    return re.sub(r"([*?\[])", r"[\1]", text)
+
+
+def _shell_commands(command: str) -> list[str] | None:
+    """The commands of a shell line, or None if it substitutes or redirects (never wildcard-allowed)."""
+    plain = _SAFE_REDIRECT.sub("", command)
+    if any(token in plain for token in _UNSAFE_SHELL):
+        return None
+    return [part.strip() for part in _SHELL_SPLIT.split(plain) if part.strip()]
+
+
+def _shell_pieces(command: str) -> list[str]:
+    """The whole line and every command in it, substituted ones included."""
+    return [command, *(part.strip() for part in _SHELL_PIECES.split(command) if part.strip())]
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """A parsed permission rule: a tool name (a glob) and an optional pattern for the call's key.
+
+    Example:
+        >>> Rule.parse("bash(git *)").matches("bash", "git status")
+        True
+    """
+
+    text: str
+    tool: str
+    pattern: str | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> Rule:
+        """Parses ``Tool`` or ``Tool(pattern)``.
+
+        Raises:
+            UserError: for anything else.
+        """
+        m = _RULE.match(text) if isinstance(text, str) else None
+        if m is None:
+            raise UserError(
+                f"{text!r} is not a permission rule. Write a tool name (\"read_file\") or a tool name with a "
+                "glob for its key in parentheses (\"bash(git *)\", \"write_file(notebooks/*)\")."
+            )
+        return cls(text.strip(), m.group(1), m.group(2))
+
+    @classmethod
+    def exact(cls, tool: str, key: str) -> Rule:
+        """A rule matching exactly this call of ``tool`` (glob characters in ``key`` escaped)."""
+        return cls.parse(f"{tool}({_escape(key)})")
+
+    def matches(self, tool: str, key: str, *, shell: bool = False, every: bool = True) -> bool:
+        """Whether this rule names the call ``tool(key)``.
+
+        For a shell tool, deny and ask rules (``every=False``) match if the line or any command in
+        it matches; a wildcard allow rule (``every=True``) must match every command of the line.
+        """
+        if not fnmatch.fnmatchcase(tool, self.tool):
+            return False
+        if self.pattern is None:
+            return True
+        if not shell:
+            return fnmatch.fnmatchcase(key, self.pattern)
+        if not every:
+            return any(fnmatch.fnmatchcase(piece, self.pattern) for piece in _shell_pieces(key))
+        if not _has_wildcard(self.pattern):
+            return fnmatch.fnmatchcase(key, self.pattern)
+        commands = _shell_commands(key)
+        if not commands:  # substitution or redirection, or nothing to run: no wildcard covers it
+            return False
+        return all(fnmatch.fnmatchcase(c, self.pattern) for c in commands)
+
+    def __str__(self) -> str:
+        return self.text
+
+
+@functools.lru_cache(maxsize=1024)
+def _rule(text: str) -> Rule:
+    """``Rule.parse``, cached: rules are parsed on every call so edits to the lists take effect."""
+    return Rule.parse(text)
+
+
+@dataclass
+class Permissions:
+    """What tool calls may run without asking.
+
+    Attributes:
+        mode: ``default``, ``accept_edits``, ``plan`` or ``bypass`` (see the module docstring).
+        allow: rules for calls that run without asking.
+        ask: rules for calls that always ask, even in a permissive mode.
+        deny: rules for calls that never run.
+
+    Example:
+        >>> p = Permissions(mode="accept_edits", allow=["bash(git status)"], deny=["bash(rm *)"])
+    """
+
+    mode: str = "default"
+    allow: list[str] = field(default_factory=list)
+    ask: list[str] = field(default_factory=list)
+    deny: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise UserError(
+                f"{self.mode!r} is not a permission mode.{did_you_mean(str(self.mode), MODES)} "
+                f"Modes: {', '.join(MODES)}."
+            )
+        for name in ("allow", "ask", "deny"):
+            rules = getattr(self, name)
+            if isinstance(rules, str):
+                raise UserError(f"Permissions({name}=...) takes a list of rules; wrap it: {name}=[{rules!r}].")
+            texts = [str(r) for r in rules]
+            for text in texts:
+                _rule(text)  # fail now, at construction, on a malformed rule
+            setattr(self, name, texts)
+
+    def copy(self) -> Permissions:
+        """An independent copy (rules added to it do not reach this one)."""
+        return Permissions(self.mode, list(self.allow), list(self.ask), list(self.deny))
+
+    def add_allow(self, rule: str | Rule) -> None:
+        """Adds an allow rule (an always-allow answer does this for the session)."""
+        text = str(rule)
+        _rule(text)
+        if text not in self.allow:
+            self.allow.append(text)
+
+    def set_mode(self, mode: str) -> None:
+        """Switches the mode (for example from ``plan`` to ``accept_edits`` once a plan is agreed)."""
+        if mode not in MODES:
+            raise UserError(f"{mode!r} is not a permission mode.{did_you_mean(mode, MODES)} Modes: {', '.join(MODES)}.")
+        self.mode = mode
+
+    def evaluate(self, tool: Tool, arguments: dict[str, Any]) -> Verdict:
+        """Decides a call by rules, then by mode, without asking anyone."""
+        key = call_key(tool, arguments)
+        shell = tool.category == "shell"
+        for rule in map(_rule, self.deny):
+            if rule.matches(tool.name, key, shell=shell, every=False):
+                return Verdict("deny", rule.text, f"the rule deny {rule.text!r} forbids it", "rule")
+        for rule in map(_rule, self.ask):
+            if rule.matches(tool.name, key, shell=shell, every=False):
+                return Verdict("ask", rule.text, f"the rule ask {rule.text!r} asks for approval", "rule")
+        for rule in map(_rule, self.allow):
+            if rule.matches(tool.name, key, shell=shell, every=True):
+                return Verdict("allow", rule.text, f"the rule allow {rule.text!r} allows it", "rule")
+        return self._mode_default(tool)
+
+    def _mode_default(self, tool: Tool) -> Verdict:
+        if self.mode == "bypass":
+            return Verdict("allow", None, "bypass mode runs every tool", "mode")
+        if tool.read_only:
+            return Verdict("allow", None, f"{tool.name} is read-only", "mode")
+        what = "changes files" if tool.category == "edit" else "is not read-only"
+        if self.mode == "plan":
+            return Verdict("deny", None, f"{tool.name} {what}; plan mode runs only read-only tools", "mode")
+        if self.mode == "accept_edits" and tool.category == "edit":
+            return Verdict("allow", None, "accept_edits mode runs file edits", "mode")
+        return Verdict("ask", None, f"{tool.name} {what}, and {self.mode} mode asks before it runs", "mode")
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What rules and mode say about a call: ``allow``, ``ask`` or ``deny``, which rule, and why."""
+
+    action: Literal["allow", "ask", "deny"]
+    rule: str | None
+    reason: str
+    decided_by: Literal["rule", "mode"]
+
+
+def call_key(tool: Tool, arguments: dict[str, Any]) -> str:
+    """The text rules match for this call (``Tool.key``), never failing on odd arguments."""
+    try:
+        return str(tool.key(arguments))
+    except Exception:  # a key function that cannot read these arguments: fall back to all of them
+        return repr(sorted(arguments.items()))
+
+
+def _one_line(tool: str, key: str, limit: int = 300) -> str:
+    flat = key.replace("\r", "").replace("\n", "\\n")
+    if len(flat) > limit:
+        flat = flat[: limit - 1] + "…"
+    return f"{tool}({flat})"
+
+
+# ---- the gate ------------------------------------------------------------------------------
+
+
+class RuleGate:
+    """The standard ``PermissionGate``: rules and mode, then an approver, a policy or a person.
+
+    Build it with ``build_gate``. Its ``permissions`` are its own copy, so always-allow rules last
+    for this gate (one agent's session) and never reach another agent.
+
+    Attributes:
+        permissions: the mode and rules in force.
+        approver: the callback asked first, or None.
+        policy: the headless policy, or None.
+        broker: where a person answers (the live view resolves its futures).
+    """
+
+    def __init__(
+        self,
+        permissions: Permissions,
+        approver: Approver | None = None,
+        *,
+        broker: ApprovalBroker | None = None,
+        policy: Policy | None = None,
+    ) -> None:
+        self.permissions = permissions
+        self.approver = approver
+        self.policy = policy
+        self.broker = broker if broker is not None else ApprovalBroker()
+
+    def __repr__(self) -> str:
+        return f"RuleGate(mode={self.permissions.mode!r}, policy={self.policy!r})"
+
+    async def authorize(self, request: ToolRequest, emit: Emit) -> Authorization:
+        """Returns the verdict for ``request``, asking someone if the rules say so."""
+        tool, arguments = request.tool, request.arguments
+        verdict = self.permissions.evaluate(tool, arguments)
+        if verdict.action == "allow":
+            if verdict.decided_by == "rule":
+                emit(EventType.APPROVAL_DECISION, self._decision(request, "approve", "rule", verdict.reason, 0.0))
+            return Authorization(True, arguments, decided_by=verdict.decided_by)
+        if verdict.action == "deny":
+            emit(EventType.APPROVAL_DECISION, self._decision(request, "reject", verdict.decided_by, verdict.reason, 0.0))
+            return Authorization(False, arguments, _refusal(tool, self.permissions.mode, verdict), verdict.decided_by)
+        return await self._ask(request, verdict, emit)
+
+    async def _ask(self, request: ToolRequest, verdict: Verdict, emit: Emit) -> Authorization:
+        tool, arguments = request.tool, request.arguments
+        key = call_key(tool, arguments)
+        info = ApprovalRequest(request.call_id, tool.name, dict(arguments), _one_line(tool.name, key), verdict.rule, verdict.reason)
+        required: dict[str, Any] = {
+            "call_id": info.call_id,
+            "tool": info.tool,
+            "arguments": info.arguments,
+            "key": info.key,
+            "rule": info.rule,
+            "reason": info.reason,
+        }
+        if self.policy is not None:
+            required["policy"] = self.policy.name
+        emit(EventType.APPROVAL_REQUIRED, required)
+        started = time.monotonic()
+        approval, decided_by = await self._answer(info)
+        wait_s = time.monotonic() - started
+        if approval is None:
+            message = _nobody_message(info, self.policy)
+            emit(EventType.APPROVAL_DECISION, self._decision(request, "reject", "policy", message, wait_s))
+            return Authorization(False, arguments, message, "policy")
+        data = self._decision(request, approval.decision, decided_by, approval.reason, wait_s)
+        if approval.decision == "reject":
+            emit(EventType.APPROVAL_DECISION, data)
+            who = "The approval policy" if decided_by == "policy" else "The user"
+            message = f"{who} rejected this call: {approval.reason}" if approval.reason else f"{who} rejected this call."
+            return Authorization(False, arguments, message, decided_by)
+        run_with = dict(arguments)
+        if approval.decision == "approve_edited" and approval.arguments is not None:
+            run_with = dict(approval.arguments)
+            data["arguments"] = run_with
+        elif approval.decision == "always_allow":
+            rule = Rule.parse(approval.rule) if approval.rule else Rule.exact(tool.name, key)
+            self.permissions.add_allow(rule)
+            data["rule_added"] = rule.text
+        emit(EventType.APPROVAL_DECISION, data)
+        return Authorization(True, run_with, decided_by=decided_by)
+
+    async def _answer(self, info: ApprovalRequest) -> tuple[Approval | None, str]:
+        """Asks the approver, then the policy, then a person; (None, "") when nobody can answer."""
+        if self.approver is not None:
+            answer = self.approver(info)
+            if inspect.isawaitable(answer):
+                answer = await answer
+            if answer is not None:
+                return Approval.coerce(answer), "callback"
+        if self.policy is not None:
+            decided = self.policy.decide(info)
+            if decided is not None:
+                return decided, "policy"
+        if self.broker.interactive:
+            future = self.broker.request(info.call_id, info)
+            try:
+                return await future, "person"
+            finally:
+                self.broker.forget(info.call_id)
+        return None, ""
+
+    @staticmethod
+    def _decision(request: ToolRequest, decision: str, decided_by: str, reason: str | None, wait_s: float) -> dict[str, Any]:
+        return {
+            "call_id": request.call_id,
+            "tool": request.tool.name,
+            "decision": decision,
+            "decided_by": decided_by,
+            "reason": reason,
+            "wait_s": wait_s,
+        }
+
+
+def _refusal(tool: Tool, mode: str, verdict: Verdict) -> str:
+    if verdict.decided_by == "mode":
+        what = "changes files" if tool.category == "edit" else "is not read-only"
+        return (
+            f"Refused in {mode} mode: {tool.name} {what}; only read-only tools may run. "
+            "Describe the change in your plan instead of making it."
+        )
+    return f"Permission denied: {verdict.reason}. Do not retry this call; use another approach or ask the user."
+
+
+def _nobody_message(info: ApprovalRequest, policy: Policy | None) -> str:
+    lead = f"{info.key} needs approval ({info.reason}), but nobody can answer"
+    if policy is not None:
+        lead += f": the {policy.name} approval policy has no entry for it"
+    text = (
+        f"{lead}. No approver callback is set and no person is watching. Set {APPROVAL_ENV} to auto_approve, "
+        "auto_deny or scripted:RULE=approve|deny,... (e.g. scripted:bash(git *)=approve,write_file=deny), "
+        "pass approver=..., or allow it with a rule."
+    )
+    return str(ApprovalPending(text))
+
+
+def build_gate(
+    permissions: str | Permissions | PermissionGate | None,
+    approver: Approver | None = None,
+    *,
+    broker: ApprovalBroker | None = None,
+    policy: str | Policy | None = None,
+) -> PermissionGate:
+    """The gate an Agent uses, from ``Agent(permissions=..., approver=...)``.
+
+    Args:
+        permissions: a mode name, a ``Permissions``, a gate of your own, or None (``default``).
+        approver: a callback (sync or async) taking an ``ApprovalRequest`` and returning True,
+            False, an ``Approval``, or None to pass the question on.
+        broker: where a live view answers approvals; a new one when None.
+        policy: a headless policy or its text; None reads ``AGENT_KERNEL_APPROVAL``.
+
+    Raises:
+        UserError: an unknown mode, a malformed rule or a malformed policy.
+
+    Example:
+        >>> gate = build_gate(Permissions(mode="accept_edits", allow=["bash(git *)"]))
+    """
+    if permissions is not None and not isinstance(permissions, (str, Permissions)):
+        if callable(getattr(permissions, "authorize", None)):
+            return permissions
+        raise UserError(
+            f"permissions={permissions!r} is not understood. Pass a mode ({', '.join(MODES)}), "
+            "a Permissions(mode=..., allow=[...], ask=[...], deny=[...]) or an object with async authorize()."
+        )
+    if permissions is None:
+        resolved = Permissions()
+    elif isinstance(permissions, str):
+        resolved = Permissions(mode=permissions)
+    else:
+        resolved = permissions.copy()
+    if isinstance(policy, str):
+        chosen: Policy | None = parse_policy(policy)
+    elif policy is None:
+        chosen = policy_from_env()
+    else:
+        chosen = policy
+    return RuleGate(resolved, approver, broker=broker, policy=chosen)
+

@@ -1,0 +1,427 @@
+"""approvals — asking for a tool call: requests, decisions, the broker and headless policies.
+
+When the permission rules say a call must be asked about, the answer comes from one of three
+places: an ``approver`` callback, a person in the live view (through the ``ApprovalBroker``), or a
+headless policy chosen with ``AGENT_KERNEL_APPROVAL`` for notebooks run without anyone watching.
+
+A pending approval is an ``asyncio.Future`` keyed by tool-call id. ``ApprovalBroker.resolve`` may be
+called from any thread (widget callbacks can arrive on an ipykernel subshell thread): it hands the
+decision to the future's loop with ``call_soon_threadsafe`` and touches no other call's future.
+
+Policy syntax (``AGENT_KERNEL_APPROVAL`` or ``build_gate(policy=...)``)::
+
+    auto_approve                      approve everything that asks
+    auto_deny                         reject everything that asks
+    scripted:RULE=DECISION,...        the first RULE that matches decides; DECISION is
+                                      approve or deny; e.g. scripted:bash(git *)=approve,write_file=deny
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+import logging
+import os
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, Union
+
+from .errors import UserError
+
+__all__ = [
+    "APPROVAL_ENV",
+    "Approval",
+    "ApprovalBroker",
+    "ApprovalRequest",
+    "Approver",
+    "AutoApprove",
+    "AutoDeny",
+    "PendingApproval",
+    "Policy",
+    "ScriptedPolicy",
+    "auto_approve",
+    "auto_deny",
+    "parse_policy",
+    "policy_from_env",
+]
+
+APPROVAL_ENV = "AGENT_KERNEL_APPROVAL"
+
+_log = logging.getLogger(__name__)
+
+Decision = Literal["approve", "approve_edited", "reject", "always_allow"]
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRequest:
+    """What an approver is asked about.
+
+    Attributes:
+        call_id: the tool-call id.
+        tool: the tool's name.
+        arguments: the arguments the model sent.
+        key: the call's canonical one-line form, e.g. ``bash(git status)``.
+        rule: the rule that asked for approval, or None when the mode did.
+        reason: why approval is needed, in words.
+    """
+
+    call_id: str
+    tool: str
+    arguments: dict[str, Any]
+    key: str
+    rule: str | None
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Approval:
+    """A decision on one tool call. Build one with ``approve``, ``reject`` or ``always``.
+
+    Attributes:
+        decision: ``approve``, ``approve_edited``, ``reject`` or ``always_allow``.
+        arguments: the edited arguments (``approve_edited`` only).
+        reason: why it was rejected; the model reads it.
+        rule: for ``always_allow``, the rule to add (None: this exact call).
+
+    Example:
+        >>> Approval.approve({"command": "git status --short"}).decision
+        'approve_edited'
+    """
+
+    decision: Decision
+    arguments: dict[str, Any] | None = None
+    reason: str | None = None
+    rule: str | None = None
+
+    @classmethod
+    def approve(cls, arguments: dict[str, Any] | None = None) -> Approval:
+        """Runs the call, with ``arguments`` instead of the model's when given."""
+        if arguments is None:
+            return cls("approve")
+        return cls("approve_edited", arguments=dict(arguments))
+
+    @classmethod
+    def reject(cls, reason: str | None = None) -> Approval:
+        """Refuses the call; the model sees ``reason`` as the tool's error result."""
+        return cls("reject", reason=reason or None)
+
+    @classmethod
+    def always(cls, rule: str | None = None) -> Approval:
+        """Runs the call and allows the same call (or ``rule``, e.g. ``"bash"``) for the session."""
+        return cls("always_allow", rule=rule)
+
+    @property
+    def allowed(self) -> bool:
+        """True unless rejected."""
+        return self.decision != "reject"
+
+    @classmethod
+    def coerce(cls, value: Approval | bool | str) -> Approval:
+        """An Approval from an Approval, a bool, or a word (approve/allow/yes, reject/deny/no, always).
+
+        Raises:
+            UserError: for anything else.
+        """
+        if isinstance(value, Approval):
+            return value
+        if value is True:
+            return cls.approve()
+        if value is False:
+            return cls.reject()
+        if isinstance(value, str):
+            word = value.strip().lower()
+            if word in ("approve", "approved", "allow", "yes", "y"):
+                return cls.approve()
+            if word in ("reject", "rejected", "deny", "denied", "no", "n"):
+                return cls.reject()
+            if word in ("always", "always_allow"):
+                return cls.always()
+        raise UserError(
+            f"{value!r} is not an approval decision. Return True, False, Approval.approve(arguments=None), "
+            "Approval.reject(reason) or Approval.always(rule=None) (or None from an approver to pass the question on)."
+        )
+
+
+Approver = Callable[[ApprovalRequest], Union[Approval, bool, None, Awaitable[Union[Approval, bool, None]]]]
+"""An ``approver`` callback: sync or async; returns a decision, or None to pass the question on."""
+
+
+@dataclass(eq=False)
+class PendingApproval:
+    """One approval waiting for a person.
+
+    Attributes:
+        request: what is being asked.
+        future: resolves to the ``Approval``.
+        started: ``time.monotonic()`` when it was asked.
+        outcome: the decision once settled; None while pending or when cancelled.
+    """
+
+    request: ApprovalRequest
+    future: asyncio.Future[Approval]
+    loop: asyncio.AbstractEventLoop
+    started: float = field(default_factory=time.monotonic)
+    outcome: Approval | None = None
+
+    @property
+    def call_id(self) -> str:
+        """The tool-call id this approval is for."""
+        return self.request.call_id
+
+
+Listener = Callable[[PendingApproval], None]
+
+
+class ApprovalBroker:
+    """Pending approvals keyed by tool-call id; a UI lists them and resolves them by id.
+
+    A UI that can show approval prompts sets ``interactive = True`` while it is attached; without
+    that, the permission gate never waits for a person (it would wait forever).
+
+    Example:
+        >>> broker = ApprovalBroker()
+        >>> broker.interactive = True
+        >>> remove = broker.subscribe(lambda p: print("asked:", p.request.key))
+        >>> # a button callback, on any thread:  broker.resolve(call_id, Approval.approve())
+    """
+
+    def __init__(self, *, interactive: bool = False) -> None:
+        self.interactive = interactive
+        self._pending: dict[str, PendingApproval] = {}
+        self._on_pending: list[Listener] = []
+        self._on_settled: list[Listener] = []
+
+    @property
+    def pending(self) -> list[PendingApproval]:
+        """The approvals waiting now, oldest first (a snapshot)."""
+        return list(self._pending.values())
+
+    def subscribe(self, on_pending: Listener, on_settled: Listener | None = None) -> Callable[[], None]:
+        """Calls ``on_pending(p)`` for each new request and ``on_settled(p)`` when one is decided
+        or cancelled (``p.outcome`` is None then). Both run on the event loop's thread.
+
+        Returns:
+            A function that unsubscribes both.
+        """
+        self._on_pending.append(on_pending)
+        if on_settled is not None:
+            self._on_settled.append(on_settled)
+
+        def unsubscribe() -> None:
+            if on_pending in self._on_pending:
+                self._on_pending.remove(on_pending)
+            if on_settled is not None and on_settled in self._on_settled:
+                self._on_settled.remove(on_settled)
+
+        return unsubscribe
+
+    def request(self, call_id: str, info: ApprovalRequest) -> asyncio.Future[Approval]:
+        """Registers a pending approval for ``call_id`` and returns the future to await.
+
+        Must be called on the event loop that will await it.
+
+        Raises:
+            UserError: if ``call_id`` is already pending.
+        """
+        if call_id in self._pending:
+            raise UserError(f"An approval for tool call {call_id!r} is already pending; call ids must be unique.")
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Approval] = loop.create_future()
+        entry = PendingApproval(info, future, loop)
+        self._pending[call_id] = entry
+        future.add_done_callback(lambda _f: self._settled(entry))
+        self._notify(self._on_pending, entry)
+        return future
+
+    def resolve(self, call_id: str, decision: Approval | bool | str) -> bool:
+        """Decides the pending approval for ``call_id``; safe from any thread.
+
+        Returns:
+            True if it was pending; False if unknown or already decided (a second click).
+        """
+        approval = Approval.coerce(decision)
+        # dict.pop is atomic, so two threads resolving one id cannot both win.
+        entry = self._pending.pop(call_id, None)
+        if entry is None:
+            return False
+        entry.outcome = approval
+        try:
+            entry.loop.call_soon_threadsafe(_settle, entry.future, approval)
+        except RuntimeError:  # the loop has closed: nobody is waiting any more
+            return False
+        return True
+
+    def cancel(self, call_id: str) -> bool:
+        """Drops the pending approval for ``call_id``, cancelling its waiter; safe from any thread."""
+        entry = self._pending.pop(call_id, None)
+        if entry is None:
+            return False
+        try:
+            entry.loop.call_soon_threadsafe(entry.future.cancel)
+        except RuntimeError:
+            return False
+        return True
+
+    def forget(self, call_id: str) -> None:
+        """Removes ``call_id`` (the gate calls this once it stops waiting, whatever the reason)."""
+        entry = self._pending.pop(call_id, None)
+        if entry is not None and not entry.future.done():
+            entry.future.cancel()
+
+    def _settled(self, entry: PendingApproval) -> None:
+        self._pending.pop(entry.call_id, None)
+        if entry.future.cancelled():
+            entry.outcome = None
+        self._notify(self._on_settled, entry)
+
+    @staticmethod
+    def _notify(listeners: list[Listener], entry: PendingApproval) -> None:
+        for listener in list(listeners):
+            try:
+                listener(entry)
+            except Exception:  # a broken UI must not break the run
+                _log.exception("approval listener %r failed", listener)
+
+
+def _settle(future: asyncio.Future[Approval], approval: Approval) -> None:
+    if not future.done():
+        future.set_result(approval)
+
+
+# ---- headless policies ---------------------------------------------------------------------
+
+
+class Policy(Protocol):
+    """Decides approvals without a person. ``decide`` returns None when it has no answer."""
+
+    name: str
+
+    def decide(self, request: ApprovalRequest) -> Approval | None:
+        """The decision for ``request``, or None to leave it undecided."""
+        ...
+
+
+class AutoApprove:
+    """Approves every call that asks."""
+
+    name = "auto_approve"
+
+    def decide(self, request: ApprovalRequest) -> Approval | None:
+        """Always approves."""
+        return Approval.approve()
+
+    def __repr__(self) -> str:
+        return "auto_approve"
+
+
+class AutoDeny:
+    """Rejects every call that asks, telling the model no one can approve it."""
+
+    name = "auto_deny"
+
+    def decide(self, request: ApprovalRequest) -> Approval | None:
+        """Always rejects."""
+        return Approval.reject(f"the {APPROVAL_ENV}=auto_deny policy refuses calls that need approval")
+
+    def __repr__(self) -> str:
+        return "auto_deny"
+
+
+auto_approve = AutoApprove()
+auto_deny = AutoDeny()
+
+
+class ScriptedPolicy:
+    """Decides by the first matching entry; unmatched calls stay undecided.
+
+    An entry's key is a tool name (``write_file``) or a rule (``bash(git *)``, glob-matched against
+    the call's one-line form); its value is True/False, ``"approve"``/``"deny"`` or an ``Approval``.
+
+    Example:
+        >>> policy = ScriptedPolicy({"bash(git *)": "approve", "write_file": "deny"})
+    """
+
+    name = "scripted"
+
+    def __init__(self, entries: Mapping[str, Approval | bool | str] | Iterable[tuple[str, Approval | bool | str]]) -> None:
+        items = entries.items() if isinstance(entries, Mapping) else entries
+        self.entries: list[tuple[str, Approval]] = []
+        for pattern, decision in items:
+            pattern = pattern.strip()
+            if not pattern:
+                raise UserError("A scripted approval policy has an empty pattern; use a tool name or a rule like bash(git *).")
+            approval = Approval.coerce(decision)
+            if approval.decision == "reject" and approval.reason is None:
+                approval = Approval.reject(f"the scripted approval policy denies {pattern}")
+            self.entries.append((pattern, approval))
+
+    def decide(self, request: ApprovalRequest) -> Approval | None:
+        """The decision of the first entry matching ``request``, or None."""
+        for pattern, approval in self.entries:
+            if pattern == request.tool or fnmatch.fnmatchcase(request.key, pattern):
+                return approval
+        return None
+
+    def __repr__(self) -> str:
+        return "scripted:" + ",".join(f"{p}={'approve' if a.allowed else 'deny'}" for p, a in self.entries)
+
+
+_POLICY_HELP = (
+    "Use auto_approve, auto_deny, or scripted:RULE=DECISION,... where RULE is a tool name or a pattern "
+    "like bash(git *) and DECISION is approve or deny, e.g. scripted:bash(git *)=approve,write_file=deny."
+)
+
+
+def _split_top_level(text: str, separator: str) -> list[str]:
+    """Splits on ``separator`` outside parentheses, so patterns may contain it."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth = max(0, depth - 1)
+        elif ch == separator and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return parts
+
+
+def parse_policy(text: str, *, source: str = "policy") -> Policy:
+    """Parses a policy string (see the module docstring).
+
+    Raises:
+        UserError: saying what is wrong and what the syntax is.
+    """
+    spec = text.strip()
+    if spec in ("auto_approve", "approve"):
+        return auto_approve
+    if spec in ("auto_deny", "deny"):
+        return auto_deny
+    if not spec.startswith("scripted:"):
+        raise UserError(f"{source}={text!r} is not an approval policy. {_POLICY_HELP}")
+    entries: list[tuple[str, str]] = []
+    for raw in _split_top_level(spec[len("scripted:") :], ","):
+        entry = raw.strip()
+        if not entry:
+            continue
+        pieces = _split_top_level(entry, "=")
+        if len(pieces) < 2:
+            raise UserError(f"{source}={text!r}: the entry {entry!r} has no '=DECISION'. {_POLICY_HELP}")
+        pattern, decision = "=".join(pieces[:-1]).strip(), pieces[-1].strip().lower()
+        if decision not in ("approve", "allow", "deny", "reject"):
+            raise UserError(f"{source}={text!r}: {decision!r} in {entry!r} is not approve or deny. {_POLICY_HELP}")
+        if not pattern:
+            raise UserError(f"{source}={text!r}: the entry {entry!r} has no rule before '='. {_POLICY_HELP}")
+        entries.append((pattern, decision))
+    if not entries:
+        raise UserError(f"{source}={text!r} has no entries. {_POLICY_HELP}")
+    return ScriptedPolicy(entries)
+
+
+def policy_from_env(environ: Mapping[str, str] | None = None) -> Policy | None:
+    """The policy named by ``AGENT_KERNEL_APPROVAL``, or None when it is unset or empty."""
+    env = os.environ if environ is None else environ
+    value = env.get(APPROVAL_ENV, "").strip()
+    return parse_policy(value, source=APPROVAL_ENV) if value else None

@@ -1,0 +1,343 @@
+"""Asking about tool calls: approver callbacks, the broker, headless policies and their events."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+import pytest
+
+from agent_kernel.approvals import (
+    Approval,
+    ApprovalBroker,
+    ApprovalRequest,
+    PendingApproval,
+    ScriptedPolicy,
+    auto_approve,
+    auto_deny,
+    parse_policy,
+    policy_from_env,
+)
+from agent_kernel.errors import UserError
+from agent_kernel.events import EventType
+from agent_kernel.permissions import Permissions, ToolRequest, build_gate
+from agent_kernel.tools.builtin.files import write_file
+from agent_kernel.tools.builtin.shell import bash
+
+
+@pytest.fixture(autouse=True)
+def no_env_policy(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("AGENT_KERNEL_APPROVAL", raising=False)
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list[tuple[EventType, dict[str, Any]]] = []
+
+    def __call__(self, type: EventType, data: dict[str, Any]) -> None:
+        self.events.append((type, data))
+
+    def of(self, type: EventType) -> list[dict[str, Any]]:
+        return [d for t, d in self.events if t is type]
+
+    @property
+    def decision(self) -> dict[str, Any]:
+        [d] = self.of(EventType.APPROVAL_DECISION)
+        return d
+
+
+def git(command: str = "git status", call_id: str = "c1") -> ToolRequest:
+    return ToolRequest(call_id, bash, {"command": command})
+
+
+class PersonAt:
+    """A UI stand-in: marks the broker interactive and signals each new pending approval."""
+
+    def __init__(self, broker: ApprovalBroker) -> None:
+        broker.interactive = True
+        self.broker = broker
+        self.asked: asyncio.Queue[PendingApproval] = asyncio.Queue()
+        self.settled: list[PendingApproval] = []
+        broker.subscribe(self.asked.put_nowait, self.settled.append)
+
+
+# ---- the approver callback -----------------------------------------------------------------
+
+
+async def test_the_approver_receives_tool_arguments_key_rule_and_reason() -> None:
+    seen: list[ApprovalRequest] = []
+
+    def approver(request: ApprovalRequest) -> bool:
+        seen.append(request)
+        return True
+
+    gate = build_gate(Permissions(ask=["bash(git *)"]), approver)
+    emit = Recorder()
+    auth = await gate.authorize(git(), emit)
+    assert auth.allowed and auth.decided_by == "callback"
+    [request] = seen
+    assert (request.call_id, request.tool, request.arguments) == ("c1", "bash", {"command": "git status"})
+    assert (request.key, request.rule) == ("bash(git status)", "bash(git *)")
+    assert "bash(git *)" in request.reason
+    [required] = emit.of(EventType.APPROVAL_REQUIRED)
+    assert required == {
+        "call_id": "c1",
+        "tool": "bash",
+        "arguments": {"command": "git status"},
+        "key": "bash(git status)",
+        "rule": "bash(git *)",
+        "reason": request.reason,
+    }
+    assert emit.decision["decision"] == "approve" and emit.decision["decided_by"] == "callback"
+    assert emit.decision["wait_s"] >= 0
+
+
+async def test_an_async_approver_works_like_a_sync_one() -> None:
+    async def approver(request: ApprovalRequest) -> Approval:
+        await asyncio.sleep(0)
+        return Approval.approve()
+
+    auth = await build_gate(None, approver).authorize(git(), Recorder())
+    assert auth.allowed
+
+
+async def test_approve_with_edited_arguments_runs_the_edited_call() -> None:
+    gate = build_gate(None, lambda r: Approval.approve({"command": "git status --short"}))
+    emit = Recorder()
+    auth = await gate.authorize(git(), emit)
+    assert auth.allowed and auth.arguments == {"command": "git status --short"}
+    assert emit.decision["decision"] == "approve_edited"
+    assert emit.decision["arguments"] == {"command": "git status --short"}
+
+
+async def test_reject_gives_the_model_the_reason() -> None:
+    gate = build_gate(None, lambda r: Approval.reject("use git diff instead"))
+    emit = Recorder()
+    auth = await gate.authorize(git(), emit)
+    assert not auth.allowed
+    assert auth.message == "The user rejected this call: use git diff instead"
+    assert (emit.decision["decision"], emit.decision["reason"]) == ("reject", "use git diff instead")
+
+
+async def test_false_rejects_without_a_reason() -> None:
+    auth = await build_gate(None, lambda r: False).authorize(git(), Recorder())
+    assert not auth.allowed and auth.message == "The user rejected this call."
+
+
+async def test_always_allow_lasts_for_the_session_but_not_beyond() -> None:
+    asked: list[str] = []
+
+    def approver(request: ApprovalRequest) -> Approval:
+        asked.append(request.key)
+        return Approval.always()
+
+    shared = Permissions()
+    gate = build_gate(shared, approver)
+    emit = Recorder()
+    assert (await gate.authorize(git(), emit)).allowed
+    assert emit.decision["rule_added"] == "bash(git status)"
+    assert (await gate.authorize(git(call_id="c2"), Recorder())).allowed
+    assert asked == ["bash(git status)"]  # the second call was not asked about
+    # A different command still asks.
+    await gate.authorize(git("git push"), Recorder())
+    assert asked == ["bash(git status)", "bash(git push)"]
+    # Neither the caller's Permissions nor a new gate (a new Agent) inherits the rule.
+    assert shared.allow == []
+    fresh = build_gate(shared, approver)
+    await fresh.authorize(git(), Recorder())
+    assert asked[-1] == "bash(git status)" and len(asked) == 3
+
+
+async def test_always_allow_of_a_command_with_glob_characters_allows_only_that_command() -> None:
+    gate = build_gate(None, lambda r: Approval.always())
+    await gate.authorize(git("ls *.py"), Recorder())
+    p = gate.permissions  # type: ignore[attr-defined]
+    assert p.evaluate(bash, {"command": "ls *.py"}).action == "allow"
+    assert p.evaluate(bash, {"command": "ls secrets.txt"}).action == "ask"
+
+
+async def test_always_allow_may_name_a_broader_rule() -> None:
+    gate = build_gate(None, lambda r: Approval.always("bash(git *)"))
+    emit = Recorder()
+    await gate.authorize(git(), emit)
+    assert emit.decision["rule_added"] == "bash(git *)"
+    assert gate.permissions.evaluate(bash, {"command": "git log"}).action == "allow"  # type: ignore[attr-defined]
+
+
+async def test_an_approver_returning_none_passes_the_question_to_the_policy() -> None:
+    gate = build_gate(None, lambda r: None, policy="auto_deny")
+    auth = await gate.authorize(git(), Recorder())
+    assert not auth.allowed and auth.decided_by == "policy"
+
+
+async def test_an_approver_returning_nonsense_is_a_user_error() -> None:
+    with pytest.raises(UserError, match="not an approval decision"):
+        await build_gate(None, lambda r: 42).authorize(git(), Recorder())  # type: ignore[arg-type,return-value]
+
+
+# ---- a person, through the broker ----------------------------------------------------------
+
+
+async def test_a_person_approves_from_another_thread() -> None:
+    gate = build_gate(None)
+    person = PersonAt(gate.broker)  # type: ignore[attr-defined]
+    task = asyncio.create_task(gate.authorize(git(), emit := Recorder()))
+    pending = await person.asked.get()
+    assert [p.call_id for p in gate.broker.pending] == ["c1"]  # type: ignore[attr-defined]
+    results: list[bool] = []
+    clicker = threading.Thread(target=lambda: results.append(gate.broker.resolve(pending.call_id, "approve")))  # type: ignore[attr-defined]
+    clicker.start()
+    auth = await task
+    clicker.join()
+    assert results == [True] and auth.allowed and auth.decided_by == "person"
+    assert emit.decision["decided_by"] == "person"
+    assert gate.broker.pending == []  # type: ignore[attr-defined]
+    assert [s.outcome for s in person.settled] == [Approval.approve()]
+
+
+async def test_resolving_one_call_leaves_the_others_pending() -> None:
+    gate = build_gate(None)
+    person = PersonAt(gate.broker)  # type: ignore[attr-defined]
+    first = asyncio.create_task(gate.authorize(git(call_id="a"), Recorder()))
+    second = asyncio.create_task(gate.authorize(git("git log", call_id="b"), Recorder()))
+    await person.asked.get()
+    await person.asked.get()
+    assert gate.broker.resolve("b", Approval.reject("not now"))  # type: ignore[attr-defined]
+    auth_b = await second
+    assert not auth_b.allowed and auth_b.message == "The user rejected this call: not now"
+    assert not first.done()
+    assert [p.call_id for p in gate.broker.pending] == ["a"]  # type: ignore[attr-defined]
+    assert not gate.broker.resolve("b", True)  # type: ignore[attr-defined]  # a second click does nothing
+    gate.broker.resolve("a", True)  # type: ignore[attr-defined]
+    assert (await first).allowed
+
+
+async def test_cancelling_the_run_while_an_approval_is_pending_cleans_up() -> None:
+    gate = build_gate(None)
+    person = PersonAt(gate.broker)  # type: ignore[attr-defined]
+    task = asyncio.create_task(gate.authorize(git(), emit := Recorder()))
+    pending = await person.asked.get()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert gate.broker.pending == []  # type: ignore[attr-defined]
+    assert pending.future.cancelled()
+    assert [s.outcome for s in person.settled] == [None]
+    assert not gate.broker.resolve("c1", True)  # type: ignore[attr-defined]  # a late click is harmless
+    assert emit.of(EventType.APPROVAL_DECISION) == []
+
+
+async def test_a_broken_ui_listener_does_not_break_the_run(caplog: pytest.LogCaptureFixture) -> None:
+    gate = build_gate(None)
+    broker = gate.broker  # type: ignore[attr-defined]
+    broker.interactive = True
+
+    def broken(p: PendingApproval) -> None:
+        broker.resolve(p.call_id, True)
+        raise RuntimeError("widget gone")
+
+    broker.subscribe(broken)
+    assert (await gate.authorize(git(), Recorder())).allowed
+    assert "widget gone" in caplog.text
+
+
+async def test_unsubscribe_stops_notifications() -> None:
+    broker = ApprovalBroker(interactive=True)
+    seen: list[str] = []
+    unsubscribe = broker.subscribe(lambda p: seen.append(p.call_id))
+    unsubscribe()
+    future = broker.request("x", ApprovalRequest("x", "bash", {}, "bash()", None, "r"))
+    broker.resolve("x", True)
+    assert (await future).allowed and seen == []
+
+
+async def test_a_duplicate_pending_call_id_is_refused() -> None:
+    broker = ApprovalBroker()
+    info = ApprovalRequest("x", "bash", {}, "bash()", None, "r")
+    broker.request("x", info)
+    with pytest.raises(UserError, match="already pending"):
+        broker.request("x", info)
+    broker.forget("x")
+
+
+# ---- nobody to ask, and headless policies --------------------------------------------------
+
+
+async def test_with_nobody_to_ask_the_call_is_refused_at_once_naming_the_policy_variable() -> None:
+    emit = Recorder()
+    auth = await build_gate(None).authorize(git(), emit)
+    assert not auth.allowed and auth.decided_by == "policy"
+    assert auth.message is not None and "AGENT_KERNEL_APPROVAL" in auth.message and "bash(git status)" in auth.message
+    assert emit.decision["decision"] == "reject"
+
+
+async def test_auto_approve_policy() -> None:
+    emit = Recorder()
+    auth = await build_gate(None, policy=auto_approve).authorize(git(), emit)
+    assert auth.allowed and auth.decided_by == "policy"
+    assert emit.of(EventType.APPROVAL_REQUIRED)[0]["policy"] == "auto_approve"
+    assert emit.decision["decided_by"] == "policy"
+
+
+async def test_auto_deny_policy_tells_the_model_why() -> None:
+    auth = await build_gate(None, policy=auto_deny).authorize(git(), Recorder())
+    assert not auth.allowed and auth.message is not None
+    assert auth.message.startswith("The approval policy rejected this call:") and "auto_deny" in auth.message
+
+
+async def test_scripted_policy_decides_by_first_match_and_refuses_the_rest() -> None:
+    gate = build_gate(None, policy="scripted:bash(git *)=approve,write_file=deny")
+    assert (await gate.authorize(git("git log"), Recorder())).allowed
+    denied = await gate.authorize(ToolRequest("w", write_file, {"path": "a", "content": ""}), Recorder())
+    assert not denied.allowed and "write_file" in (denied.message or "")
+    unmatched = await gate.authorize(git("make"), Recorder())
+    assert not unmatched.allowed
+    assert "scripted approval policy has no entry" in (unmatched.message or "")
+
+
+async def test_the_policy_is_chosen_by_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENT_KERNEL_APPROVAL", "auto_approve")
+    assert (await build_gate(None).authorize(git(), Recorder())).allowed
+    monkeypatch.setenv("AGENT_KERNEL_APPROVAL", "scripted:bash=deny")
+    assert not (await build_gate(None).authorize(git(), Recorder())).allowed
+
+
+async def test_a_policy_answers_before_a_person_is_waited_for() -> None:
+    gate = build_gate(None, policy="auto_approve")
+    gate.broker.interactive = True  # type: ignore[attr-defined]
+    auth = await gate.authorize(git(), Recorder())
+    assert auth.decided_by == "policy"
+
+
+def test_scripted_policy_syntax_allows_commas_and_equals_inside_patterns() -> None:
+    policy = parse_policy("scripted: bash(git log --format=%h,%s)=approve , bash(FOO=1 make *)=deny")
+    assert isinstance(policy, ScriptedPolicy)
+    assert [(p, a.allowed) for p, a in policy.entries] == [("bash(git log --format=%h,%s)", True), ("bash(FOO=1 make *)", False)]
+
+
+@pytest.mark.parametrize(
+    ("text", "complaint"),
+    [
+        ("yes please", "is not an approval policy"),
+        ("scripted:bash", "has no '=DECISION'"),
+        ("scripted:bash=maybe", "'maybe'"),
+        ("scripted:=approve", "has no rule"),
+        ("scripted:", "has no entries"),
+    ],
+)
+def test_a_malformed_policy_says_what_is_wrong_and_shows_the_syntax(
+    monkeypatch: pytest.MonkeyPatch, text: str, complaint: str
+) -> None:
+    monkeypatch.setenv("AGENT_KERNEL_APPROVAL", text)
+    with pytest.raises(UserError) as info:
+        policy_from_env()
+    assert complaint in str(info.value)
+    assert "AGENT_KERNEL_APPROVAL" in str(info.value) and "scripted:bash(git *)=approve" in str(info.value)
+
+
+def test_approval_words_and_bools_coerce() -> None:
+    assert Approval.coerce(True) == Approval.approve()
+    assert Approval.coerce("deny") == Approval.reject()
+    assert Approval.coerce("always") == Approval.always()
+    assert Approval.approve({"a": 1}).decision == "approve_edited"
