@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import itertools
 import os
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
@@ -245,12 +246,14 @@ class Agent:
                     "agent_name": self.name,
                 },
             )
-            async for event in tt(self.messages, turn, ctx):
-                if event.type is EventType.ITERATION_START:
-                    self.history.append(TurnState.from_dict(event.data["turn_state"]))
-                elif event.type is EventType.COMPACTION_COMPLETE and self.history:
-                    self.history[-1] = self.history[-1].with_compacted()
-                yield event
+            # aclosing: a consumer that stops early still lets the loop record how the run ended.
+            async with contextlib.aclosing(tt(self.messages, turn, ctx)) as events:
+                async for event in events:
+                    if event.type is EventType.ITERATION_START:
+                        self.history.append(TurnState.from_dict(event.data["turn_state"]))
+                    elif event.type is EventType.COMPACTION_COMPLETE and self.history:
+                        self.history[-1] = self.history[-1].with_compacted()
+                    yield event
         finally:
             self._context = None
             self._merge_stats(ctx.stats)

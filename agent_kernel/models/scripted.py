@@ -173,9 +173,33 @@ def _chunks(s: str, size: int) -> list[str]:
     return [s[i : i + size] for i in range(0, len(s), size)] or [""]
 
 
-def estimate_request_tokens(request: ModelRequest) -> int:
+class _SizeMemo:
+    """Remembers the character count of the last request's messages.
+
+    Conversations grow by appending, so the next request usually extends the last one: then
+    only the new messages are measured and a long session costs the same per call as a short one.
+    """
+
+    __slots__ = ("messages", "chars")
+
+    def __init__(self) -> None:
+        self.messages: tuple[Message, ...] = ()
+        self.chars = 0
+
+    def measure(self, messages: tuple[Message, ...]) -> int:
+        prev, n = self.messages, len(self.messages)
+        if n and len(messages) >= n and messages[0] is prev[0] and messages[n - 1] is prev[-1]:
+            chars = self.chars + sum(m.char_count() for m in messages[n:])
+        else:
+            chars = sum(m.char_count() for m in messages)
+        self.messages, self.chars = messages, chars
+        return chars
+
+
+def estimate_request_tokens(request: ModelRequest, memo: _SizeMemo | None = None) -> int:
     """A rough input token count (4 characters a token) for offline usage figures."""
-    chars = len(request.system or "") + sum(m.char_count() for m in request.messages)
+    chars = len(request.system or "")
+    chars += memo.measure(request.messages) if memo is not None else sum(m.char_count() for m in request.messages)
     chars += sum(len(t.name) + len(t.description) + len(json.dumps(t.parameters)) for t in request.tools)
     return max(1, chars // 4)
 
@@ -192,7 +216,9 @@ def _error(part: Fail) -> ModelError:
     )
 
 
-async def stream_parts(parts: Sequence[Part], request: ModelRequest, call_index: int, model: str) -> AsyncIterator[StreamEvent]:
+async def stream_parts(
+    parts: Sequence[Part], request: ModelRequest, call_index: int, model: str, memo: _SizeMemo | None = None
+) -> AsyncIterator[StreamEvent]:
     """Streams scripted parts as model stream events (shared by the offline models)."""
     out_chars = 0
     n_tools = 0
@@ -228,7 +254,7 @@ async def stream_parts(parts: Sequence[Part], request: ModelRequest, call_index:
             raise _error(part)
         else:
             raise TypeError(f"not a scripted part: {part!r}; use text(), thinking(), tool_call(), fail() or stall()")
-    usage = Usage(input_tokens=estimate_request_tokens(request), output_tokens=max(1, out_chars // 4))
+    usage = Usage(input_tokens=estimate_request_tokens(request, memo), output_tokens=max(1, out_chars // 4))
     yield MessageEnd("tool_use" if n_tools else "end_turn", usage, model)
 
 
@@ -252,6 +278,7 @@ class ScriptedModel:
         self.name = name
         self.context_window = context_window
         self.requests: list[ModelRequest] = []
+        self._sizes = _SizeMemo()
 
     def __repr__(self) -> str:
         return f"ScriptedModel({len(self.responses)} responses, {len(self.requests)} used)"
@@ -271,7 +298,7 @@ class ScriptedModel:
                 f"{len(self.responses)}); add more responses to the script.",
                 kind="script_exhausted",
             )
-        return stream_parts(self.responses[index], request, index, self.name)
+        return stream_parts(self.responses[index], request, index, self.name, self._sizes)
 
 
 PartsFunction = Callable[[list[Message], list[ToolSpec]], Any]
@@ -291,6 +318,7 @@ class FunctionModel:
         self.name = name
         self.context_window = context_window
         self.requests: list[ModelRequest] = []
+        self._sizes = _SizeMemo()
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:  # type: ignore[override]
         """Streams the function's response to ``request``."""
@@ -299,5 +327,5 @@ class FunctionModel:
         result = self.function(list(request.messages), list(request.tools))
         if inspect.isawaitable(result):
             result = await result
-        async for event in stream_parts(_as_parts(result), request, index, self.name):
+        async for event in stream_parts(_as_parts(result), request, index, self.name, self._sizes):
             yield event
