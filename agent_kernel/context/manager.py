@@ -69,6 +69,7 @@ class ContextManager:
         auto_compact: False disables auto-compaction (manual ``compact`` still works).
         micro_compact: False disables micro-compaction.
         chars_per_token: overrides the per-provider starting ratio of the token estimate.
+        calibrate: False keeps the estimates uncalibrated (reproducible figures in tests).
         target_ratio: the share of the threshold the kept messages may fill after a compaction.
         sleep: the sleep used between retries (injectable for tests).
 
@@ -91,6 +92,7 @@ class ContextManager:
         auto_compact: bool = True,
         micro_compact: bool = True,
         chars_per_token: float | None = None,
+        calibrate: bool = True,
         target_ratio: float = 0.5,
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
     ) -> None:
@@ -116,6 +118,7 @@ class ContextManager:
         self.auto_compact = auto_compact
         self.micro_compact = micro_compact
         self.chars_per_token = chars_per_token
+        self.calibrate = calibrate
         self._counters: dict[str, TokenCounter] = {}
         self._provider = ""
         self._fixed_tokens = 0
@@ -186,7 +189,9 @@ class ContextManager:
         self._fixed_tokens = fixed
         view = self._view(request.messages, counter)
         new_history: list[Message] | None = None
-        if self.auto_compact and fixed + view.tokens > threshold:
+        # When system and tools alone pass the threshold, removing history cannot help: the
+        # assembly event shows the overflow instead of the conversation being destroyed turn by turn.
+        if self.auto_compact and fixed < threshold < fixed + view.tokens:
             result = await self.compactor.compact(
                 history,
                 self.compaction_model or model,
@@ -236,6 +241,8 @@ class ContextManager:
 
     def record_usage(self, request: ModelRequest, usage: Usage) -> None:
         """Calibrates the estimates from what the provider reported for ``request``."""
+        if not self.calibrate:
+            return
         counter = self.counter()
         counter.calibrate(counter.raw_request(request), reported_input_tokens(usage))
 
@@ -258,7 +265,7 @@ class ContextManager:
             history,
             self.compaction_model or model,
             counter,
-            budget=threshold - fixed,
+            budget=max(0, threshold - fixed),
             measure=lambda h: fixed + self._view(h, counter).tokens,
             emit=emit,
             threshold=threshold,
