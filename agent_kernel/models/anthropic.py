@@ -1,0 +1,275 @@
+"""models.anthropic — the Anthropic Messages API as a streaming ``Model``, over the official SDK.
+
+The adapter sends one streamed ``messages.create`` per request and turns the SDK's raw stream
+events into model stream events: text and thinking deltas (signatures included, so the loop can
+send thinking back), tool calls assembled from ``input_json_delta`` fragments and ended at each
+``content_block_stop`` (so the executor can start a tool while the model is still writing), then
+one ``MessageEnd`` with the stop reason and usage, cache reads and writes included.
+
+Prompt caching puts ``cache_control`` breakpoints on the system prompt, the last tool definition
+and the last user message, so each call of a loop reads the previous call's prefix from the cache.
+
+The SDK's own retries are off (``max_retries=0``) unless asked for: the loop retries with backoff
+and announces each attempt as a ``retry`` event, and SDK retries would be invisible and would
+multiply with the loop's. Every failure leaves as a ``ModelError`` (see ``sdk_errors``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import anthropic
+
+from ..errors import ModelError
+from ..messages import Message, SummaryBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
+from .base import (
+    MessageEnd,
+    ModelRequest,
+    StreamEvent,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallDelta,
+    ToolCallEnd,
+    ToolCallStart,
+    ToolSpec,
+    Usage,
+)
+from .catalog import DEFAULT_MODELS, context_window
+from .keys import require_key
+from .options import check_options, fit_to_signature, provider_extras
+from .sdk_errors import map_anthropic_error, stream_cut
+
+__all__ = ["AnthropicModel", "to_anthropic_messages", "to_anthropic_tools"]
+
+_EPHEMERAL = {"type": "ephemeral"}
+
+
+class AnthropicModel:
+    """An Anthropic model, streamed through ``anthropic.AsyncAnthropic``.
+
+    Args:
+        name: the model id, e.g. ``claude-sonnet-4-6``.
+        api_key: the key; defaults to ``ANTHROPIC_API_KEY`` (or ``ANTHROPIC_AUTH_TOKEN``).
+        base_url: another endpoint; defaults to ``ANTHROPIC_BASE_URL`` or Anthropic's.
+        client: a ready ``AsyncAnthropic`` to use instead of building one (then ``api_key``,
+            ``base_url`` and ``client_options`` are not used).
+        max_tokens: most tokens per response, unless a request's options say otherwise.
+        thinking_budget: enables extended thinking with this many tokens, unless a request's
+            options say otherwise.
+        prompt_caching: put cache breakpoints on the system prompt, tools and conversation.
+        context_window: tokens per request; defaults to the catalog's figure for ``name``.
+        max_retries: the SDK's own retries; 0 because the loop retries visibly.
+        client_options: more ``AsyncAnthropic`` arguments (``timeout``, ``default_headers``,
+            ``http_client``, ...).
+
+    Raises:
+        MissingAPIKey: no key is given or set, and no base URL points elsewhere.
+
+    Example:
+        >>> model = AnthropicModel("claude-sonnet-4-6", thinking_budget=2048)  # doctest: +SKIP
+    """
+
+    provider = "anthropic"
+
+    def __init__(
+        self,
+        name: str = DEFAULT_MODELS["anthropic"],
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        client: anthropic.AsyncAnthropic | None = None,
+        max_tokens: int = 8192,
+        thinking_budget: int | None = None,
+        prompt_caching: bool = True,
+        context_window: int | None = None,
+        max_retries: int = 0,
+        **client_options: Any,
+    ) -> None:
+        self.name = name
+        self.context_window = context_window or _window(name)
+        self.max_tokens = max_tokens
+        self.thinking_budget = thinking_budget
+        self.prompt_caching = prompt_caching
+        if client is None:
+            has_token = client_options.get("auth_token") or os.environ.get("ANTHROPIC_AUTH_TOKEN")
+            if not has_token:
+                api_key = require_key("Anthropic", "ANTHROPIC_API_KEY", api_key, base_url, "ANTHROPIC_BASE_URL")
+            client = anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=max_retries, **client_options)
+        self.client = client
+
+    def __repr__(self) -> str:
+        return f"AnthropicModel({self.name!r})"
+
+    def request_params(self, request: ModelRequest) -> dict[str, Any]:
+        """The keyword arguments of the ``messages.create`` call for ``request`` (without ``stream``)."""
+        check_options(request.options)
+        options = request.options
+        max_tokens = int(options.get("max_tokens", self.max_tokens))
+        params: dict[str, Any] = {
+            "model": self.name,
+            "messages": to_anthropic_messages(request.messages, cache=self.prompt_caching),
+        }
+        if request.system:
+            system: dict[str, Any] = {"type": "text", "text": request.system}
+            if self.prompt_caching:
+                system["cache_control"] = _EPHEMERAL
+            params["system"] = [system]
+        if request.tools:
+            params["tools"] = to_anthropic_tools(request.tools, cache=self.prompt_caching)
+        budget = options.get("thinking_budget", self.thinking_budget)
+        if budget:
+            params["thinking"] = {"type": "enabled", "budget_tokens": int(budget)}
+            # The API requires max_tokens > budget_tokens; room for the answer comes on top.
+            if max_tokens <= budget:
+                max_tokens = int(budget) + self.max_tokens
+        params["max_tokens"] = max_tokens
+        for key in ("temperature", "top_p"):
+            if key in options:
+                params[key] = options[key]
+        if "stop" in options:
+            params["stop_sequences"] = list(options["stop"])
+        params.update(provider_extras(options, "anthropic"))
+        return params
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        """Streams the response to ``request``; raises ``ModelError`` on any failure."""
+        return self._stream(self.request_params(request))
+
+    async def _stream(self, params: dict[str, Any]) -> AsyncIterator[StreamEvent]:
+        try:
+            sdk_stream = await self.client.messages.create(**fit_to_signature(self.client.messages.create, params), stream=True)
+        except Exception as exc:
+            raise map_anthropic_error(exc) from exc
+
+        started = False
+        finished = False
+        # content block index -> [tool index, id, name, argument fragments, initial input]
+        calls: dict[int, list[Any]] = {}
+        n_tools = 0
+        model = self.name
+        stop_reason = "end_turn"
+        input_tokens = output_tokens = cache_read = cache_write = 0
+        try:
+            async for event in sdk_stream:
+                started = True
+                kind = event.type
+                if kind == "content_block_delta":
+                    delta = event.delta
+                    dtype = delta.type
+                    if dtype == "text_delta":
+                        yield TextDelta(delta.text)
+                    elif dtype == "input_json_delta":
+                        call = calls[event.index]
+                        call[3].append(delta.partial_json)
+                        yield ToolCallDelta(call[0], delta.partial_json)
+                    elif dtype == "thinking_delta":
+                        yield ThinkingDelta(delta.thinking)
+                    elif dtype == "signature_delta":
+                        yield ThinkingDelta("", delta.signature)
+                elif kind == "content_block_start":
+                    block = event.content_block
+                    if block.type == "tool_use":
+                        calls[event.index] = [n_tools, block.id, block.name, [], block.input]
+                        yield ToolCallStart(n_tools, block.id, block.name)
+                        n_tools += 1
+                    elif block.type == "text" and block.text:
+                        yield TextDelta(block.text)
+                    elif block.type == "thinking" and block.thinking:
+                        yield ThinkingDelta(block.thinking)
+                elif kind == "content_block_stop":
+                    call = calls.pop(event.index, None)
+                    if call is not None:
+                        yield ToolCallEnd(call[0], call[1], call[2], _arguments(call[3], call[4]))
+                elif kind == "message_start":
+                    message = event.message
+                    model = message.model or model
+                    usage = message.usage
+                    input_tokens = usage.input_tokens or 0
+                    output_tokens = usage.output_tokens or 0
+                    cache_read = getattr(usage, "cache_read_input_tokens", None) or 0
+                    cache_write = getattr(usage, "cache_creation_input_tokens", None) or 0
+                elif kind == "message_delta":
+                    stop_reason = event.delta.stop_reason or stop_reason
+                    usage = event.usage
+                    # message_delta usage is cumulative; fields it leaves out keep message_start's.
+                    output_tokens = usage.output_tokens or output_tokens
+                    input_tokens = getattr(usage, "input_tokens", None) or input_tokens
+                    cache_read = getattr(usage, "cache_read_input_tokens", None) or cache_read
+                    cache_write = getattr(usage, "cache_creation_input_tokens", None) or cache_write
+                elif kind == "message_stop":
+                    finished = True
+                    yield MessageEnd(stop_reason, Usage(input_tokens, output_tokens, cache_read, cache_write), model)
+        except ModelError:
+            raise
+        except Exception as exc:
+            raise map_anthropic_error(exc, started=started) from exc
+        finally:
+            await sdk_stream.close()
+        if not finished:
+            raise stream_cut("Anthropic", "the stream ended before message_stop")
+
+
+def _window(name: str) -> int:
+    return context_window("anthropic", name)
+
+
+def _arguments(fragments: list[str], initial: Any) -> str:
+    raw = "".join(fragments)
+    if raw:
+        return raw
+    # No fragments: a tool without arguments, or a server that sent the input whole at the start.
+    return json.dumps(initial) if initial else "{}"
+
+
+def to_anthropic_tools(tools: Sequence[ToolSpec], *, cache: bool = False) -> list[dict[str, Any]]:
+    """Tool definitions in the Messages API shape; with ``cache``, a breakpoint on the last one."""
+    wire: list[dict[str, Any]] = [
+        {"name": t.name, "description": t.description, "input_schema": t.parameters} for t in tools
+    ]
+    if cache and wire:
+        wire[-1]["cache_control"] = _EPHEMERAL
+    return wire
+
+
+def to_anthropic_messages(messages: Sequence[Message], *, cache: bool = False) -> list[dict[str, Any]]:
+    """Messages in the Messages API shape.
+
+    Tool results lead their user message (the API requires it), summaries are sent as text,
+    thinking without a signature is left out (the API would reject it), and empty text blocks
+    and messages are skipped. With ``cache``, the last user message gets a cache breakpoint so
+    the next call reads the whole conversation so far from the cache.
+    """
+    wire: list[dict[str, Any]] = []
+    for message in messages:
+        results: list[dict[str, Any]] = []
+        blocks: list[dict[str, Any]] = []
+        for block in message.content:
+            if isinstance(block, (TextBlock, SummaryBlock)):
+                if block.text:
+                    blocks.append({"type": "text", "text": block.text})
+            elif isinstance(block, ToolUseBlock):
+                blocks.append({"type": "tool_use", "id": block.id, "name": block.name, "input": block.input})
+            elif isinstance(block, ToolResultBlock):
+                result: dict[str, Any] = {
+                    "type": "tool_result",
+                    "tool_use_id": block.tool_use_id,
+                    "content": block.content or "(no output)",
+                }
+                if block.is_error:
+                    result["is_error"] = True
+                results.append(result)
+            elif isinstance(block, ThinkingBlock):
+                if message.role == "assistant" and block.signature:
+                    blocks.append({"type": "thinking", "thinking": block.text, "signature": block.signature})
+        content = results + blocks
+        if content:
+            wire.append({"role": message.role, "content": content})
+    if cache:
+        for item in reversed(wire):
+            if item["role"] == "user":
+                item["content"][-1] = {**item["content"][-1], "cache_control": _EPHEMERAL}
+                break
+    return wire

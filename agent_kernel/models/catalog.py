@@ -1,0 +1,56 @@
+"""models.catalog — the models agent_kernel knows by name, with their context windows.
+
+A name missing here still works (providers add models faster than any table); it gets its
+provider's default window. The registry uses this table for defaults, ``list_models`` and
+"did you mean" suggestions.
+"""
+
+from __future__ import annotations
+
+__all__ = ["CONTEXT_WINDOWS", "DEFAULT_CONTEXT_WINDOW", "DEFAULT_MODELS", "context_window"]
+
+# claude-sonnet-4-5 reaches end-of-life on 2026-11-30 (the anthropic SDK warns), so 4-6 is the default.
+DEFAULT_MODELS: dict[str, str] = {"anthropic": "claude-sonnet-4-6", "openai": "gpt-4.1"}
+
+# Window for a model of the provider that the table below does not name.
+DEFAULT_CONTEXT_WINDOW: dict[str, int] = {"anthropic": 200_000, "openai": 128_000, "offline": 200_000}
+
+CONTEXT_WINDOWS: dict[str, dict[str, int]] = {
+    "anthropic": {
+        "claude-opus-4-6": 200_000,
+        "claude-sonnet-4-6": 200_000,
+        "claude-opus-4-5": 200_000,
+        "claude-opus-4-1": 200_000,
+        "claude-opus-4-0": 200_000,
+        "claude-sonnet-4-5": 200_000,
+        "claude-sonnet-4-0": 200_000,
+        "claude-3-7-sonnet-latest": 200_000,
+        "claude-haiku-4-5": 200_000,
+        "claude-3-5-haiku-latest": 200_000,
+    },
+    "openai": {
+        "gpt-5.1": 400_000,
+        "gpt-5": 400_000,
+        "gpt-5-mini": 400_000,
+        "gpt-5-nano": 400_000,
+        "gpt-4.1": 1_047_576,
+        "gpt-4.1-mini": 1_047_576,
+        "gpt-4.1-nano": 1_047_576,
+        "gpt-4o": 128_000,
+        "gpt-4o-mini": 128_000,
+        "o3": 200_000,
+        "o4-mini": 200_000,
+    },
+}
+
+
+def context_window(provider: str, name: str) -> int:
+    """Tokens ``name`` accepts per request: from the table, else by family, else the provider default."""
+    known = CONTEXT_WINDOWS.get(provider, {})
+    if name in known:
+        return known[name]
+    # A dated snapshot ("gpt-4.1-2025-04-14") has its family's window: pick the longest family prefix.
+    family = max((k for k in known if name.startswith(k + "-")), key=len, default=None)
+    if family is not None:
+        return known[family]
+    return DEFAULT_CONTEXT_WINDOW.get(provider, 128_000)
