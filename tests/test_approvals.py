@@ -26,11 +26,6 @@ from agent_kernel.tools.builtin.files import write_file
 from agent_kernel.tools.builtin.shell import bash
 
 
-@pytest.fixture(autouse=True)
-def no_env_policy(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("AGENT_KERNEL_APPROVAL", raising=False)
-
-
 class Recorder:
     def __init__(self) -> None:
         self.events: list[tuple[EventType, dict[str, Any]]] = []
@@ -341,3 +336,63 @@ def test_approval_words_and_bools_coerce() -> None:
     assert Approval.coerce("deny") == Approval.reject()
     assert Approval.coerce("always") == Approval.always()
     assert Approval.approve({"a": 1}).decision == "approve_edited"
+
+
+# ---- through the Agent ---------------------------------------------------------------------
+
+
+def _agent(tmp_path: Any, model: Any, tools: list[str], **kwargs: Any) -> Any:
+    from agent_kernel import Agent
+
+    return Agent(model, tools=tools, journal=None, context=None, working_dir=tmp_path, **kwargs)
+
+
+async def test_plan_mode_refusal_reaches_the_model_as_the_tool_result(tmp_path: Any) -> None:
+    from agent_kernel.models.scripted import ScriptedModel, tool_call
+
+    model = ScriptedModel([[tool_call("write_file", {"path": "a.txt", "content": "x"})], "ok"])
+    result = await _agent(tmp_path, model, ["write_file"], permissions="plan").run("write it")
+    [tool_result] = [e for e in result.events if e.type is EventType.TOOL_RESULT]
+    assert tool_result.data["is_error"] and tool_result.data["content"].startswith("Refused in plan mode: write_file changes files")
+    assert not (tmp_path / "a.txt").exists()
+    assert "Refused in plan mode" in repr(model.requests[1].messages[-1])
+
+
+async def test_a_headless_run_without_a_policy_refuses_instead_of_waiting(tmp_path: Any) -> None:
+    from agent_kernel.models.scripted import ScriptedModel, tool_call
+
+    model = ScriptedModel([[tool_call("bash", {"command": "echo hi"})], "ok"])
+    result = await _agent(tmp_path, model, ["bash"]).run("go")
+    [tool_result] = [e for e in result.events if e.type is EventType.TOOL_RESULT]
+    assert tool_result.data["is_error"] and "AGENT_KERNEL_APPROVAL" in tool_result.data["content"]
+    assert result.text == "ok"
+
+
+async def test_a_person_approves_a_running_agents_call_from_another_thread(tmp_path: Any) -> None:
+    from agent_kernel.models.scripted import ScriptedModel, tool_call
+
+    model = ScriptedModel([[tool_call("bash", {"command": "echo approved-and-ran"})], "done"])
+    agent = _agent(tmp_path, model, ["bash"])
+    broker: ApprovalBroker = agent.permissions.broker
+    broker.interactive = True
+    broker.subscribe(lambda p: threading.Thread(target=broker.resolve, args=(p.call_id, "approve")).start())
+    result = await agent.run("go")
+    kinds = [e.type for e in result.events]
+    assert kinds.index(EventType.APPROVAL_REQUIRED) < kinds.index(EventType.APPROVAL_DECISION) < kinds.index(EventType.TOOL_START)
+    [tool_result] = [e for e in result.events if e.type is EventType.TOOL_RESULT]
+    assert tool_result.data["content"].strip() == "approved-and-ran"
+
+
+async def test_cancelling_an_agent_while_it_waits_for_approval_ends_the_run_and_clears_the_prompt(tmp_path: Any) -> None:
+    from agent_kernel.models.scripted import ScriptedModel, tool_call
+    from agent_kernel.state import TerminationReason
+
+    model = ScriptedModel([[tool_call("bash", {"command": "echo never"})], "done"])
+    agent = _agent(tmp_path, model, ["bash"])
+    broker: ApprovalBroker = agent.permissions.broker
+    broker.interactive = True
+    broker.subscribe(lambda p: agent.cancel("stop button"))
+    result = await agent.run("go")
+    assert result.termination_reason is TerminationReason.USER_INTERRUPT
+    assert broker.pending == []
+    assert not any(e.type is EventType.TOOL_START for e in result.events)

@@ -14,11 +14,6 @@ from agent_kernel.tools.builtin.shell import bash
 from agent_kernel.tools.tool import Tool
 
 
-@pytest.fixture(autouse=True)
-def no_env_policy(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("AGENT_KERNEL_APPROVAL", raising=False)
-
-
 def _noop(**kwargs: Any) -> str:
     return "ok"
 
