@@ -9,11 +9,13 @@ from __future__ import annotations
 from typing import Any
 
 from .agent import Agent, RunResult
+from .approvals import Approval, ApprovalBroker, ApprovalRequest
 from .errors import AgentKernelError, ModelError, RunCancelled, StopRun, ToolError, UserError
 from .events import AgentEvent, EventType
 from .hooks import HookContext, HookPoint, Hooks
 from .loop import tt
 from .messages import Message
+from .permissions import Permissions
 from .state import ExecutionContext, LoopState, LoopStats, TerminationReason, TurnState
 from .tools.tool import Tool, ToolContext, tool
 
@@ -23,6 +25,9 @@ __all__ = [
     "Agent",
     "AgentEvent",
     "AgentKernelError",
+    "Approval",
+    "ApprovalBroker",
+    "ApprovalRequest",
     "EventType",
     "ExecutionContext",
     "HookContext",
@@ -32,6 +37,7 @@ __all__ = [
     "LoopStats",
     "Message",
     "ModelError",
+    "Permissions",
     "RunCancelled",
     "RunResult",
     "StopRun",

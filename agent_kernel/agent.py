@@ -185,6 +185,11 @@ class Agent:
         return self._context is not None
 
     @property
+    def approvals(self) -> Any:
+        """The approval broker where a person answers pending approvals (None for a custom gate)."""
+        return getattr(self.permissions, "broker", None)
+
+    @property
     def journal(self) -> Any:
         """The journal events are recorded in, or None."""
         return self._journal
