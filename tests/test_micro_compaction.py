@@ -8,7 +8,7 @@ from agent_kernel.context.micro import placeholder
 from agent_kernel.events import EventType
 from agent_kernel.messages import Message, ToolResultBlock, ToolUseBlock
 from agent_kernel.models.base import ModelRequest
-from agent_kernel.models.scripted import ScriptedModel, text, tool_call
+from agent_kernel.models.scripted import ScriptedModel, estimate_request_tokens, text, tool_call
 from agent_kernel.state import TurnState
 from agent_kernel.tools.tool import tool
 
@@ -122,3 +122,6 @@ async def test_a_run_shows_the_model_placeholders_while_the_events_and_history_k
     assert result_contents(last.messages) == [placeholder(len(full[0]))] * 4 + full[4:]
     micro = [e.data for e in result.events if e.type is EventType.MICRO_COMPACTION]
     assert micro and micro[-1]["results_cleared"] == 4
+    # The model reports the size of the cleared request it received, not of the full history.
+    reported = [e.data["usage"]["input_tokens"] for e in result.events if e.type is EventType.LLM_COMPLETE]
+    assert reported == [estimate_request_tokens(r) for r in model.requests]

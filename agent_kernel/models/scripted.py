@@ -188,7 +188,7 @@ class _SizeMemo:
 
     def measure(self, messages: tuple[Message, ...]) -> int:
         prev, n = self.messages, len(self.messages)
-        if n and len(messages) >= n and messages[0] is prev[0] and messages[n - 1] is prev[-1]:
+        if n and len(messages) >= n and all(a is b for a, b in zip(prev, messages)):
             chars = self.chars + sum(m.char_count() for m in messages[n:])
         else:
             chars = sum(m.char_count() for m in messages)
