@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from agent_kernel.context import Component, ContextAssembler, ContextManager, Priority, compacted_history
+from agent_kernel.context import Component, ContextAssembler, ContextManager, Priority
+from agent_kernel.context.compaction import with_summary
 from agent_kernel.events import EventType
 from agent_kernel.messages import Message, SummaryBlock, TextBlock
 from agent_kernel.models.base import ModelRequest
@@ -141,4 +142,4 @@ async def test_without_auto_compaction_an_oversized_history_is_trimmed_only_in_t
     assert history_record["status"] == "truncated"
     hidden = data["messages_hidden"]
     assert hidden > 0
-    assert list(sent) == compacted_history(sent[0].content[0].text, hidden, history[hidden:])
+    assert list(sent) == with_summary(SummaryBlock(sent[0].content[0].text, hidden), history[hidden:])

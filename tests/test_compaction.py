@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from agent_kernel.agent import Agent
 from agent_kernel.context import SECTIONS, Compactor, ContextManager, TokenCounter, compacted_history
-from agent_kernel.context.compaction import is_valid_cut, render_transcript
+from agent_kernel.context.compaction import is_valid_cut, render_transcript, summary_block
 from agent_kernel.events import AgentEvent, EventType
 from agent_kernel.messages import Message, SummaryBlock, TextBlock, ToolResultBlock, ToolUseBlock
 from agent_kernel.models.base import ModelRequest
@@ -125,7 +125,7 @@ async def test_a_session_that_crosses_the_threshold_compacts_and_carries_on() ->
             assert manager.estimate(request, model) <= 2_000
     # The call after compaction starts from the summary and the kept messages.
     after = model.requests[SUMMARY_CALL + 1].messages
-    assert after[0].content == (SummaryBlock(SUMMARY, messages_replaced=complete["messages_removed"]),)
+    assert after[0].content == (summary_block(SUMMARY, complete["messages_removed"]),)
     # The stored conversation is the compacted one, and it grew again after compaction.
     assert agent.messages[: len(after)] == list(after)
     assert agent.messages[-1].text == "Every chunk is processed."
@@ -251,7 +251,7 @@ async def test_manual_compaction_uses_the_focus_and_marks_the_turn() -> None:
     assert (start["trigger"], start["focus"]) == ("manual", "the column names")
     [complete] = of(events, EventType.COMPACTION_COMPLETE)
     assert complete["messages_removed"] + complete["kept_messages"] == start["messages"] == 8
-    assert agent.messages[0].content[0] == SummaryBlock(SUMMARY, messages_replaced=complete["messages_removed"])
+    assert agent.messages[0].content[0] == summary_block(SUMMARY, complete["messages_removed"])
     assert_valid_for_providers(agent.messages)
     assert agent.history[-1].compacted
 
@@ -269,7 +269,7 @@ async def test_a_kept_part_starting_with_a_user_message_absorbs_the_summary() ->
     manager = ContextManager(micro_compact=False, keep_messages=2, retry_delays=())
     new = await manager.compact(history, ScriptedModel([SUMMARY]), Recorder())
     assert [m.role for m in new] == ["user", "assistant"]
-    assert new[0].content == (SummaryBlock(SUMMARY, 2), TextBlock("second question"))
+    assert new[0].content == (summary_block(SUMMARY, 2), TextBlock("second question"))
     assert new[1] is history[3]
 
 
@@ -333,8 +333,10 @@ def test_the_transcript_clips_long_blocks_in_the_middle() -> None:
 
 def test_compacted_history_always_starts_with_a_user_message() -> None:
     kept = [Message("assistant", (TextBlock("a"),)), Message.user("b")]
-    assert compacted_history("s", 3, kept) == [Message("user", (SummaryBlock("s", 3),)), *kept]
-    assert compacted_history("s", 3, []) == [Message("user", (SummaryBlock("s", 3),))]
+    block = summary_block("s", 3)
+    assert block.messages_replaced == 3 and block.text.endswith("\n\ns") and "compacted" in block.text
+    assert compacted_history("s", 3, kept) == [Message("user", (block,)), *kept]
+    assert compacted_history("s", 3, []) == [Message("user", (block,))]
 
 
 @st.composite

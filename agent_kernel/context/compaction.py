@@ -35,8 +35,10 @@ __all__ = [
     "fallback_notice",
     "is_valid_cut",
     "render_transcript",
+    "summary_block",
     "summary_prompt",
     "window_cut",
+    "with_summary",
 ]
 
 Emit = Callable[[EventType, dict[str, Any]], Any]
@@ -83,7 +85,7 @@ def render_transcript(messages: Sequence[Message], *, max_block_chars: int = 2_0
     for m in messages:
         for b in m.content:
             if isinstance(b, SummaryBlock):
-                lines.append(f"[summary of {b.messages_replaced} earlier messages]\n{b.text}")
+                lines.append(f"[summary]\n{b.text}")
             elif isinstance(b, TextBlock):
                 lines.append(f"[{m.role}]\n{_clip(b.text, max_block_chars)}")
             elif isinstance(b, ThinkingBlock):
@@ -116,8 +118,8 @@ def summary_prompt(transcript: str, focus: str | None = None) -> str:
 def fallback_notice(messages_removed: int, error: str) -> str:
     """The text standing in for a summary when the summariser failed."""
     return (
-        f"[{messages_removed} earlier messages were removed to fit the context window. No summary "
-        f"is available because summarising failed: {error}]"
+        f"No summary is available because summarising failed ({error}); the {messages_removed} "
+        "earlier messages were dropped and only the newest that fit the context window were kept."
     )
 
 
@@ -146,17 +148,34 @@ def window_cut(messages: Sequence[Message], counter: TokenCounter, budget: int) 
     return best if best < n else max(0, n - 1)
 
 
-def compacted_history(summary: str, messages_replaced: int, kept: Sequence[Message]) -> list[Message]:
-    """The history after compaction: a summary message, then the kept messages.
+def summary_block(summary: str, messages_replaced: int) -> SummaryBlock:
+    """The block standing in for ``messages_replaced`` messages.
 
-    When the first kept message is a user message the summary block is merged into it, so roles
-    still alternate; the result always starts with a user message.
+    Adapters send a summary block as plain text, so its text says what it is: without that the
+    model would read the summary as something the user just wrote.
     """
-    block = SummaryBlock(summary, messages_replaced=messages_replaced)
+    lead = f"[This conversation was compacted: what follows stands in for {messages_replaced} earlier messages.]"
+    return SummaryBlock(f"{lead}\n\n{summary}", messages_replaced=messages_replaced)
+
+
+def with_summary(block: SummaryBlock, kept: Sequence[Message]) -> list[Message]:
+    """``kept`` behind ``block``: merged into the first kept message when that is a user
+    message, else as a user message of its own, so roles alternate and the history starts with
+    a user message."""
     kept = list(kept)
     if kept and kept[0].role == "user":
         return [Message("user", (block, *kept[0].content)), *kept[1:]]
     return [Message("user", (block,)), *kept]
+
+
+def compacted_history(summary: str, messages_replaced: int, kept: Sequence[Message]) -> list[Message]:
+    """The history after compaction: the summary (see ``summary_block``), then the kept messages.
+
+    This is the one way the loop builds it, so a journal rebuilds the same history from the
+    ``compaction_complete`` event: ``summary``, ``messages_removed`` and the last
+    ``kept_messages`` messages before the compaction.
+    """
+    return with_summary(summary_block(summary, messages_replaced), kept)
 
 
 @dataclass(frozen=True, slots=True)

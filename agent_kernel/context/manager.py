@@ -28,7 +28,7 @@ from ..messages import Message, SummaryBlock
 from ..models.base import Model, ModelRequest, Usage
 from ..state import TurnState
 from .assembler import Component, ContextAssembler, Priority
-from .compaction import Compactor, Emit, compacted_history, window_cut
+from .compaction import Compactor, Emit, window_cut, with_summary
 from .micro import MicroCompactor, MicroResult
 from .tokens import TokenCounter, reported_input_tokens
 
@@ -225,7 +225,7 @@ class ContextManager:
             trimmed = window_cut(messages, counter, placed.tokens - notice_room)
             if trimmed > 0:
                 notice = _hidden_notice(trimmed)
-                messages = tuple(compacted_history(notice, trimmed, messages[trimmed:]))
+                messages = tuple(with_summary(SummaryBlock(notice, trimmed), messages[trimmed:]))
         emit(
             EventType.CONTEXT_ASSEMBLED,
             {
@@ -276,7 +276,7 @@ class ContextManager:
 
 
 def _hidden_notice(count: int) -> str:
-    return f"[{count} earlier messages are not shown: they do not fit the context window]"
+    return f"[{count} earlier messages are not shown: they do not fit the context window.]"
 
 
 def _rebase(sent: Sequence[Message], history: Sequence[Message], new_history: list[Message], removed: int) -> Sequence[Message]:
@@ -292,4 +292,4 @@ def _rebase(sent: Sequence[Message], history: Sequence[Message], new_history: li
         return new_history  # the request does not extend the history: send what was stored
     block = new_history[0].content[0]
     assert isinstance(block, SummaryBlock)
-    return compacted_history(block.text, removed, sent[removed:])
+    return with_summary(block, sent[removed:])
