@@ -1,0 +1,461 @@
+"""jupyter.runner — runs an agent for a notebook cell, blocking or detached, with its live view.
+
+One run = one ``AgentView`` (the live widget), one task on the kernel's event loop, and, when the
+run ends, one static ``RunSummary`` in the cell. The ``%%agent`` magic and the Agent kernel both
+call this module; neither drives ``agent.stream`` itself.
+
+**Blocking** (``run_cell``): the caller awaits the run, so the cell stays busy until it ends and
+"Run All" keeps its order. A person can click Approve / Reject / Stop meanwhile only if the kernel
+handles widget messages while a cell awaits, which ``detect_mode`` checks (ipykernel >= 7.4).
+A cancelled await (a kernel interrupt) cancels the run with a reason, waits for the loop to record
+how it ended (journal intact), then raises ``RunInterrupted``.
+
+**Detached** (``start_run``): the run is a task on the kernel's loop and the call returns a
+``RunHandle`` at once; ``await handle`` (or ``%agent wait``) sequences later cells. This is the
+mode on kernels that process widget messages only between cells, and on Colab and VS Code.
+
+**Who answers approvals.** A person can answer only once a front-end has rendered the view: its
+JS sends ``{"type": "sync"}`` when it renders, and only then is the approval broker made
+interactive. Until that message arrives (nbval, papermill, nbconvert and other headless clients
+never send it) a call needing approval goes to the headless policy (``AGENT_KERNEL_APPROVAL``) or
+is refused with a message naming that policy, so no run waits forever for a click. Because a view
+may render a moment after the first call asks, the runner gives it ``RENDER_GRACE_S`` to appear
+before the question falls through.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import os
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..agent import Agent, RunResult
+from ..approvals import Approval
+from ..events import AgentEvent
+from .summary import RunSummary
+
+if TYPE_CHECKING:
+    from .view import AgentView
+
+__all__ = [
+    "RENDER_GRACE_S",
+    "ExecutionMode",
+    "RunHandle",
+    "RunInterrupted",
+    "detect_mode",
+    "run_cell",
+    "start_run",
+    "wait_all",
+]
+
+#: Seconds a call needing approval waits for the run's view to render before it falls through
+#: to the headless policy (or is refused). Only paid when no front-end ever renders the view.
+RENDER_GRACE_S = 3.0
+#: Seconds a cancelled run gets to record how it ended before the interrupt is reported anyway.
+CANCEL_GRACE_S = 10.0
+#: Environment variables whose presence means the kernel was started by VS Code.
+_VSCODE_ENV = ("VSCODE_PID", "VSCODE_CWD", "VSCODE_IPC_HOOK_CLI")
+STOP_REASON = "stopped from the live view"
+INTERRUPT_REASON = "kernel interrupt"
+
+
+# ---- which mode ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ExecutionMode:
+    """How ``%%agent`` cells run here, and why.
+
+    Attributes:
+        blocking: the cell can await the run while widget clicks are still handled.
+        reason: why, in words (``%agent`` shows it).
+    """
+
+    blocking: bool
+    reason: str
+
+    @property
+    def name(self) -> str:
+        """``blocking`` or ``detached``."""
+        return "blocking" if self.blocking else "detached"
+
+
+def kernel_handles_comms_while_awaiting(kernel: Any) -> bool:
+    """Whether ``kernel`` dispatches widget (comm) messages while a cell is awaiting.
+
+    ipykernel 7.4 added a keyword-only ``concurrent`` parameter to ``Kernel.dispatch_shell``:
+    with it, a comm message that arrives while the shell's lock is held (a cell awaiting) is
+    dispatched at once as its own task. Earlier kernels queue it until the cell ends, so a cell
+    awaiting a click would wait forever. The signature is the capability; the version string is
+    not consulted.
+    """
+    dispatch = getattr(type(kernel), "dispatch_shell", None)
+    if dispatch is None:
+        return False
+    try:
+        return "concurrent" in inspect.signature(dispatch).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def detect_mode(shell: Any = None, *, environ: Mapping[str, str] | None = None,
+                modules: Mapping[str, Any] | None = None) -> ExecutionMode:
+    """Whether a cell can block on a run here (see ``ExecutionMode``).
+
+    Detached when: the shell cannot run top-level ``await`` on its own asyncio loop (autoawait
+    off, or another loop runner such as trio); the front-end is Colab (``google.colab`` is
+    imported) or VS Code (``VSCODE_PID``/``VSCODE_CWD``/``VSCODE_IPC_HOOK_CLI`` in the kernel's
+    environment), whose widget managers load the view from a CDN and may never render it; or the
+    kernel does not handle widget messages while a cell awaits (``kernel_handles_comms_while_awaiting``).
+    Blocking otherwise, including plain IPython with no kernel (there is no widget to click).
+    """
+    env = os.environ if environ is None else environ
+    mods = sys.modules if modules is None else modules
+    if shell is None:
+        return ExecutionMode(False, "no IPython shell: runs are tasks on the running loop")
+    if not getattr(shell, "autoawait", False):
+        return ExecutionMode(False, "autoawait is off (%autoawait), so a cell cannot await the run")
+    runner = getattr(shell, "loop_runner", None)
+    from IPython.core.async_helpers import _asyncio_runner
+
+    if runner is not _asyncio_runner:
+        return ExecutionMode(False, "the shell's loop runner is not asyncio")
+    if "google.colab" in mods:
+        return ExecutionMode(False, "Colab's front-end: the view may not render while a cell runs")
+    if any(env.get(name) for name in _VSCODE_ENV):
+        return ExecutionMode(False, "VS Code's front-end: the view may not render while a cell runs")
+    kernel = getattr(shell, "kernel", None)
+    if kernel is None:
+        return ExecutionMode(True, "IPython without a kernel: the cell awaits the run")
+    if kernel_handles_comms_while_awaiting(kernel):
+        return ExecutionMode(True, "the kernel handles widget messages while a cell awaits")
+    return ExecutionMode(False, "this ipykernel handles widget messages only between cells "
+                                "(ipykernel >= 7.4 lets a cell wait for a click)")
+
+
+# ---- the handle ----------------------------------------------------------------------------
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """A cell awaiting a run was interrupted; the run was cancelled and its end recorded."""
+
+    def __init__(self, result: RunResult | None) -> None:
+        super().__init__("the agent run was cancelled by a kernel interrupt")
+        self.result = result
+
+    def _render_traceback_(self) -> list[str]:
+        """What IPython shows instead of a traceback: one line, no internals."""
+        ended = "its end is recorded in the journal" if self.result is not None \
+            else "it did not stop in time and is still being cancelled"
+        return [f"KeyboardInterrupt: the agent run was cancelled ({ended})."]
+
+
+class RunHandle:
+    """One run started by ``start_run``: await it for the ``RunResult``.
+
+    Attributes:
+        agent: the agent running.
+        prompt: what it was asked.
+        view: its live view, or None (``quiet`` or ``display=False``).
+        task: the asyncio task driving the run.
+
+    Example:
+        >>> handle = start_run(agent, "Summarise the data")  # doctest: +SKIP
+        >>> result = await handle  # doctest: +SKIP
+    """
+
+    def __init__(self, agent: Agent, prompt: str, view: AgentView | None,
+                 task: asyncio.Task[RunResult], events: list[AgentEvent]) -> None:
+        self.agent = agent
+        self.prompt = prompt
+        self.view = view
+        self.task = task
+        self.events = events
+
+    def __repr__(self) -> str:
+        return f"RunHandle(session={self.agent.session_id!r}, {self.state})"
+
+    @property
+    def state(self) -> str:
+        """``running``, ``finished``, ``cancelled`` or ``failed``."""
+        if not self.task.done():
+            return "running"
+        if self.task.cancelled():
+            return "cancelled"
+        return "failed" if self.task.exception() is not None else "finished"
+
+    def done(self) -> bool:
+        """True once the run has ended."""
+        return self.task.done()
+
+    def result(self) -> RunResult:
+        """The ``RunResult`` of a finished run.
+
+        Raises:
+            asyncio.InvalidStateError: the run has not ended; ``await`` the handle first.
+        """
+        return self.task.result()
+
+    def cancel(self, reason: str = "cancelled by the user") -> bool:
+        """Asks the run to stop (safe from any thread); False if it is not running."""
+        return self.agent.cancel(reason) if not self.task.done() else False
+
+    async def wait(self) -> RunResult:
+        """Waits for the run to end. Cancelling the wait (a kernel interrupt) cancels the run."""
+        try:
+            return await asyncio.shield(self.task)
+        except asyncio.CancelledError:
+            _uncancel()
+            raise RunInterrupted(await self._stop(INTERRUPT_REASON)) from None
+
+    def __await__(self) -> Any:
+        return self.wait().__await__()
+
+    async def _stop(self, reason: str) -> RunResult | None:
+        """Cancels the run and waits (bounded) for the loop to record how it ended."""
+        self.cancel(reason)
+        try:
+            return await asyncio.wait_for(asyncio.shield(self.task), CANCEL_GRACE_S)
+        except (asyncio.TimeoutError, asyncio.CancelledError):
+            return None
+        except Exception:
+            return None
+
+
+def _uncancel() -> None:
+    """Clears the pending cancellation of the current task after it has been handled, so later
+    awaits and timeouts in the same cell behave normally (Python >= 3.11)."""
+    task = asyncio.current_task()
+    uncancel = getattr(task, "uncancel", None)
+    if uncancel is not None:
+        uncancel()
+
+
+# ---- starting runs -------------------------------------------------------------------------
+
+
+def start_run(agent: Agent, prompt: str, *, display: bool = True, quiet: bool = False,
+              detached: bool = True, on_end: Callable[[RunHandle], None] | None = None,
+              render_grace: float = RENDER_GRACE_S) -> RunHandle:
+    """Starts ``agent`` on ``prompt`` as a task on the running loop and returns at once.
+
+    Must be called on the kernel's event loop thread (a cell, a magic, ``do_execute``).
+
+    Args:
+        agent: the agent; it must not be running already.
+        prompt: the user's message.
+        display: show output in the current cell: the live view now (unless ``quiet``) and the
+            static summary when the run ends. False shows nothing (the caller renders).
+        quiet: no live view; only the summary at the end. Without a view no person can answer
+            approvals, so they go to the headless policy.
+        detached: the caller will not await the run in this cell, so the summary replaces a
+            placeholder shown now (it may arrive after the cell has finished); False displays it
+            directly when the run ends, as ``run_cell`` does.
+        on_end: called with the handle when the run has ended (any outcome), on the loop.
+        render_grace: seconds an approval waits for the view to render (see the module docs).
+
+    Raises:
+        UserError: the agent is already running.
+        RuntimeError: no event loop is running in this thread.
+    """
+    from ..errors import UserError
+
+    loop = asyncio.get_running_loop()
+    if agent.running:
+        raise UserError("This agent is already running; wait for it (%agent wait or await the handle) "
+                        "or cancel it (%agent cancel) first.")
+    live = _LiveApprovals(agent, loop, render_grace) if display and not quiet else None
+    view = live.view if live is not None else None
+    slot = None
+    if display:
+        from IPython.display import display as show
+
+        if view is not None:
+            show(view)
+        if detached:
+            slot = show(_Placeholder(), display_id=True)
+    events: list[AgentEvent] = []
+    task = loop.create_task(_drive(agent, prompt, events, live, display, slot),
+                            name=f"agent_kernel run {agent.session_id}")
+    handle = RunHandle(agent, prompt, view, task, events)
+    if on_end is not None:
+        task.add_done_callback(lambda _t: on_end(handle))
+    return handle
+
+
+async def run_cell(agent: Agent, prompt: str, *, display: bool = True, quiet: bool = False,
+                   render_grace: float = RENDER_GRACE_S) -> RunResult:
+    """Runs ``agent`` on ``prompt`` and returns when the run ends (blocking mode).
+
+    The cell (or ``do_execute``) awaiting this stays busy for the whole run while the kernel's
+    loop keeps streaming to the view and handling its clicks. Cancelling this coroutine (a
+    kernel interrupt) cancels the run with the reason ``"kernel interrupt"``, waits for it to
+    record its end, and raises ``RunInterrupted``.
+
+    Args: as ``start_run`` (``display``, ``quiet``, ``render_grace``).
+
+    Returns:
+        The run's ``RunResult``.
+
+    Raises:
+        RunInterrupted: the await was cancelled; the run has been cancelled too.
+        UserError: the agent is already running.
+
+    Example:
+        >>> result = await run_cell(agent, "What is in data.csv?")  # doctest: +SKIP
+    """
+    handle = start_run(agent, prompt, display=display, quiet=quiet, detached=False,
+                       render_grace=render_grace)
+    return await handle.wait()
+
+
+async def _drive(agent: Agent, prompt: str, events: list[AgentEvent], live: _LiveApprovals | None,
+                 display: bool, slot: Any) -> RunResult:
+    """Feeds every event of the run to the view; shows the summary when it ends."""
+    view = live.view if live is not None else None
+    try:
+        if live is not None:
+            live.attach()
+        async with contextlib.aclosing(agent.stream(prompt)) as stream:
+            async for event in stream:
+                events.append(event)
+                if view is not None:
+                    view.handle(event)
+    except BaseException:
+        if view is not None:
+            view.close_run()  # whatever was seen stays visible and saved
+        raise
+    finally:
+        if live is not None:
+            live.detach()
+    result = agent._result(events)  # the same RunResult ``Agent.run`` builds
+    if display:
+        summary = view.summary() if view is not None else RunSummary.from_events(events)
+        if slot is not None:
+            slot.update(summary)
+        else:
+            from IPython.display import display as show
+
+            show(summary)
+    return result
+
+
+class _Placeholder:
+    """What a detached run shows where its summary will appear."""
+
+    _TEXT = "The agent is running; its summary appears here when it ends (%agent wait waits for it)."
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        return {"text/plain": self._TEXT, "text/markdown": f"*{self._TEXT}*"}
+
+
+# ---- the view and approvals ----------------------------------------------------------------
+
+
+class _LiveApprovals:
+    """Connects one run's view to its agent: clicks to the approval broker, Stop to cancel, and
+    the view's first render to ``broker.interactive`` (see the module docs)."""
+
+    def __init__(self, agent: Agent, loop: asyncio.AbstractEventLoop, render_grace: float) -> None:
+        from .view import AgentView
+
+        self.agent = agent
+        self.loop = loop
+        self.render_grace = render_grace
+        self.gate = agent.permissions
+        self.broker = getattr(self.gate, "broker", None)
+        self.rendered = asyncio.Event()
+        self.view = AgentView(on_decision=self.decide, on_stop=self.stop)
+        self.view.on_msg(self._on_front_end_msg)
+        self._approver: Any = None
+        self._was_interactive = False
+        self._attached = False
+
+    # Comm callbacks: may run on a kernel subshell thread (ipykernel 7.0-7.3), hence the
+    # thread-safe hand-offs.
+
+    def _on_front_end_msg(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        if isinstance(content, dict) and content.get("type") == "sync":
+            if self.broker is not None and self._attached:
+                self.broker.interactive = True
+            with contextlib.suppress(RuntimeError):  # the loop has closed: nothing waits
+                self.loop.call_soon_threadsafe(self.rendered.set)
+
+    def decide(self, call_id: str, decision: str, reason: str | None) -> None:
+        """A click on a card: hands the decision to the broker (thread-safe)."""
+        if self.broker is None:
+            return
+        approval = {"approve": Approval.approve, "always_allow": Approval.always}.get(decision)
+        self.broker.resolve(call_id, approval() if approval else Approval.reject(reason))
+
+    def stop(self) -> None:
+        """The Stop button: cancels the run."""
+        self.agent.cancel(STOP_REASON)
+
+    # The run's lifetime.
+
+    def attach(self) -> None:
+        """Makes the broker interactive once the view renders, and puts the render wait in
+        front of the gate's own approver for the length of the run."""
+        if self.broker is None or not hasattr(self.gate, "approver"):
+            return
+        self._was_interactive = self.broker.interactive
+        self.broker.interactive = self.rendered.is_set()
+        self._approver = self.gate.approver
+        self.gate.approver = _AwaitRender(self._approver, self.gate, self.rendered, self.render_grace)
+        self._attached = True
+
+    def detach(self) -> None:
+        """Restores the gate's approver and the broker's flag."""
+        if not self._attached:
+            return
+        self._attached = False
+        self.gate.approver = self._approver
+        self.broker.interactive = self._was_interactive
+
+
+class _AwaitRender:
+    """An approver in front of the agent's own that answers nothing: it asks the agent's own
+    approver first, and when the headless policy will not decide either, gives the live view up
+    to ``grace`` seconds to render so that a person can be asked instead."""
+
+    def __init__(self, inner: Any, gate: Any, rendered: asyncio.Event, grace: float) -> None:
+        self.inner = inner
+        self.gate = gate
+        self.rendered = rendered
+        self.grace = grace
+
+    async def __call__(self, request: Any) -> Any:
+        if self.inner is not None:
+            answer = self.inner(request)
+            if inspect.isawaitable(answer):
+                answer = await answer
+            if answer is not None:
+                return answer
+        policy = getattr(self.gate, "policy", None)
+        if policy is not None and policy.decide(request) is not None:
+            return None  # the policy answers next
+        if not self.rendered.is_set():
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self.rendered.wait(), self.grace)
+        return None
+
+
+async def wait_all(handles: Sequence[RunHandle]) -> list[RunResult]:
+    """Waits for every run in ``handles``, in order.
+
+    Raises:
+        RunInterrupted: the wait was cancelled (a kernel interrupt); every run still going has
+            been cancelled and has recorded its end.
+    """
+    try:
+        return [await asyncio.shield(handle.task) for handle in handles]
+    except asyncio.CancelledError:
+        _uncancel()
+        stopped = [await handle._stop(INTERRUPT_REASON) for handle in handles]
+        raise RunInterrupted(stopped[-1] if stopped else None) from None
