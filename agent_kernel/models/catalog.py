@@ -7,7 +7,13 @@ provider's default window. The registry uses this table for defaults, ``list_mod
 
 from __future__ import annotations
 
-__all__ = ["CONTEXT_WINDOWS", "DEFAULT_CONTEXT_WINDOW", "DEFAULT_MODELS", "context_window"]
+import re
+
+__all__ = ["CONTEXT_WINDOWS", "DEFAULT_CONTEXT_WINDOW", "DEFAULT_MODELS", "context_window", "family", "provider_of"]
+
+# A dated snapshot ("claude-sonnet-4-5-20250929", "gpt-4.1-2025-04-14") or a "-latest" alias is
+# its family's model; anything else after a family name is a different model.
+_SNAPSHOT = re.compile(r"-(?:\d{8}|\d{4}-\d{2}-\d{2}|latest)$")
 
 # claude-sonnet-4-5 reaches end-of-life on 2026-11-30 (the anthropic SDK warns), so 4-6 is the default.
 DEFAULT_MODELS: dict[str, str] = {"anthropic": "claude-sonnet-4-6", "openai": "gpt-4.1"}
@@ -44,13 +50,21 @@ CONTEXT_WINDOWS: dict[str, dict[str, int]] = {
 }
 
 
+def family(name: str) -> str:
+    """``name`` without a snapshot date or ``-latest`` suffix."""
+    return _SNAPSHOT.sub("", name)
+
+
+def provider_of(name: str) -> str | None:
+    """The provider of a model the table knows (snapshots included), else None."""
+    for provider, known in CONTEXT_WINDOWS.items():
+        if name in known or family(name) in known:
+            return provider
+    return None
+
+
 def context_window(provider: str, name: str) -> int:
-    """Tokens ``name`` accepts per request: from the table, else by family, else the provider default."""
+    """Tokens ``name`` accepts per request: from the table (snapshots too), else the provider default."""
     known = CONTEXT_WINDOWS.get(provider, {})
-    if name in known:
-        return known[name]
-    # A dated snapshot ("gpt-4.1-2025-04-14") has its family's window: pick the longest family prefix.
-    family = max((k for k in known if name.startswith(k + "-")), key=len, default=None)
-    if family is not None:
-        return known[family]
-    return DEFAULT_CONTEXT_WINDOW.get(provider, 128_000)
+    window = known.get(name) or known.get(family(name))
+    return window or DEFAULT_CONTEXT_WINDOW.get(provider, 128_000)

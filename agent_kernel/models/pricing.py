@@ -14,11 +14,11 @@ some models) are not modelled.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .base import Usage
+from .catalog import family
 
 __all__ = ["PRICES", "Price", "cost", "price"]
 
@@ -45,6 +45,8 @@ def _openai(input: float, output: float, cached: float, as_of: str) -> Price:
 
 
 PRICES: Mapping[str, Price] = {
+    # The offline model runs no language model: free, and known to be.
+    "offline": Price(0.0, 0.0, 0.0, 0.0, "2026-11-22"),
     # Anthropic
     "claude-opus-4-6": _anthropic(5.0, 25.0, "2026-02-05"),
     "claude-sonnet-4-6": _anthropic(3.0, 15.0, "2026-02-17"),
@@ -76,18 +78,17 @@ PRICES: Mapping[str, Price] = {
     "o1": _openai(15.0, 60.0, 7.5, "2024-12-17"),
 }
 
-# A dated snapshot ("claude-sonnet-4-5-20250929", "gpt-4.1-2025-04-14") or "-latest" alias costs
-# what its family costs; anything else after the family name is a different model.
-_SNAPSHOT = re.compile(r"-(?:\d{8}|\d{4}-\d{2}-\d{2}|latest)$")
-
-
 def price(model_name: str, table: Mapping[str, Price] | None = None) -> Price | None:
-    """The price of ``model_name`` (a provider prefix such as ``anthropic:`` is ignored), or None."""
+    """The price of ``model_name`` (a provider prefix such as ``anthropic:`` is ignored), or None.
+
+    A dated snapshot (``claude-sonnet-4-5-20250929``) costs what its family costs, unless the
+    table prices the snapshot itself.
+    """
     table = PRICES if table is None else table
     name = model_name.split(":", 1)[1] if ":" in model_name else model_name
     if name in table:
         return table[name]
-    return table.get(_SNAPSHOT.sub("", name))
+    return table.get(family(name))
 
 
 def cost(model_name: str, usage: Usage, table: Mapping[str, Price] | None = None) -> float | None:
