@@ -1,0 +1,218 @@
+"""jupyter.summary — the static summary of a finished run, as HTML, Markdown and plain text.
+
+The live view needs a running kernel (or saved widget state); this summary does not. Displayed
+when a run ends, it keeps the answer, the tool calls and the usage visible in nbconvert output,
+on GitHub, under nbval and in a notebook saved without widget state.
+
+``text/plain`` is deterministic for a deterministic (scripted) run: no timestamps, durations,
+ids or memory addresses, so nbval can compare it. Timings appear only in the HTML and Markdown.
+Model output is never executed: the HTML is rendered from Markdown with raw HTML escaped and only
+http(s) and mailto links kept.
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import json
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from ..events import AgentEvent
+from .transcript import ToolCard, Transcript
+
+__all__ = ["RunSummary", "ToolCallLine", "markdown_to_html"]
+
+#: Longest argument line shown per tool call (characters).
+ARGS_SHORT = 80
+_SAFE_LINK = re.compile(r"^(https?://|mailto:)", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class ToolCallLine:
+    """One tool call as the summary lists it."""
+
+    name: str
+    arguments: str
+    status: str
+    duration_s: float | None
+    reason: str | None
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """What a run produced: its answer, tool calls and usage, displayable in any front-end.
+
+    Example:
+        >>> summary = RunSummary.from_events(events)  # doctest: +SKIP
+        >>> display(summary)  # doctest: +SKIP
+    """
+
+    answer: str
+    tool_calls: tuple[ToolCallLine, ...]
+    phase: str
+    reason: str | None
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float | None
+    turns: int
+    model: str | None
+    duration_s: float | None
+
+    @classmethod
+    def from_transcript(cls, transcript: Transcript) -> RunSummary:
+        """The summary of the run folded into ``transcript`` (finished or not)."""
+        status = transcript.status
+        return cls(
+            answer=transcript.final_text,
+            tool_calls=tuple(_line(card) for card in transcript.tool_cards if card.agent is None),
+            phase=status.phase,
+            reason=status.reason,
+            input_tokens=status.input_tokens,
+            output_tokens=status.output_tokens,
+            cost_usd=status.cost_usd,
+            turns=transcript.turns,
+            model=status.model,
+            duration_s=transcript.elapsed(),
+        )
+
+    @classmethod
+    def from_events(cls, events: Iterable[AgentEvent]) -> RunSummary:
+        """The summary of a run given its events (e.g. a run's recorded stream or journal)."""
+        transcript = Transcript()
+        for event in events:
+            transcript.apply(event)
+        return cls.from_transcript(transcript)
+
+    @classmethod
+    def from_result(cls, result: Any) -> RunSummary:
+        """The summary of a ``RunResult`` (anything with the run's ``events``)."""
+        return cls.from_events(result.events)
+
+    # -- renderings ------------------------------------------------------------------------------
+
+    @property
+    def text(self) -> str:
+        """Plain text, deterministic for a deterministic run (no timings, ids or addresses)."""
+        lines = ["Answer:", self.answer.strip() or "(no answer)", ""]
+        lines.append(f"Tool calls ({len(self.tool_calls)}):" if self.tool_calls
+                     else "Tool calls: none")
+        for n, call in enumerate(self.tool_calls, 1):
+            outcome = call.status + (f": {call.reason}" if call.reason else "")
+            lines.append(f"  {n}. {call.name}({call.arguments}) - {outcome}")
+        lines += ["", "Usage: " + " · ".join(self._usage_parts(timed=False))]
+        return "\n".join(lines)
+
+    @property
+    def markdown(self) -> str:
+        """Markdown: the answer as written, a table of tool calls, the usage with timings."""
+        parts = ["**Answer**", "", self.answer.strip() or "_(no answer)_", ""]
+        if self.tool_calls:
+            parts += ["**Tool calls**", "", "| # | Tool | Arguments | Status | Duration |",
+                      "|---|---|---|---|---|"]
+            for n, call in enumerate(self.tool_calls, 1):
+                outcome = call.status + (f": {call.reason}" if call.reason else "")
+                parts.append(f"| {n} | {_md_cell(call.name)} | {_md_code(call.arguments)} | "
+                             f"{_md_cell(outcome)} | {_duration(call.duration_s)} |")
+            parts.append("")
+        parts.append("**Usage** " + " · ".join(self._usage_parts(timed=True)))
+        return "\n".join(parts)
+
+    @property
+    def html(self) -> str:
+        """HTML with no script: the answer rendered from Markdown, tool calls, usage."""
+        esc = html.escape
+        out = ['<div class="agent-kernel-summary">',
+               '<div><strong>Answer</strong></div>',
+               markdown_to_html(self.answer) if self.answer.strip() else "<p><em>(no answer)</em></p>"]
+        if self.tool_calls:
+            out.append("<div><strong>Tool calls</strong></div>")
+            out.append("<table><thead><tr><th>#</th><th>Tool</th><th>Arguments</th>"
+                       "<th>Status</th><th>Duration</th></tr></thead><tbody>")
+            for n, call in enumerate(self.tool_calls, 1):
+                outcome = call.status + (f": {call.reason}" if call.reason else "")
+                out.append(f"<tr><td>{n}</td><td>{esc(call.name)}</td>"
+                           f"<td><code>{esc(call.arguments)}</code></td><td>{esc(outcome)}</td>"
+                           f"<td>{_duration(call.duration_s)}</td></tr>")
+            out.append("</tbody></table>")
+        out.append(f"<p><strong>Usage</strong> {esc(' · '.join(self._usage_parts(timed=True)))}</p>")
+        out.append("</div>")
+        return "\n".join(out)
+
+    def _usage_parts(self, *, timed: bool) -> list[str]:
+        parts = [f"{self.input_tokens:,} tokens in", f"{self.output_tokens:,} out",
+                 "cost unknown" if self.cost_usd is None else f"${self.cost_usd:.4f}",
+                 f"{self.turns} turn{'s' if self.turns != 1 else ''}"]
+        if self.model:
+            parts.append(self.model)
+        if timed:
+            parts.append(_duration(self.duration_s))
+        ended = self.reason or self.phase
+        parts.append(f"ended: {ended}")
+        return parts
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        """The three renderings, for IPython's ``display``."""
+        return {"text/plain": self.text, "text/markdown": self.markdown, "text/html": self.html}
+
+    def __repr__(self) -> str:
+        """The plain-text rendering."""
+        return self.text
+
+
+def _line(card: ToolCard) -> ToolCallLine:
+    if card.raw_arguments is not None:
+        args = ", ".join(f"{key}={json.dumps(value, ensure_ascii=False, default=str)}"
+                         for key, value in card.raw_arguments.items())
+    else:
+        args = " ".join(card.arguments.split())
+    if len(args) > ARGS_SHORT:
+        args = args[: ARGS_SHORT - 1] + "…"
+    reason = card.reason if card.status == "rejected" else None
+    return ToolCallLine(card.name, args, card.status, card.duration_s, reason)
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "–"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, rest = divmod(int(round(seconds)), 60)
+    return f"{minutes} min {rest:02d} s"
+
+
+def _md_cell(text: str) -> str:
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def _md_code(text: str) -> str:
+    text = _md_cell(text)
+    return f"`` {text} ``" if "`" in text else f"`{text}`"
+
+
+@functools.cache
+def _renderer() -> Callable[[str], str]:
+    import mistune  # imported on first use: rendering a summary is rare, imports are not
+
+    class SafeRenderer(mistune.HTMLRenderer):  # type: ignore[misc]
+        """Escapes raw HTML; keeps only http(s)/mailto links; shows images as links."""
+
+        def link(self, text: str, url: str, title: str | None = None) -> str:
+            if not _SAFE_LINK.match(url.strip()):
+                return text
+            return (f'<a href="{self.safe_url(url)}" target="_blank" '
+                    f'rel="noopener noreferrer nofollow">{text}</a>')
+
+        def image(self, text: str, url: str, title: str | None = None) -> str:
+            return self.link(text or url, url, title)
+
+    markdown = mistune.create_markdown(escape=True, renderer=SafeRenderer(escape=True),
+                                       plugins=["strikethrough", "table"])
+    return lambda text: str(markdown(text))
+
+
+def markdown_to_html(text: str) -> str:
+    """Markdown to HTML with raw HTML escaped and only http(s)/mailto links (never script)."""
+    return _renderer()(text)

@@ -1,0 +1,531 @@
+"""jupyter.transcript — the live picture of one run, folded from its AgentEvents.
+
+A ``Transcript`` turns the event stream into what a person looks at: blocks of streamed text and
+thinking, a card per tool call, compaction cards, notices, and a status line (turn, tokens, cost,
+model, phase). It knows nothing about widgets or comms: the live view observes it through
+``TranscriptObserver`` (to send only what changed) and the static summary reads its final state.
+
+Every item carries the ``agent`` that produced it (``None`` for the top-level agent), so events
+of a sub-agent stay apart and can later be nested into a card of their own.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol, Union
+
+from ..events import AgentEvent, EventType
+
+__all__ = [
+    "CompactionCard",
+    "Item",
+    "Notice",
+    "RunStatus",
+    "TextBlock",
+    "ToolCard",
+    "Transcript",
+    "TranscriptObserver",
+]
+
+#: Longest tool result kept (characters); the rest is counted, not kept.
+RESULT_CAP = 20_000
+#: Longest pretty-printed arguments kept (characters).
+ARGUMENTS_CAP = 10_000
+#: Tool statuses after which a card no longer changes.
+TERMINAL_STATUSES = frozenset({"done", "error", "rejected", "cancelled"})
+_REJECTING = frozenset({"reject", "rejected", "deny", "denied"})
+_PHASE_BY_REASON = {"user_interrupt": "cancelled", "error": "error"}
+
+
+@dataclass
+class TextBlock:
+    """A run of streamed text (``kind="text"``) or thinking (``kind="thinking"``)."""
+
+    id: str
+    kind: str
+    agent: str | None
+    chunks: list[str] = field(default_factory=list)
+    discarded: bool = False
+
+    @property
+    def text(self) -> str:
+        """The text so far (joined once and cached as a single chunk)."""
+        if len(self.chunks) > 1:
+            self.chunks[:] = ["".join(self.chunks)]
+        return self.chunks[0] if self.chunks else ""
+
+    def to_json(self) -> dict[str, Any]:
+        """The item as the front-end sees it."""
+        return {"id": self.id, "kind": self.kind, "agent": self.agent, "text": self.text,
+                "discarded": self.discarded}
+
+
+@dataclass
+class ToolCard:
+    """One tool call, from the model naming it to its result."""
+
+    kind: ClassVar[str] = "tool"
+    id: str
+    call_id: str
+    name: str
+    agent: str | None
+    status: str = "queued"
+    arguments: str = ""
+    raw_arguments: dict[str, Any] | None = None
+    approval_reason: str | None = None
+    decision: str | None = None
+    decided_by: str | None = None
+    reason: str | None = None
+    progress: str | None = None
+    fraction: float | None = None
+    duration_s: float | None = None
+    result: str | None = None
+    result_chars: int = 0
+    is_error: bool = False
+
+    _WIRE = ("call_id", "name", "status", "arguments", "approval_reason", "decision", "decided_by",
+             "reason", "progress", "fraction", "duration_s", "result", "result_chars", "is_error")
+
+    def to_json(self) -> dict[str, Any]:
+        """The item as the front-end sees it (without the raw arguments dict)."""
+        out: dict[str, Any] = {"id": self.id, "kind": "tool", "agent": self.agent}
+        out.update((name, getattr(self, name)) for name in self._WIRE)
+        return out
+
+
+@dataclass
+class CompactionCard:
+    """One compaction of the conversation, with the summary that replaced older messages."""
+
+    kind: ClassVar[str] = "compaction"
+    id: str
+    agent: str | None
+    status: str = "running"
+    tokens_before: int | None = None
+    tokens_after: int | None = None
+    messages_removed: int | None = None
+    summary: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The item as the front-end sees it."""
+        return {"id": self.id, "kind": "compaction", "agent": self.agent, "status": self.status,
+                "tokens_before": self.tokens_before, "tokens_after": self.tokens_after,
+                "messages_removed": self.messages_removed, "summary": self.summary}
+
+
+@dataclass
+class Notice:
+    """A one-line notice: retry, model fallback, stall, error, cancellation, sub-agent."""
+
+    kind: ClassVar[str] = "notice"
+    id: str
+    agent: str | None
+    topic: str
+    level: str
+    message: str
+
+    def to_json(self) -> dict[str, Any]:
+        """The item as the front-end sees it."""
+        return {"id": self.id, "kind": "notice", "agent": self.agent, "topic": self.topic,
+                "level": self.level, "message": self.message}
+
+
+Item = Union[TextBlock, ToolCard, CompactionCard, Notice]
+
+
+@dataclass
+class RunStatus:
+    """The status line: phase, turn, usage, model; ``final_text`` once the run has finished.
+
+    ``phase`` is ``idle``, ``running``, ``finished``, ``cancelled`` or ``error``.
+    """
+
+    phase: str = "idle"
+    reason: str | None = None
+    turn: int = 0
+    max_turns: int | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = 0.0
+    model: str | None = None
+    stopping: bool = False
+    final_text: str | None = None
+
+    _WIRE = ("phase", "reason", "turn", "max_turns", "input_tokens", "output_tokens", "cost_usd",
+             "model", "stopping")
+
+    def to_json(self) -> dict[str, Any]:
+        """The status as the front-end sees it, less ``elapsed_s`` (the transcript adds it) and
+        the final text (which travels in the text blocks)."""
+        return {name: getattr(self, name) for name in self._WIRE}
+
+
+class TranscriptObserver(Protocol):
+    """Told about every change to a ``Transcript``, in order (the live view sends them on)."""
+
+    def item_added(self, item: Item) -> None:
+        """A new item was appended to the transcript."""
+
+    def text_appended(self, block: TextBlock, text: str) -> None:
+        """``text`` was appended to ``block``."""
+
+    def item_changed(self, item: Item, fields: Iterable[str]) -> None:
+        """``fields`` of ``item`` changed (never its text)."""
+
+    def status_changed(self, fields: Iterable[str]) -> None:
+        """``fields`` of the status changed."""
+
+
+def pretty_arguments(arguments: Any) -> str:
+    """Tool arguments as indented JSON, capped at ``ARGUMENTS_CAP`` characters."""
+    text = json.dumps(arguments, indent=2, ensure_ascii=False, default=str, sort_keys=False)
+    if len(text) > ARGUMENTS_CAP:
+        text = text[:ARGUMENTS_CAP] + f"\n… ({len(text) - ARGUMENTS_CAP:,} more characters)"
+    return text
+
+
+class Transcript:
+    """Folds a run's AgentEvents into items and a status; see the module docstring.
+
+    Example:
+        >>> t = Transcript()
+        >>> for e in events:  # doctest: +SKIP
+        ...     t.apply(e)
+        >>> t.status.phase  # doctest: +SKIP
+        'finished'
+    """
+
+    def __init__(self, observer: TranscriptObserver | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.items: list[Item] = []
+        self.status = RunStatus()
+        self.prompt: str | None = None
+        self.duration_s: float | None = None
+        self.stats: dict[str, Any] = {}
+        self._observer = observer
+        self._clock = clock
+        self._started: float | None = None
+        self._cards: dict[str, ToolCard] = {}
+        self._last: dict[str | None, Item] = {}
+        self._next_id = 0
+
+    # -- reading ---------------------------------------------------------------------------------
+
+    @property
+    def tool_cards(self) -> list[ToolCard]:
+        """The tool cards, in the order the model made the calls."""
+        return [item for item in self.items if isinstance(item, ToolCard)]
+
+    def card(self, call_id: str) -> ToolCard | None:
+        """The card of tool call ``call_id``, if there is one."""
+        return self._cards.get(call_id)
+
+    @property
+    def final_text(self) -> str:
+        """The answer: the run's final text, else the last top-level text block."""
+        if self.status.final_text is not None:
+            return self.status.final_text
+        for item in reversed(self.items):
+            if isinstance(item, TextBlock) and item.kind == "text" and item.agent is None \
+                    and not item.discarded:
+                return item.text
+        return ""
+
+    @property
+    def turns(self) -> int:
+        """Turns the run took: from its final stats, else the turns seen so far."""
+        return int(self.stats.get("turns") or self.status.turn)
+
+    def elapsed(self) -> float | None:
+        """Seconds since the run started (the final duration once it has finished)."""
+        if self.duration_s is not None:
+            return self.duration_s
+        return None if self._started is None else self._clock() - self._started
+
+    def to_json(self) -> dict[str, Any]:
+        """Everything the front-end needs to draw the run from scratch."""
+        status = self.status.to_json()
+        status["elapsed_s"] = self.elapsed()
+        return {"items": [item.to_json() for item in self.items], "status": status}
+
+    # -- folding ---------------------------------------------------------------------------------
+
+    def apply(self, event: AgentEvent) -> None:
+        """Folds one event in; unknown and purely internal event types are ignored."""
+        handler = _HANDLERS.get(event.type)
+        if handler is not None:
+            handler(self, event, event.data)
+
+    def _on_run_start(self, event: AgentEvent, data: dict[str, Any]) -> None:
+        if event.agent_id is not None:
+            return
+        self.prompt = data.get("prompt")
+        self._started = self._clock()
+        self.duration_s = None
+        self._set_status(phase="running", reason=None, model=data.get("model"),
+                         max_turns=data.get("max_iterations"), stopping=False, final_text=None)
+
+    def _on_iteration_start(self, event: AgentEvent, data: dict[str, Any]) -> None:
+        self._last.pop(event.agent_id, None)  # text of a new turn starts a new block
+        if event.agent_id is not None:
+            return
+        turn_state = data.get("turn_state") or {}
+        counter = turn_state.get("turn_counter", event.iteration)
+        self._set_status(turn=int(counter) + 1,
+                         max_turns=turn_state.get("max_iterations", self.status.max_turns))
+
+    def _on_text(self, event: AgentEvent, data: dict[str, Any]) -> None:
+        text = data.get("text") or ""
+        if not text:
+            return
+        kind = "thinking" if event.type is EventType.THINKING_DELTA else "text"
+        last = self._last.get(event.agent_id)
+        if isinstance(last, TextBlock) and last.kind == kind:
+            last.chunks.append(text)
+            if self._observer is not None:
+                self._observer.text_appended(last, text)
+            return
+        self._add(TextBlock(self._new_id(), kind, event.agent_id, [text]))
+
+    def _on_tool_call_start(self, event: AgentEvent, data: dict[str, Any]) -> None:
+        self._tool_card(event, data.get("call_id", ""), data.get("name"))
+
+    def _on_tool_call_ready(self, event: AgentEvent, data: dict[str, Any]) -> None:
+        card = self._tool_card(event, data.get("call_id", ""), data.get("name"))
+        arguments = data.get("arguments")
+        card.raw_arguments = arguments if isinstance(arguments, dict) else None
+        self._set(card, arguments=pretty_arguments(arguments if arguments is not None else {}))
+
+    def _on_approval_required(self, event: AgentEvent, data: dict[str, Any]) -> None:
+        card = self._tool_card(event, data.get("call_id", ""), data.get("tool"))
+        changes: dict[str, Any] = {"status": "awaiting_approval",
+                                   "approval_reason": data.get("reason")}
+        if not card.arguments and data.get("arguments") is not None:
+            card.raw_arguments = data["arguments"] if isinstance(data["arguments"], dict) else None
+            changes["arguments"] = pretty_arguments(data["arguments"])
+        self._set(card, **changes)
+
+    def _on_approval_decision(self, event: AgentEvent, data: dict[str, Any]) -> None:
+        card = self._tool_card(event, data.get("call_id", ""), None)
+        decision = str(data.get("decision") or "")
+        rejected = decision.lower() in _REJECTING
+        status = "rejected" if rejected else ("queued" if card.status == "awaiting_approval"
+                                               else card.status)
+        self._set(card, status=status, decision=decision, decided_by=data.get("decided_by"),
+                  reason=data.get("reason"))
+
+    def _on_tool_start(self, event: AgentEvent, data: dict[str, Any]) -> None:
+        card = self._tool_card(event, data.get("call_id", ""), data.get("name"))
+        if card.status not in TERMINAL_STATUSES:
+            self._set(card, status="running")
+
+    def _on_tool_progress(self, event: AgentEvent, data: dict[str, Any]) -> None:
+        card = self._tool_card(event, data.get("call_id", ""), None)
+        self._set(card, progress=data.get("message"), fraction=data.get("fraction"))
+
+    def _on_tool_result(self, event: AgentEvent, data: dict[str, Any]) -> None:
+        card = self._tool_card(event, data.get("call_id", ""), data.get("name"))
+        content = data.get("content")
+        content = content if isinstance(content, str) else json.dumps(content, default=str)
+        is_error = bool(data.get("is_error"))
+        status = card.status if card.status in ("rejected", "cancelled") else \
+            ("error" if is_error else "done")
+        self._set(card, status=status, is_error=is_error, result=content[:RESULT_CAP],
+                  result_chars=len(content), duration_s=data.get("duration_s"),
+                  progress=None if status != "running" else card.progress)
+
+    def _on_llm_complete(self, event: AgentEvent, data: dict[str, Any]) -> None:
+        usage = data.get("usage") or {}
+        cost = data.get("cost_usd")
+        total = None if cost is None or self.status.cost_usd is None \
+            else self.status.cost_usd + cost
+        changes: dict[str, Any] = {
+            "input_tokens": self.status.input_tokens + int(usage.get("input_tokens") or 0),
+            "output_tokens": self.status.output_tokens + int(usage.get("output_tokens") or 0),
+            "cost_usd": total,
+        }
+        if event.agent_id is None and data.get("model"):
+            changes["model"] = data["model"]
+        self._set_status(**changes)
+
+    def _on_retry(self, event: AgentEvent, data: dict[str, Any]) -> None:
+        message = f"Retrying (attempt {data.get('attempt', '?')})"
+        if data.get("delay_s") is not None:
+            message += f" in {float(data['delay_s']):.1f} s"
+        if data.get("error"):
+            message += f" after: {data['error']}"
+        if self._discard_partial(event, data):
+            message += ". The partial output above was discarded."
+        self._notice(event, "retry", "warning", message)
+
+    def _on_model_fallback(self, event: AgentEvent, data: dict[str, Any]) -> None:
+        message = f"Switched model from {data.get('from_model')} to {data.get('to_model')}"
+        if data.get("reason"):
+            message += f": {data['reason']}"
+        if self._discard_partial(event, data):
+            message += ". The partial output above was discarded."
+        self._notice(event, "model_fallback", "warning", message)
+        if event.agent_id is None and data.get("to_model"):
+            self._set_status(model=data["to_model"])
+
+    def _discard_partial(self, event: AgentEvent, data: dict[str, Any]) -> bool:
+        """After a failed model call: the next text starts a new block; a partial response's
+        text is struck through and its unfinished tool calls are cancelled. True if partial."""
+        last = self._last.pop(event.agent_id, None)
+        if not data.get("partial"):
+            return False
+        if isinstance(last, TextBlock) and not last.discarded:
+            self._set(last, discarded=True)
+        for card in self.tool_cards:
+            if card.agent == event.agent_id and card.status not in TERMINAL_STATUSES:
+                self._set(card, status="cancelled")
+        return True
+
+    def _on_stall(self, event: AgentEvent, data: dict[str, Any]) -> None:
+        message = f"No output from the model for {float(data.get('seconds') or 0):.0f} s"
+        if data.get("action"):
+            message += f"; {data['action']}"
+        self._notice(event, "stall_detected", "warning", message)
+
+    def _on_compaction_start(self, event: AgentEvent, data: dict[str, Any]) -> None:
+        self._add(CompactionCard(self._new_id(), event.agent_id,
+                                 tokens_before=data.get("tokens_before")))
+
+    def _on_compaction_complete(self, event: AgentEvent, data: dict[str, Any]) -> None:
+        card = next((item for item in reversed(self.items) if isinstance(item, CompactionCard)
+                     and item.agent == event.agent_id and item.status == "running"), None)
+        if card is None:
+            card = CompactionCard(self._new_id(), event.agent_id)
+            self._add(card)
+        self._set(card, status="done",
+                  tokens_before=data.get("tokens_before", card.tokens_before),
+                  tokens_after=data.get("tokens_after"),
+                  messages_removed=data.get("messages_removed"), summary=data.get("summary"))
+
+    def _on_compaction_fallback(self, event: AgentEvent, data: dict[str, Any]) -> None:
+        reason = data.get("reason") or data.get("error")
+        message = "Summarising failed; older messages were dropped instead"
+        self._notice(event, "compaction_fallback", "warning",
+                     message + (f": {reason}" if reason else ""))
+
+    def _on_max_iterations(self, event: AgentEvent, data: dict[str, Any]) -> None:
+        self._notice(event, "max_iterations_reached", "warning",
+                     "Reached the turn limit; the last answer was given without tools")
+
+    def _on_error(self, event: AgentEvent, data: dict[str, Any]) -> None:
+        kind = data.get("kind")
+        message = str(data.get("message") or "error")
+        self._notice(event, "error", "error", f"{kind}: {message}" if kind else message)
+
+    def _on_cancelled(self, event: AgentEvent, data: dict[str, Any]) -> None:
+        reason = data.get("reason")
+        self._notice(event, "cancelled", "warning", f"Cancelled: {reason}" if reason else "Cancelled")
+        if event.agent_id is None:
+            self._set_status(phase="cancelled", stopping=False)
+
+    def _on_subagent(self, event: AgentEvent, data: dict[str, Any]) -> None:
+        verb = "started" if event.type is EventType.SUBAGENT_START else "finished"
+        name = data.get("name") or data.get("agent_id") or "sub-agent"
+        self._notice(event, event.type.value, "info", f"Sub-agent {name} {verb}")
+
+    def _on_run_finish(self, event: AgentEvent, data: dict[str, Any]) -> None:
+        if event.agent_id is not None:
+            return
+        reason = data.get("reason")
+        stats = data.get("stats") or {}
+        for card in self.tool_cards:
+            if card.status not in TERMINAL_STATUSES:
+                self._set(card, status="cancelled")
+        changes: dict[str, Any] = {
+            "phase": _PHASE_BY_REASON.get(str(reason), "finished"),
+            "reason": reason, "stopping": False, "final_text": data.get("text"),
+        }
+        for key in ("input_tokens", "output_tokens", "cost_usd"):
+            if key in stats:
+                changes[key] = stats[key]
+        self.stats = dict(stats)
+        self.duration_s = stats.get("duration")
+        if self.duration_s is None and self._started is not None:
+            self.duration_s = self._clock() - self._started
+        self._set_status(**changes)
+
+    # -- changes ---------------------------------------------------------------------------------
+
+    def mark_stopping(self, stopping: bool = True) -> None:
+        """Shows that a stop was asked for (until the run ends), or that it failed (False)."""
+        if self.status.phase == "running":
+            self._set_status(stopping=stopping)
+
+    def add_notice(self, topic: str, level: str, message: str) -> None:
+        """Appends a notice that no event carries (e.g. a click that could not be delivered)."""
+        self._add(Notice(self._new_id(), None, topic, level, message))
+
+    def _notice(self, event: AgentEvent, topic: str, level: str, message: str) -> None:
+        self._add(Notice(self._new_id(), event.agent_id, topic, level, message))
+
+    def _tool_card(self, event: AgentEvent, call_id: str, name: str | None) -> ToolCard:
+        card = self._cards.get(call_id)
+        if card is None:
+            card = ToolCard(self._new_id(), call_id, name or "tool", event.agent_id)
+            self._cards[call_id] = card
+            self._add(card)
+        elif name and card.name != name:
+            self._set(card, name=name)
+        return card
+
+    def _new_id(self) -> str:
+        self._next_id += 1
+        return f"i{self._next_id}"
+
+    def _add(self, item: Item) -> None:
+        self.items.append(item)
+        self._last[item.agent] = item
+        if self._observer is not None:
+            self._observer.item_added(item)
+
+    def _set(self, item: Item, **changes: Any) -> None:
+        changed = [name for name, value in changes.items() if getattr(item, name) != value]
+        for name in changed:
+            setattr(item, name, changes[name])
+        if changed and self._observer is not None:
+            self._observer.item_changed(item, changed)
+
+    def _set_status(self, **changes: Any) -> None:
+        changed = [name for name, value in changes.items()
+                   if getattr(self.status, name) != value]
+        for name in changed:
+            setattr(self.status, name, changes[name])
+        if changed and self._observer is not None:
+            self._observer.status_changed(changed)
+
+
+_Handler = Callable[[Transcript, AgentEvent, dict[str, Any]], None]
+_HANDLERS: dict[EventType, _Handler] = {
+    EventType.RUN_START: Transcript._on_run_start,
+    EventType.ITERATION_START: Transcript._on_iteration_start,
+    EventType.TEXT_DELTA: Transcript._on_text,
+    EventType.THINKING_DELTA: Transcript._on_text,
+    EventType.TOOL_CALL_START: Transcript._on_tool_call_start,
+    EventType.TOOL_CALL_READY: Transcript._on_tool_call_ready,
+    EventType.APPROVAL_REQUIRED: Transcript._on_approval_required,
+    EventType.APPROVAL_DECISION: Transcript._on_approval_decision,
+    EventType.TOOL_START: Transcript._on_tool_start,
+    EventType.TOOL_PROGRESS: Transcript._on_tool_progress,
+    EventType.TOOL_RESULT: Transcript._on_tool_result,
+    EventType.LLM_COMPLETE: Transcript._on_llm_complete,
+    EventType.RETRY: Transcript._on_retry,
+    EventType.MODEL_FALLBACK: Transcript._on_model_fallback,
+    EventType.STALL_DETECTED: Transcript._on_stall,
+    EventType.COMPACTION_START: Transcript._on_compaction_start,
+    EventType.COMPACTION_COMPLETE: Transcript._on_compaction_complete,
+    EventType.COMPACTION_FALLBACK: Transcript._on_compaction_fallback,
+    EventType.MAX_ITERATIONS_REACHED: Transcript._on_max_iterations,
+    EventType.ERROR: Transcript._on_error,
+    EventType.CANCELLED: Transcript._on_cancelled,
+    EventType.SUBAGENT_START: Transcript._on_subagent,
+    EventType.SUBAGENT_FINISH: Transcript._on_subagent,
+    EventType.RUN_FINISH: Transcript._on_run_finish,
+}

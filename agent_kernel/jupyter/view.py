@@ -1,0 +1,295 @@
+"""jupyter.view — ``AgentView``, the live anywidget of one run, and its coalesced wire protocol.
+
+The runner calls ``view.handle(event)`` for every event of a run. The view folds events into a
+``Transcript`` and sends the front-end only what changed, batched:
+
+* Python → JS ``{"type": "batch", "v": n, "ops": [...]}`` at most once per ``flush_interval``
+  (45 ms, so at most ~22 a second whatever the token rate), plus at once for what a person must
+  see at once (an approval is needed, a decision was taken, the run ended). Ops are
+  ``{"op": "add", "item"}``, ``{"op": "append", "id", "text"}`` (only the new text),
+  ``{"op": "set", "id", "patch"}`` and ``{"op": "status", "patch"}``. Bytes therefore grow
+  linearly with the text, where setting a string trait per token would resend it all each time.
+* JS → Python ``{"type": "sync"}`` when a view renders (or sees a gap in ``v``): the reply is
+  ``{"type": "snapshot", "v": n, "state": {...}}``, the whole transcript. Custom messages sent
+  before a view existed are lost, so a late or reloaded view rebuilds from this.
+* The synced ``snapshot`` trait holds the whole transcript once the run has ended, so saved
+  widget state and exported HTML show the finished run with no kernel.
+* JS → Python ``{"type": "approval", "call_id", "decision", "reason"}`` (decision ``approve``,
+  ``reject`` or ``always_allow``) and ``{"type": "stop"}`` call ``on_decision`` / ``on_stop``.
+
+Comm callbacks may arrive on another thread (a kernel subshell), so the transcript and the
+pending changes are guarded by one lock, and the callbacks given to the view must be thread-safe.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import anywidget
+import traitlets
+
+import agent_kernel
+
+from ..events import AgentEvent, EventType
+from .summary import RunSummary
+from .transcript import Item, TextBlock, Transcript
+
+__all__ = ["AgentView", "DecisionCallback", "StopCallback"]
+
+DecisionCallback = Callable[[str, str, "str | None"], None]
+StopCallback = Callable[[], None]
+
+#: Decisions the front-end may send.
+DECISIONS = frozenset({"approve", "reject", "always_allow"})
+#: Longest rejection reason accepted from the front-end (characters).
+REASON_CAP = 2_000
+#: Events a person must see at once, so they are flushed without waiting for the timer: a
+#: request for approval (and the decision on one, see ``handle``), the top-level start and end.
+_URGENT_TOP_LEVEL = frozenset({EventType.RUN_START, EventType.CANCELLED, EventType.ERROR,
+                               EventType.RUN_FINISH})
+
+
+def _static_file(name: str) -> Path:
+    """The shipped front-end file ``name``: inside the wheel, else in the source checkout."""
+    packaged = Path(agent_kernel.__file__).parent / "_static" / name
+    if packaged.is_file():
+        return packaged
+    return Path(__file__).resolve().parents[2] / "widgets" / name
+
+
+class AgentView(anywidget.AnyWidget):  # type: ignore[misc]
+    """The live view of one agent run: streamed text, tool cards, approvals, a Stop button.
+
+    Args:
+        on_decision: called as ``on_decision(call_id, decision, reason)`` when a person clicks
+            Approve / Reject / Always on a card awaiting approval; ``decision`` is ``approve``,
+            ``reject`` or ``always_allow``. Must be thread-safe. Called once per call at most.
+        on_stop: called with no arguments when a person clicks Stop. Must be thread-safe.
+        flush_interval: seconds between batches sent to the front-end.
+        clock: a monotonic clock, injectable for tests.
+
+    Example:
+        >>> view = AgentView(on_decision=broker.resolve, on_stop=agent.cancel)  # doctest: +SKIP
+        >>> display(view)  # doctest: +SKIP
+        >>> async for event in agent.stream(prompt):  # doctest: +SKIP
+        ...     view.handle(event)
+        >>> view.close_run(); display(view.summary())  # doctest: +SKIP
+    """
+
+    _esm = _static_file("agent_view.js")
+    _css = _static_file("agent_view.css")
+
+    #: The whole transcript (``{"v", "items", "status"}``), set when the run ends.
+    snapshot = traitlets.Dict().tag(sync=True)
+
+    def __init__(self, *, on_decision: DecisionCallback | None = None,
+                 on_stop: StopCallback | None = None, flush_interval: float = 0.045,
+                 clock: Callable[[], float] = time.monotonic, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.on_decision = on_decision
+        self.on_stop = on_stop
+        self.flush_interval = flush_interval
+        self._clock = clock
+        self._lock = threading.RLock()
+        self.transcript = Transcript(observer=_Changes(self), clock=clock)
+        self._version = 0
+        self._last_flush = float("-inf")
+        self._timer: asyncio.TimerHandle | None = None
+        self._new: dict[str, Item] = {}
+        self._appended: dict[str, list[str]] = {}
+        self._changed: dict[str, tuple[Item, set[str]]] = {}
+        # The first batch carries the whole status; later ones only what changed.
+        self._status_changed: set[str] = set(self.transcript.status.to_json())
+        self._decided: set[str] = set()
+        self._stop_sent = False
+        self.on_msg(self._on_front_end_msg)
+
+    # -- feeding ---------------------------------------------------------------------------------
+
+    def handle(self, event: AgentEvent) -> None:
+        """Folds ``event`` in and schedules (or, when urgent, sends) the changes. Cheap; sync."""
+        with self._lock:
+            urgent = event.type is EventType.APPROVAL_REQUIRED or (
+                event.agent_id is None and event.type in _URGENT_TOP_LEVEL)
+            if event.type is EventType.APPROVAL_DECISION:
+                # Answers to a person (or a policy) waiting on the card; not the rule approvals
+                # that come with every allowed call.
+                card = self.transcript.card(str(event.data.get("call_id")))
+                urgent = card is not None and card.status == "awaiting_approval"
+            if event.type is EventType.RUN_START and event.agent_id is None:
+                self._decided.clear()  # a view reused for a new run takes new clicks
+                self._stop_sent = False
+            self.transcript.apply(event)
+            if event.type is EventType.RUN_FINISH and event.agent_id is None:
+                self.close_run()
+                return
+            if urgent:
+                self.flush()
+                return
+            if self._has_pending():
+                self._schedule()
+
+    def flush(self) -> None:
+        """Sends everything that changed since the last batch (nothing if nothing did)."""
+        with self._lock:
+            self._cancel_timer()
+            ops = self._take_ops()
+            self._last_flush = self._clock()
+            if not ops:
+                return
+            self._version += 1
+            self.send({"type": "batch", "v": self._version, "ops": ops})
+
+    def close_run(self) -> None:
+        """Sends the last changes and stores the whole transcript in ``snapshot``. Idempotent."""
+        with self._lock:
+            self.flush()
+            if self.snapshot.get("v") != self._version:
+                self.snapshot = {"v": self._version, **self.transcript.to_json()}
+
+    def summary(self) -> RunSummary:
+        """The static summary of the run so far (answer, tool calls, usage)."""
+        with self._lock:
+            return RunSummary.from_transcript(self.transcript)
+
+    def __repr__(self) -> str:
+        """A deterministic one-liner (notebook checkers compare it), e.g.
+        ``AgentView(run finished: end_turn)``."""
+        status = self.transcript.status
+        if status.phase == "idle":
+            return "AgentView(waiting for a run)"
+        if status.phase == "running":
+            return "AgentView(running)"
+        return f"AgentView(run {status.phase}: {status.reason or status.phase})"
+
+    # -- coalescing ------------------------------------------------------------------------------
+
+    def _has_pending(self) -> bool:
+        return bool(self._new or self._appended or self._changed or self._status_changed)
+
+    def _schedule(self) -> None:
+        """Arranges a flush at most ``flush_interval`` after the previous one."""
+        if self._timer is not None:
+            return
+        delay = max(0.0, self._last_flush + self.flush_interval - self._clock())
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            # No loop in this thread (a script feeding events by hand): flush when due.
+            if delay == 0.0:
+                self.flush()
+            return
+        self._timer = loop.call_later(delay, self._on_timer)
+
+    def _on_timer(self) -> None:
+        with self._lock:
+            self._timer = None
+            self.flush()
+
+    def _cancel_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _take_ops(self) -> list[dict[str, Any]]:
+        ops: list[dict[str, Any]] = [{"op": "add", "item": item.to_json()}
+                                     for item in self._new.values()]
+        for item_id, chunks in self._appended.items():
+            ops.append({"op": "append", "id": item_id, "text": "".join(chunks)})
+        for item_id, (item, fields) in self._changed.items():
+            wire = item.to_json()
+            ops.append({"op": "set", "id": item_id,
+                        "patch": {name: wire[name] for name in sorted(fields)}})
+        status = self.transcript.status.to_json()
+        patch = {name: status[name] for name in sorted(self._status_changed) if name in status}
+        if patch:
+            # The front-end's clock counts on from here; resent only with other status changes
+            # (turns, usage), which keeps batches of streamed text small.
+            elapsed = self.transcript.elapsed()
+            patch["elapsed_s"] = None if elapsed is None else round(elapsed, 2)
+            ops.append({"op": "status", "patch": patch})
+        self._new.clear()
+        self._appended.clear()
+        self._changed.clear()
+        self._status_changed.clear()
+        return ops
+
+    # -- front-end messages ----------------------------------------------------------------------
+
+    def _on_front_end_msg(self, _widget: Any, content: dict[str, Any], _buffers: Any) -> None:
+        kind = content.get("type") if isinstance(content, dict) else None
+        if kind == "sync":
+            self._send_snapshot()
+        elif kind == "approval":
+            self._on_approval(content)
+        elif kind == "stop":
+            self._on_stop()
+
+    def _send_snapshot(self) -> None:
+        with self._lock:
+            self.flush()
+            self.send({"type": "snapshot", "v": self._version, "state": self.transcript.to_json()})
+
+    def _on_approval(self, content: dict[str, Any]) -> None:
+        call_id = str(content.get("call_id") or "")
+        decision = content.get("decision")
+        reason = content.get("reason")
+        reason = str(reason)[:REASON_CAP] if reason else None
+        with self._lock:
+            card = self.transcript.card(call_id)
+            if decision not in DECISIONS or card is None or card.status != "awaiting_approval" \
+                    or call_id in self._decided or self.on_decision is None:
+                return  # a stale or repeated click: the card has moved on
+            self._decided.add(call_id)
+        try:
+            self.on_decision(call_id, str(decision), reason)
+        except Exception as exc:  # the click must not vanish silently
+            with self._lock:
+                self._decided.discard(call_id)
+                self.transcript.add_notice(
+                    "error", "error", f"Could not deliver the decision on {card.name}: {exc}")
+                self.flush()
+
+    def _on_stop(self) -> None:
+        with self._lock:
+            if self._stop_sent or self.transcript.status.phase != "running" \
+                    or self.on_stop is None:
+                return
+            self._stop_sent = True
+            self.transcript.mark_stopping()
+            self.flush()
+        try:
+            self.on_stop()
+        except Exception as exc:
+            with self._lock:
+                self._stop_sent = False
+                self.transcript.mark_stopping(False)
+                self.transcript.add_notice("error", "error", f"Could not stop the run: {exc}")
+                self.flush()
+
+
+class _Changes:
+    """Records the transcript's changes as pending ops of its view (called under its lock)."""
+
+    def __init__(self, view: AgentView) -> None:
+        self._view = view
+
+    def item_added(self, item: Item) -> None:
+        self._view._new[item.id] = item
+
+    def text_appended(self, block: TextBlock, text: str) -> None:
+        if block.id not in self._view._new:  # a new item is sent whole, text included
+            self._view._appended.setdefault(block.id, []).append(text)
+
+    def item_changed(self, item: Item, fields: Iterable[str]) -> None:
+        if item.id not in self._view._new:
+            self._view._changed.setdefault(item.id, (item, set()))[1].update(fields)
+
+    def status_changed(self, fields: Iterable[str]) -> None:
+        self._view._status_changed.update(fields)
+

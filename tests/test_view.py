@@ -1,0 +1,638 @@
+"""The live view (jupyter/view.py, jupyter/transcript.py, widgets/agent_view.js).
+
+Python-side tests run the widget against a recording comm: what the front-end would receive is
+exactly ``comm.messages``. The browser test at the end plays those messages into the real ES
+module in headless Chromium and sends its clicks back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import comm
+import pytest
+
+from agent_kernel.events import AgentEvent, EventType
+from agent_kernel.jupyter.view import AgentView
+
+T = EventType
+REPO = Path(__file__).resolve().parents[1]
+
+
+class RecordingComm:
+    """Stands in for a kernel comm; keeps every message the widget sends."""
+
+    comm_id = "recording-comm"
+    kernel = "recording"
+
+    def __init__(self, **kwargs: Any) -> None:
+        self.opened_with = kwargs
+        self.messages: list[dict[str, Any]] = []
+        self.on_send: Callable[[], None] | None = None
+
+    def open(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def on_msg(self, callback: Any) -> None:
+        pass
+
+    def send(self, data: Any = None, metadata: Any = None, buffers: Any = None) -> None:
+        self.messages.append(data)
+        if self.on_send is not None:
+            self.on_send()
+
+    def close(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def custom(self) -> list[dict[str, Any]]:
+        """The custom messages (batches, snapshots), in order."""
+        return [m["content"] for m in self.messages if m["method"] == "custom"]
+
+    def batches(self) -> list[dict[str, Any]]:
+        return [c for c in self.custom() if c["type"] == "batch"]
+
+    def bytes_sent(self) -> int:
+        return sum(len(json.dumps(m, ensure_ascii=False).encode()) for m in self.messages)
+
+
+@pytest.fixture(autouse=True)
+def recording_comm(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(comm, "create_comm", lambda **kwargs: RecordingComm(**kwargs))
+
+
+@pytest.fixture
+def make_view() -> Iterator[Callable[..., AgentView]]:
+    views: list[AgentView] = []
+
+    def make(**kwargs: Any) -> AgentView:
+        view = AgentView(**kwargs)
+        views.append(view)
+        return view
+
+    yield make
+    for view in views:
+        view.close()
+
+
+class Clock:
+    """A hand-wound monotonic clock."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Events:
+    """Builds AgentEvents with increasing seq numbers."""
+
+    def __init__(self) -> None:
+        self.seq = 0
+
+    def __call__(self, type: EventType, agent_id: str | None = None, **data: Any) -> AgentEvent:
+        self.seq += 1
+        return AgentEvent(self.seq, 1_700_000_000.0 + self.seq, "s1", "r1", "t1", None, 0, type, data,
+                          agent_id)
+
+
+def start(view: AgentView, ev: Events) -> None:
+    view.handle(ev(T.RUN_START, prompt="Summarise notes.md", model="scripted", max_iterations=5))
+    view.handle(ev(T.ITERATION_START, turn_state={"turn_counter": 0, "max_iterations": 5}))
+
+
+def front_end(view: AgentView, content: dict[str, Any]) -> None:
+    """Delivers a custom message from the front-end, as the comm would."""
+    view._handle_msg({"content": {"data": {"method": "custom", "content": content}}, "buffers": []})
+
+
+def replay(messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """What the front-end ends up with after applying the batches in order (mirrors the JS)."""
+    items: dict[str, dict[str, Any]] = {}
+    order: list[str] = []
+    status: dict[str, Any] = {}
+    for batch in messages:
+        for op in batch["ops"]:
+            if op["op"] == "add":
+                items[op["item"]["id"]] = dict(op["item"])
+                order.append(op["item"]["id"])
+            elif op["op"] == "append":
+                items[op["id"]]["text"] += op["text"]
+            elif op["op"] == "set":
+                items[op["id"]].update(op["patch"])
+            elif op["op"] == "status":
+                status.update(op["patch"])
+    return {"items": [items[i] for i in order], "status": status}
+
+
+# -- coalescing ----------------------------------------------------------------------------------
+
+
+def test_a_thousand_deltas_within_one_interval_arrive_as_one_batch_with_the_exact_text(make_view):
+    clock, ev = Clock(), Events()
+    view = make_view(clock=clock)
+    start(view, ev)
+    sent_before = len(view.comm.batches())
+    tokens = [f"word{i} " for i in range(1000)]
+    for token in tokens:
+        view.handle(ev(T.TEXT_DELTA, text=token))
+    assert len(view.comm.batches()) == sent_before  # nothing yet: still inside the interval
+
+    clock.now += 0.05
+    view.handle(ev(T.TEXT_DELTA, text="end."))
+    batches = view.comm.batches()[sent_before:]
+    assert len(batches) == 1
+    (block,) = replay(view.comm.batches())["items"]
+    assert block["text"] == "".join(tokens) + "end."
+
+
+async def test_on_a_running_loop_the_timer_sends_each_burst_as_one_batch(make_view):
+    ev = Events()
+    view = make_view(flush_interval=0.01)
+    start(view, ev)
+    sent = asyncio.Event()
+    view.comm.on_send = sent.set
+    expected = ""
+    for burst in range(3):
+        sent.clear()
+        before = len(view.comm.batches())
+        for i in range(300):
+            token = f"b{burst}t{i} "
+            expected += token
+            view.handle(ev(T.TEXT_DELTA, text=token))
+        assert len(view.comm.batches()) == before  # handle() only schedules
+        await asyncio.wait_for(sent.wait(), timeout=5)
+        assert len(view.comm.batches()) == before + 1
+    assert replay(view.comm.batches())["items"][0]["text"] == expected
+
+
+def test_bytes_sent_grow_linearly_with_the_text(make_view):
+    def traffic(n_tokens: int) -> tuple[int, int]:
+        clock, ev = Clock(), Events()
+        view = make_view(clock=clock)
+        start(view, ev)
+        opened = view.comm.bytes_sent()
+        text = ""
+        for i in range(n_tokens):
+            token = f"tok{i % 97:02d} "
+            text += token
+            clock.now += 0.001  # 1,000 tokens a second
+            view.handle(ev(T.TEXT_DELTA, text=token))
+        view.handle(ev(T.RUN_FINISH, reason="end_turn", text=text,
+                       stats={"turns": 1, "input_tokens": 10, "output_tokens": n_tokens}))
+        return view.comm.bytes_sent() - opened, len(text.encode())
+
+    bytes_1, text_1 = traffic(2_000)
+    bytes_2, text_2 = traffic(4_000)
+    assert 1.8 < bytes_2 / bytes_1 < 2.2
+    assert bytes_2 <= 3 * text_2
+
+
+# -- the card lifecycle --------------------------------------------------------------------------
+
+
+def test_a_tool_card_goes_from_queued_through_approval_and_running_to_done(make_view):
+    clock, ev = Clock(), Events()
+    view = make_view(clock=clock)
+    start(view, ev)
+    card = lambda: view.transcript.card("c1")  # noqa: E731
+
+    view.handle(ev(T.TOOL_CALL_START, call_id="c1", name="write_file", index=0))
+    assert card().status == "queued"
+    view.handle(ev(T.TOOL_CALL_READY, call_id="c1", name="write_file",
+                   arguments={"path": "out.md", "content": "hi"}, index=0))
+    assert json.loads(card().arguments) == {"path": "out.md", "content": "hi"}
+
+    sent = len(view.comm.batches())
+    view.handle(ev(T.APPROVAL_REQUIRED, call_id="c1", tool="write_file",
+                   arguments={"path": "out.md"}, key="write_file(out.md)", reason="asks"))
+    assert card().status == "awaiting_approval"
+    assert len(view.comm.batches()) == sent + 1  # sent at once: a person is waited on
+    assert replay(view.comm.batches())["items"][0]["status"] == "awaiting_approval"
+
+    view.handle(ev(T.APPROVAL_DECISION, call_id="c1", decision="approve", decided_by="person",
+                   reason=None))
+    assert card().status == "queued"
+    view.handle(ev(T.TOOL_START, call_id="c1", name="write_file"))
+    view.handle(ev(T.TOOL_PROGRESS, call_id="c1", message="writing", fraction=0.5))
+    assert (card().status, card().progress, card().fraction) == ("running", "writing", 0.5)
+    view.handle(ev(T.TOOL_RESULT, call_id="c1", name="write_file", content="wrote 2 bytes",
+                   is_error=False, duration_s=0.25))
+    view.flush()
+
+    final = replay(view.comm.batches())["items"][0]
+    assert final["status"] == "done"
+    assert final["result"] == "wrote 2 bytes"
+    assert final["duration_s"] == 0.25
+    assert final["decided_by"] == "person"
+
+
+def test_a_rejected_call_keeps_its_status_and_reason_after_its_error_result(make_view):
+    ev = Events()
+    view = make_view(clock=Clock())
+    start(view, ev)
+    view.handle(ev(T.TOOL_CALL_READY, call_id="c9", name="bash", arguments={"command": "rm -rf /"},
+                   index=0))
+    view.handle(ev(T.APPROVAL_REQUIRED, call_id="c9", tool="bash", arguments={}, key="bash", reason=""))
+    view.handle(ev(T.APPROVAL_DECISION, call_id="c9", decision="reject", decided_by="person",
+                   reason="never delete everything"))
+    view.handle(ev(T.TOOL_RESULT, call_id="c9", name="bash", is_error=True, duration_s=None,
+                   content="The user rejected this call: never delete everything"))
+    card = view.transcript.card("c9")
+    assert (card.status, card.reason) == ("rejected", "never delete everything")
+
+
+def test_a_long_result_is_capped_but_its_full_length_is_kept(make_view):
+    ev = Events()
+    view = make_view(clock=Clock())
+    start(view, ev)
+    view.handle(ev(T.TOOL_RESULT, call_id="c1", name="read_file", content="x" * 50_000,
+                   is_error=False, duration_s=0.1))
+    card = view.transcript.card("c1")
+    assert len(card.result) == 20_000
+    assert card.result_chars == 50_000
+
+
+def test_cards_left_open_when_the_run_ends_are_marked_cancelled(make_view):
+    ev = Events()
+    view = make_view(clock=Clock())
+    start(view, ev)
+    view.handle(ev(T.TOOL_CALL_READY, call_id="c1", name="slow", arguments={}, index=0))
+    view.handle(ev(T.TOOL_START, call_id="c1", name="slow"))
+    view.handle(ev(T.CANCELLED, reason="kernel interrupt"))
+    view.handle(ev(T.RUN_FINISH, reason="user_interrupt", text="", stats={"turns": 1}))
+    assert view.transcript.card("c1").status == "cancelled"
+    assert view.transcript.status.phase == "cancelled"
+    assert repr(view) == "AgentView(run cancelled: user_interrupt)"
+
+
+def test_retry_after_partial_output_strikes_the_partial_text_and_says_so(make_view):
+    ev = Events()
+    view = make_view(clock=Clock())
+    start(view, ev)
+    view.handle(ev(T.TEXT_DELTA, text="The answer is"))
+    view.handle(ev(T.RETRY, attempt=1, delay_s=0.5, error="overloaded (529)", partial=True))
+    view.handle(ev(T.TEXT_DELTA, text="The answer is 42."))
+    texts = [i for i in view.transcript.items if i.kind == "text"]
+    assert [(t.text, t.discarded) for t in texts] == [("The answer is", True), ("The answer is 42.", False)]
+    notice = next(i for i in view.transcript.items if i.kind == "notice")
+    assert "partial output above was discarded" in notice.message
+    assert view.transcript.final_text == "The answer is 42."
+
+
+def test_compaction_fallback_and_stall_show_as_cards_and_notices(make_view):
+    ev = Events()
+    view = make_view(clock=Clock())
+    start(view, ev)
+    view.handle(ev(T.COMPACTION_START, tokens_before=150_000))
+    view.handle(ev(T.COMPACTION_COMPLETE, tokens_before=150_000, tokens_after=9_000,
+                   messages_removed=40, summary="Earlier: read three files."))
+    view.handle(ev(T.MODEL_FALLBACK, from_model="big", to_model="small", reason="overloaded"))
+    view.handle(ev(T.STALL_DETECTED, seconds=30.0, action="retry"))
+    kinds = [(i.kind, getattr(i, "topic", None)) for i in view.transcript.items]
+    assert kinds == [("compaction", None), ("notice", "model_fallback"), ("notice", "stall_detected")]
+    compaction = view.transcript.items[0]
+    assert (compaction.status, compaction.tokens_after, compaction.summary) == (
+        "done", 9_000, "Earlier: read three files.")
+    assert view.transcript.status.model == "small"
+
+
+def test_status_follows_turns_usage_and_the_final_stats(make_view):
+    ev = Events()
+    view = make_view(clock=Clock())
+    start(view, ev)
+    view.handle(ev(T.LLM_COMPLETE, usage={"input_tokens": 100, "output_tokens": 20}, cost_usd=0.01,
+                   model="scripted-2"))
+    view.handle(ev(T.ITERATION_START, turn_state={"turn_counter": 1, "max_iterations": 5}))
+    view.handle(ev(T.LLM_COMPLETE, usage={"input_tokens": 150, "output_tokens": 30}, cost_usd=None,
+                   model="scripted-2"))
+    status = view.transcript.status
+    assert (status.turn, status.max_turns, status.input_tokens, status.output_tokens) == (2, 5, 250, 50)
+    assert status.cost_usd is None  # one unknown price makes the total unknown
+    view.handle(ev(T.RUN_FINISH, reason="end_turn", text="Done.",
+                   stats={"turns": 2, "input_tokens": 250, "output_tokens": 50, "cost_usd": None,
+                          "duration": 3.5}))
+    assert view.snapshot["status"]["phase"] == "finished"
+    assert view.snapshot["status"]["elapsed_s"] == 3.5
+
+
+def test_subagent_events_are_kept_apart_and_do_not_end_the_run(make_view):
+    ev = Events()
+    view = make_view(clock=Clock())
+    start(view, ev)
+    view.handle(ev(T.TEXT_DELTA, text="Delegating."))
+    view.handle(ev(T.SUBAGENT_START, agent_id="a1", name="researcher"))
+    view.handle(ev(T.TEXT_DELTA, agent_id="a1", text="Searching."))
+    view.handle(ev(T.RUN_FINISH, agent_id="a1", reason="end_turn", text="Found it.", stats={}))
+    view.handle(ev(T.TEXT_DELTA, text=" Back."))
+    assert view.transcript.status.phase == "running"
+    blocks = [(i.agent, i.text) for i in view.transcript.items if i.kind == "text"]
+    assert blocks == [(None, "Delegating. Back."), ("a1", "Searching.")]
+
+
+# -- messages from the front-end -----------------------------------------------------------------
+
+
+def awaiting_two_calls(view: AgentView, ev: Events) -> None:
+    start(view, ev)
+    for call_id in ("c1", "c2"):
+        view.handle(ev(T.TOOL_CALL_READY, call_id=call_id, name="bash", arguments={"n": call_id},
+                       index=0))
+        view.handle(ev(T.APPROVAL_REQUIRED, call_id=call_id, tool="bash", arguments={},
+                       key=f"bash {call_id}", reason="ask"))
+
+
+def test_an_approval_click_resolves_only_the_named_call_and_only_once(make_view):
+    decisions: list[tuple[str, str, str | None]] = []
+    view = make_view(clock=Clock(), on_decision=lambda *args: decisions.append(args))
+    awaiting_two_calls(view, Events())
+
+    front_end(view, {"type": "approval", "call_id": "c2", "decision": "approve", "reason": None})
+    front_end(view, {"type": "approval", "call_id": "c2", "decision": "reject", "reason": "no"})
+    front_end(view, {"type": "approval", "call_id": "nope", "decision": "approve"})
+    front_end(view, {"type": "approval", "call_id": "c1", "decision": "explode"})
+    assert decisions == [("c2", "approve", None)]
+
+    front_end(view, {"type": "approval", "call_id": "c1", "decision": "reject",
+                     "reason": "use git rm instead"})
+    assert decisions[1] == ("c1", "reject", "use git rm instead")
+
+
+def test_always_allow_is_passed_on_as_its_own_decision(make_view):
+    decisions: list[tuple[str, str, str | None]] = []
+    view = make_view(clock=Clock(), on_decision=lambda *args: decisions.append(args))
+    awaiting_two_calls(view, Events())
+    front_end(view, {"type": "approval", "call_id": "c1", "decision": "always_allow"})
+    assert decisions == [("c1", "always_allow", None)]
+
+
+def test_a_failing_decision_callback_becomes_an_error_notice_and_can_be_retried(make_view):
+    calls: list[str] = []
+
+    def broken(call_id: str, decision: str, reason: str | None) -> None:
+        calls.append(call_id)
+        raise RuntimeError("the loop has closed")
+
+    view = make_view(clock=Clock(), on_decision=broken)
+    awaiting_two_calls(view, Events())
+    front_end(view, {"type": "approval", "call_id": "c1", "decision": "approve"})
+    front_end(view, {"type": "approval", "call_id": "c1", "decision": "approve"})
+    assert calls == ["c1", "c1"]
+    notices = [i.message for i in view.transcript.items if i.kind == "notice"]
+    assert notices[0] == "Could not deliver the decision on bash: the loop has closed"
+
+
+def test_stop_calls_on_stop_once_and_shows_stopping(make_view):
+    stops: list[bool] = []
+    view = make_view(clock=Clock(), on_stop=lambda: stops.append(True))
+    start(view, Events())
+    front_end(view, {"type": "stop"})
+    front_end(view, {"type": "stop"})
+    assert stops == [True]
+    assert replay(view.comm.batches())["status"]["stopping"] is True
+
+
+def test_stop_after_the_run_has_ended_does_nothing(make_view):
+    stops: list[bool] = []
+    ev = Events()
+    view = make_view(clock=Clock(), on_stop=lambda: stops.append(True))
+    start(view, ev)
+    view.handle(ev(T.RUN_FINISH, reason="end_turn", text="", stats={}))
+    front_end(view, {"type": "stop"})
+    assert stops == []
+
+
+def test_a_sync_request_is_answered_with_a_snapshot_equal_to_the_replayed_batches(make_view):
+    clock, ev = Clock(), Events()
+    view = make_view(clock=clock)
+    start(view, ev)
+    view.handle(ev(T.THINKING_DELTA, text="Hmm."))
+    view.handle(ev(T.TEXT_DELTA, text="Reading"))
+    view.handle(ev(T.TOOL_CALL_READY, call_id="c1", name="read_file", arguments={"path": "a"}, index=0))
+    clock.now += 1
+    view.handle(ev(T.TOOL_RESULT, call_id="c1", name="read_file", content="abc", is_error=False,
+                   duration_s=0.01))
+    view.handle(ev(T.TEXT_DELTA, text=" done"))  # pending when the front-end asks
+
+    front_end(view, {"type": "sync"})
+    snapshot = view.comm.custom()[-1]
+    assert snapshot["type"] == "snapshot"
+    assert snapshot["v"] == view.comm.batches()[-1]["v"]  # covers every batch sent before it
+    replayed = replay(view.comm.batches())
+    assert snapshot["state"]["items"] == replayed["items"]
+    assert {k: v for k, v in snapshot["state"]["status"].items() if k != "elapsed_s"} == \
+        {k: v for k, v in replayed["status"].items() if k != "elapsed_s"}
+
+
+def test_batches_are_numbered_without_gaps(make_view):
+    clock, ev = Clock(), Events()
+    view = make_view(clock=clock)
+    start(view, ev)
+    for i in range(50):
+        clock.now += 0.02
+        view.handle(ev(T.TEXT_DELTA, text=f"{i} "))
+    assert [b["v"] for b in view.comm.batches()] == list(range(1, len(view.comm.batches()) + 1))
+
+
+# -- repr, static files, imports -----------------------------------------------------------------
+
+
+def test_repr_is_deterministic_and_names_the_outcome(make_view):
+    ev = Events()
+    view = make_view(clock=Clock())
+    assert repr(view) == "AgentView(waiting for a run)"
+    start(view, ev)
+    assert repr(view) == "AgentView(running)"
+    view.handle(ev(T.RUN_FINISH, reason="end_turn", text="Hi", stats={}))
+    assert repr(view) == "AgentView(run finished: end_turn)"
+    assert view._repr_mimebundle_()[0]["text/plain"] == "AgentView(run finished: end_turn)"
+
+
+def test_the_front_end_ships_with_the_package_and_fetches_nothing(make_view):
+    state = make_view().comm.opened_with["data"]["state"]
+    assert state["_esm"] == (REPO / "widgets" / "agent_view.js").read_text()
+    assert state["_css"] == (REPO / "widgets" / "agent_view.css").read_text()
+    assert not re.search(r"^\s*import\b|\bimport\s*\(", state["_esm"], re.MULTILINE)
+    # Model output reaches the page only as text nodes: no HTML parsing, no eval.
+    assert not re.search(r"(inner|outer)HTML\s*=|insertAdjacentHTML|document\.write|\beval\(|new Function",
+                         state["_esm"])
+    assert "http://" not in state["_css"] and "https://" not in state["_css"]
+
+
+def test_importing_agent_kernel_and_its_jupyter_package_loads_no_widgets():
+    code = ("import sys, agent_kernel, agent_kernel.jupyter; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('anywidget', 'ipywidgets', 'IPython', 'ipykernel')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+async def test_a_scripted_run_fed_through_the_view_ends_with_its_answer(make_view):
+    from agent_kernel import Agent, tool
+    from agent_kernel.models.scripted import ScriptedModel, text, tool_call
+
+    @tool
+    def add(a: int, b: int) -> int:
+        """Adds two numbers."""
+        return a + b
+
+    model = ScriptedModel([[text("Adding."), tool_call("add", {"a": 2, "b": 3}, id="call_1")],
+                           "The sum is **5**."])
+    agent = Agent(model, tools=[add], journal=None, context=None, permissions="bypass")
+    view = make_view()
+    async for event in agent.stream("What is 2 + 3?"):
+        view.handle(event)
+    assert repr(view) == "AgentView(run finished: end_turn)"
+    assert view.transcript.card("call_1").status == "done"
+    assert view.snapshot["items"][-1]["text"] == "The sum is **5**."
+    assert view.summary().answer == "The sum is **5**."
+
+
+# -- the front-end in a real browser -------------------------------------------------------------
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+PAGE = """<!doctype html><html><head><meta charset="utf-8"><link rel="stylesheet" href="/agent_view.css">
+</head><body><div id="out"></div><script type="module">
+import widget from "/agent_view.js";
+class Model {
+  constructor() { this.state = { snapshot: {} }; this.handlers = {}; window.sent = []; }
+  get(key) { return this.state[key]; }
+  on(name, cb) { (this.handlers[name] ||= []).push(cb); }
+  off() {}
+  send(msg) { window.sent.push(msg); }
+  set(key, value) { this.state[key] = value; (this.handlers["change:" + key] || []).forEach((cb) => cb()); }
+  emit(msg) { (this.handlers["msg:custom"] || []).forEach((cb) => cb(msg, [])); }
+}
+window.Model = Model;
+window.widget = widget;
+window.model = new Model();
+window.alerts = 0;
+window.alert = () => { window.alerts++; };
+widget.initialize({ model: window.model });
+widget.render({ model: window.model, el: document.getElementById("out") });
+window.ready = true;
+</script></body></html>"""
+
+HOSTILE = """# Report
+
+Plain **bold**, *em*, `code` and snake_case_names.
+
+- [docs](https://example.com/docs)
+- [bad](javascript:alert(1)) <script>alert(2)</script> <img src=x onerror="alert(3)">
+
+```html
+<script>alert(4)</script>
+```
+"""
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs Chromium (make chromium)")
+def test_the_front_end_renders_streamed_markdown_safely_and_sends_clicks_back(make_view, tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    decisions: list[tuple[str, str, str | None]] = []
+    clock, ev = Clock(), Events()
+    view = make_view(clock=clock, on_decision=lambda *args: decisions.append(args))
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
+            "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync", "--no-first-run"])
+        page = browser.new_page()
+        files = {"agent_view.js": "text/javascript", "agent_view.css": "text/css"}
+
+        def serve(route: Any) -> None:
+            name = route.request.url.rsplit("/", 1)[-1]
+            if name in files:
+                route.fulfill(body=(REPO / "widgets" / name).read_text(), content_type=files[name])
+            elif route.request.url == "http://view.test/":
+                route.fulfill(body=PAGE, content_type="text/html")
+            else:
+                route.abort()  # nothing else may be fetched (an <img> from model output, say)
+
+        requests: list[str] = []
+        page.on("request", lambda request: requests.append(request.url))
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.route("**/*", serve)
+        page.goto("http://view.test/")
+        page.wait_for_function("window.ready === true")
+        forwarded = 0
+
+        def pump() -> None:
+            """Carries messages both ways until both sides are quiet."""
+            nonlocal forwarded
+            while True:
+                for message in view.comm.messages[forwarded:]:
+                    forwarded += 1
+                    if message["method"] == "custom":
+                        page.evaluate("m => window.model.emit(m)", message["content"])
+                    elif message["method"] == "update":
+                        for key, value in message["state"].items():
+                            page.evaluate("([k, v]) => window.model.set(k, v)", [key, value])
+                replies = page.evaluate("window.sent.splice(0)")
+                for reply in replies:
+                    front_end(view, reply)
+                if not replies and forwarded == len(view.comm.messages):
+                    return
+
+        start(view, ev)
+        pump()
+        for i in range(0, len(HOSTILE), 5):
+            clock.now += 0.05
+            view.handle(ev(T.TEXT_DELTA, text=HOSTILE[i:i + 5]))
+            pump()
+        assert page.inner_text(".ak-text h1") == "Report"
+        assert page.locator(".ak-text a").evaluate_all("links => links.map(a => a.href)") == [
+            "https://example.com/docs"]
+        assert page.locator(".ak-text script, .ak-text img").count() == 0
+        assert "<script>alert(2)</script>" in page.inner_text(".ak-text")
+        assert page.inner_text(".ak-text pre code") == "<script>alert(4)</script>"
+        assert page.inner_text(".ak-text em") == "em"  # not the underscores of snake_case_names
+
+        view.handle(ev(T.TOOL_CALL_READY, call_id="c1", name="bash", arguments={"command": "ls"},
+                       index=0))
+        view.handle(ev(T.APPROVAL_REQUIRED, call_id="c1", tool="bash", arguments={"command": "ls"},
+                       key="bash(ls)", reason="bash asks for approval"))
+        pump()
+        card = page.locator(".ak-tool")
+        assert card.locator(".ak-badge").inner_text() == "awaiting approval"
+        assert "waiting for your approval" in page.inner_text(".ak-phase")
+        page.screenshot(path=str(tmp_path / "agent_view_awaiting_approval.png"), full_page=True)
+        card.locator(".ak-reason").fill("list only the notes folder")
+        card.locator(".ak-reject").click()
+        pump()
+        assert decisions == [("c1", "reject", "list only the notes folder")]
+
+        view.handle(ev(T.APPROVAL_DECISION, call_id="c1", decision="reject", decided_by="person",
+                       reason="list only the notes folder"))
+        view.handle(ev(T.RUN_FINISH, reason="end_turn", text=HOSTILE, stats={"turns": 1}))
+        pump()
+        assert card.locator(".ak-badge").inner_text() == "rejected"
+        assert page.locator(".ak-approval").is_hidden()
+        assert page.inner_text(".ak-phase") == "finished"
+
+        # A page opened later, with no kernel, rebuilds the run from the saved snapshot trait.
+        page.evaluate("""() => {
+            const saved = new window.Model();
+            saved.state.snapshot = window.model.get("snapshot");
+            const el = document.createElement("div");
+            el.id = "saved";
+            document.body.appendChild(el);
+            window.widget.render({ model: saved, el });
+        }""")
+        assert page.inner_text("#saved .ak-text h1") == "Report"
+        assert page.inner_text("#saved .ak-tool .ak-badge") == "rejected"
+        assert page.evaluate("window.alerts") == 0
+        assert errors == []
+        assert all(url.startswith("http://view.test/") for url in requests)
+        browser.close()

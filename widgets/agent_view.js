@@ -1,0 +1,752 @@
+// agent_view.js — the front-end of agent_kernel.jupyter.view.AgentView: the live view of one run.
+//
+// Plain ES module: no imports, no build step, nothing fetched. The wire protocol is described in
+// view.py. Model output is turned into DOM nodes with textContent and createElement, never
+// innerHTML, so nothing it contains can run as script; links are kept only for http(s) and mailto.
+
+const STORES = new WeakMap();
+
+const STATUS_LABELS = {
+  queued: "queued",
+  awaiting_approval: "awaiting approval",
+  running: "running",
+  done: "done",
+  error: "error",
+  rejected: "rejected",
+  cancelled: "cancelled",
+};
+
+// ---------------------------------------------------------------------------------------------
+// The run, as the front-end knows it: one store per widget model, shared by all of its views.
+
+class RunStore {
+  constructor(model) {
+    this.model = model;
+    this.v = 0;
+    this.items = new Map();
+    this.order = [];
+    this.status = {};
+    this.statusAt = performance.now();
+    this.listeners = new Set();
+    this.syncing = false;
+    model.on("msg:custom", (msg) => this.onMessage(msg));
+    model.on("change:snapshot", () => this.loadSnapshot(model.get("snapshot")));
+    this.loadSnapshot(model.get("snapshot"));
+  }
+
+  subscribe(listener) {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  emit(change) {
+    for (const listener of this.listeners) listener(change);
+  }
+
+  requestSync() {
+    if (this.syncing) return;
+    this.syncing = true;
+    try {
+      this.model.send({ type: "sync" });
+    } catch (err) {
+      this.syncing = false; // no kernel (static export): the snapshot trait is all there is
+    }
+  }
+
+  loadSnapshot(snapshot) {
+    if (snapshot && typeof snapshot.v === "number" && snapshot.v >= this.v && snapshot.status) {
+      this.load(snapshot.v, snapshot);
+    }
+  }
+
+  load(v, state) {
+    this.v = v;
+    this.items = new Map();
+    this.order = [];
+    for (const item of state.items || []) {
+      this.items.set(item.id, { ...item });
+      this.order.push(item.id);
+    }
+    this.status = { ...(state.status || {}) };
+    this.statusAt = performance.now();
+    this.emit({ reset: true });
+  }
+
+  onMessage(msg) {
+    if (!msg || typeof msg !== "object") return;
+    if (msg.type === "snapshot") {
+      this.syncing = false;
+      if (msg.v >= this.v) this.load(msg.v, msg.state || {});
+    } else if (msg.type === "batch") {
+      if (msg.v <= this.v) return; // already part of a snapshot
+      if (msg.v !== this.v + 1) {
+        this.requestSync(); // missed a batch (sent before this page existed): start over
+        return;
+      }
+      this.v = msg.v;
+      this.emit(this.apply(msg.ops || []));
+    }
+  }
+
+  apply(ops) {
+    const change = { added: [], changed: new Set(), status: false };
+    for (const op of ops) {
+      if (op.op === "add") {
+        if (!this.items.has(op.item.id)) this.order.push(op.item.id);
+        this.items.set(op.item.id, { ...op.item });
+        change.added.push(op.item.id);
+      } else if (op.op === "append") {
+        const item = this.items.get(op.id);
+        if (item) {
+          item.text = (item.text || "") + op.text;
+          change.changed.add(op.id);
+        }
+      } else if (op.op === "set") {
+        const item = this.items.get(op.id);
+        if (item) {
+          Object.assign(item, op.patch);
+          change.changed.add(op.id);
+        }
+      } else if (op.op === "status") {
+        Object.assign(this.status, op.patch);
+        if ("elapsed_s" in op.patch) this.statusAt = performance.now();
+        change.status = true;
+      }
+    }
+    return change;
+  }
+
+  elapsed() {
+    const base = this.status.elapsed_s;
+    if (typeof base !== "number") return null;
+    if (this.status.phase !== "running") return base;
+    return base + (performance.now() - this.statusAt) / 1000;
+  }
+}
+
+function storeFor(model) {
+  let store = STORES.get(model);
+  if (!store) {
+    store = new RunStore(model);
+    STORES.set(model, store);
+  }
+  return store;
+}
+
+// ---------------------------------------------------------------------------------------------
+// A safe Markdown subset: headings, paragraphs, emphasis, code, fenced code, lists, quotes,
+// tables, rules and links. Every piece of text becomes a text node.
+
+function h(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined && text !== null) node.textContent = String(text);
+  return node;
+}
+
+function safeHref(url) {
+  const trimmed = String(url || "").trim();
+  return /^(https?:\/\/|mailto:)/i.test(trimmed) ? trimmed : null;
+}
+
+function linkNode(url, label) {
+  const href = safeHref(url);
+  if (!href) return null;
+  const a = h("a");
+  a.href = href;
+  a.target = "_blank";
+  a.rel = "noopener noreferrer nofollow";
+  if (label === undefined) a.textContent = href;
+  else appendInline(a, label, true);
+  return a;
+}
+
+const INLINE = [
+  ["escape", /\\([\\`*_{}[\]()#+\-.!~|>])/g],
+  ["code", /(`+)([\s\S]{0,4000}?[^`])\1(?!`)/g],
+  ["autolink", /<((?:https?:\/\/|mailto:)[^\s<>]+)>/g],
+  ["image", /!\[([^\]]*)\]\(\s*<?([^\s)>]*)>?(?:\s+"[^"]*")?\s*\)/g],
+  ["link", /\[([^\]]+)\]\(\s*<?([^\s)>]*)>?(?:\s+"[^"]*")?\s*\)/g],
+  ["strong", /\*\*(?=\S)([\s\S]{0,2000}?\S)\*\*|__(?=\S)([\s\S]{0,2000}?\S)__(?!\w)/g],
+  ["em", /\*(?=[^\s*])([\s\S]{0,2000}?[^\s*])\*|(?<!\w)_(?=[^\s_])([\s\S]{0,2000}?[^\s_])_(?!\w)/g],
+  ["strike", /~~(?=\S)([\s\S]{0,2000}?\S)~~/g],
+  ["url", /https?:\/\/[^\s<>()]*[^\s<>().,;:!?'"*_]/g],
+  ["break", / {2,}\n|\\\n/g],
+];
+
+function appendInline(parent, text, inLink = false) {
+  const next = INLINE.map(() => null);
+  let pos = 0;
+  while (pos < text.length) {
+    let best = -1;
+    for (let k = 0; k < INLINE.length; k++) {
+      if ((INLINE[k][0] === "link" || INLINE[k][0] === "url" || INLINE[k][0] === "autolink") && inLink) continue;
+      if (next[k] === null || (next[k] !== false && next[k].index < pos)) {
+        const re = INLINE[k][1];
+        re.lastIndex = pos;
+        next[k] = re.exec(text) || false;
+      }
+      if (next[k] && (best < 0 || next[k].index < next[best].index)) best = k;
+    }
+    if (best < 0) break;
+    const m = next[best];
+    if (m.index > pos) parent.appendChild(document.createTextNode(text.slice(pos, m.index)));
+    const kind = INLINE[best][0];
+    let node = null;
+    if (kind === "escape") node = document.createTextNode(m[1]);
+    else if (kind === "code") node = h("code", null, m[2].replace(/^ (.*) $/s, "$1"));
+    else if (kind === "autolink") node = linkNode(m[1]);
+    else if (kind === "url") node = linkNode(m[0]);
+    else if (kind === "link") node = linkNode(m[2], m[1]);
+    else if (kind === "image") node = linkNode(m[2], m[1] || m[2]); // shown as a link, never loaded
+    else if (kind === "break") node = h("br");
+    else {
+      node = h(kind === "strong" ? "strong" : kind === "em" ? "em" : "del");
+      appendInline(node, m[1] !== undefined ? m[1] : m[2], inLink);
+    }
+    parent.appendChild(node || document.createTextNode(m[0]));
+    pos = m.index + m[0].length;
+  }
+  if (pos < text.length) parent.appendChild(document.createTextNode(text.slice(pos)));
+}
+
+const FENCE = /^ {0,3}(`{3,}|~{3,})\s*([\w+#.-]*)/;
+const HEADING = /^ {0,3}(#{1,6})\s+(.*?)(?:\s+#+)?\s*$/;
+const RULE = /^ {0,3}([-*_])(?:\s*\1){2,}\s*$/;
+const QUOTE = /^ {0,3}> ?/;
+const LIST_ITEM = /^(\s*)([-*+]|\d{1,9}[.)])\s+(.*)$/;
+const TABLE_RULE = /^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$/;
+
+function startsBlock(line) {
+  return FENCE.test(line) || HEADING.test(line) || RULE.test(line) || QUOTE.test(line) ||
+    LIST_ITEM.test(line);
+}
+
+function splitRow(line) {
+  let s = line.trim();
+  if (s.startsWith("|")) s = s.slice(1);
+  if (s.endsWith("|") && !s.endsWith("\\|")) s = s.slice(0, -1);
+  return s.split(/(?<!\\)\|/).map((cell) => cell.trim().replace(/\\\|/g, "|"));
+}
+
+function renderMarkdown(src) {
+  const out = document.createDocumentFragment();
+  const lines = String(src).replace(/\r\n?/g, "\n").split("\n");
+  let i = 0;
+  while (i < lines.length) {
+    const line = lines[i];
+    let m;
+    if (/^\s*$/.test(line)) {
+      i++;
+    } else if ((m = line.match(FENCE))) {
+      const close = new RegExp("^ {0,3}\\" + m[1][0] + "{" + m[1].length + ",}\\s*$");
+      const body = [];
+      for (i++; i < lines.length && !close.test(lines[i]); i++) body.push(lines[i]);
+      i++;
+      const pre = h("pre", "ak-code");
+      const code = h("code", m[2] ? "language-" + m[2] : null, body.join("\n"));
+      pre.appendChild(code);
+      out.appendChild(pre);
+    } else if ((m = line.match(HEADING))) {
+      const node = h("h" + m[1].length);
+      appendInline(node, m[2]);
+      out.appendChild(node);
+      i++;
+    } else if (RULE.test(line)) {
+      out.appendChild(h("hr"));
+      i++;
+    } else if (QUOTE.test(line)) {
+      const body = [];
+      for (; i < lines.length && QUOTE.test(lines[i]); i++) body.push(lines[i].replace(QUOTE, ""));
+      const quote = h("blockquote");
+      quote.appendChild(renderMarkdown(body.join("\n")));
+      out.appendChild(quote);
+    } else if (line.includes("|") && i + 1 < lines.length && TABLE_RULE.test(lines[i + 1]) &&
+               lines[i + 1].includes("-")) {
+      const aligns = splitRow(lines[i + 1]).map((c) =>
+        c.startsWith(":") && c.endsWith(":") ? "center" : c.endsWith(":") ? "right" : null);
+      const table = h("table");
+      const head = table.appendChild(h("thead")).appendChild(h("tr"));
+      splitRow(line).forEach((cell, k) => {
+        const th = head.appendChild(h("th"));
+        if (aligns[k]) th.style.textAlign = aligns[k];
+        appendInline(th, cell);
+      });
+      const body = table.appendChild(h("tbody"));
+      for (i += 2; i < lines.length && lines[i].includes("|") && !/^\s*$/.test(lines[i]); i++) {
+        const tr = body.appendChild(h("tr"));
+        splitRow(lines[i]).forEach((cell, k) => {
+          const td = tr.appendChild(h("td"));
+          if (aligns[k]) td.style.textAlign = aligns[k];
+          appendInline(td, cell);
+        });
+      }
+      const wrap = h("div", "ak-table");
+      wrap.appendChild(table);
+      out.appendChild(wrap);
+    } else if ((m = line.match(LIST_ITEM))) {
+      i = renderList(lines, i, out);
+    } else {
+      const para = [line];
+      for (i++; i < lines.length && !/^\s*$/.test(lines[i]) && !startsBlock(lines[i]); i++) {
+        para.push(lines[i]);
+      }
+      const p = h("p");
+      appendInline(p, para.join("\n"));
+      out.appendChild(p);
+    }
+  }
+  return out;
+}
+
+function renderList(lines, i, out) {
+  const first = lines[i].match(LIST_ITEM);
+  const indent = first[1].length;
+  const ordered = /\d/.test(first[2]);
+  const list = h(ordered ? "ol" : "ul");
+  if (ordered && parseInt(first[2], 10) !== 1) list.start = parseInt(first[2], 10);
+  while (i < lines.length) {
+    const m = lines[i].match(LIST_ITEM);
+    if (!m || m[1].length !== indent || /\d/.test(m[2]) !== ordered) break;
+    const body = [m[3]];
+    const contentIndent = indent + m[2].length + 1;
+    for (i++; i < lines.length; i++) {
+      const line = lines[i];
+      if (/^\s*$/.test(line)) {
+        const nextLine = lines[i + 1];
+        if (nextLine !== undefined && /^\s*$/.test(nextLine) === false &&
+            nextLine.search(/\S/) > indent) {
+          body.push("");
+          continue;
+        }
+        break;
+      }
+      const lead = line.search(/\S/);
+      const sibling = LIST_ITEM.test(line) && lead <= indent;
+      if (sibling || (lead <= indent && startsBlock(line))) break;
+      body.push(line.slice(Math.min(lead, contentIndent)));
+    }
+    const li = h("li");
+    const content = renderMarkdown(body.join("\n"));
+    if (content.childNodes.length === 1 && content.firstChild.nodeName === "P") {
+      while (content.firstChild.firstChild) li.appendChild(content.firstChild.firstChild);
+    } else {
+      if (content.firstChild && content.firstChild.nodeName === "P") {
+        const p = content.firstChild; // keep a tight first line tight
+        content.removeChild(p);
+        while (p.firstChild) li.appendChild(p.firstChild);
+      }
+      li.appendChild(content);
+    }
+    list.appendChild(li);
+    while (i < lines.length && /^\s*$/.test(lines[i]) && i + 1 < lines.length &&
+           (lines[i + 1].match(LIST_ITEM) || [])[1]?.length === indent) i++;
+  }
+  out.appendChild(list);
+  return i;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Formatting helpers.
+
+function fmtInt(n) {
+  return typeof n === "number" ? n.toLocaleString("en-US") : "0";
+}
+
+function fmtSeconds(s) {
+  if (typeof s !== "number") return "";
+  if (s < 60) return s.toFixed(1) + " s";
+  const whole = Math.round(s);
+  return Math.floor(whole / 60) + " min " + String(whole % 60).padStart(2, "0") + " s";
+}
+
+function fmtCost(c) {
+  if (c === null || c === undefined) return "cost unknown";
+  return "$" + Number(c).toFixed(c < 1 ? 4 : 2);
+}
+
+function preview(text, maxLines = 4, maxChars = 400) {
+  const lines = String(text).split("\n");
+  let out = lines.slice(0, maxLines).join("\n");
+  if (out.length > maxChars) out = out.slice(0, maxChars);
+  return out.length < String(text).length ? out.replace(/\s+$/, "") + " …" : out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Items. Each builder makes the DOM once and returns update(item), which changes only what
+// differs, so an open <details>, focus or a half-typed rejection reason survive updates.
+
+// Where the finished part of streamed Markdown ends: before the first unindented line that
+// follows a blank line outside a fenced code block (so a list item's continuation stays whole).
+function stableEnd(text, from) {
+  let end = from;
+  let fence = null;
+  let afterBlank = false;
+  let pos = from;
+  for (;;) {
+    const nl = text.indexOf("\n", pos);
+    const line = text.slice(pos, nl < 0 ? text.length : nl);
+    if (!fence && afterBlank && /^\S/.test(line)) end = pos;
+    if (nl < 0) break; // the last line is still being written
+    const m = line.match(/^ {0,3}(`{3,}|~{3,})/);
+    if (fence) {
+      const closes = m && m[1][0] === fence[0] && m[1].length >= fence.length &&
+        !line.slice(m[0].length).trim();
+      if (closes) fence = null;
+      afterBlank = false;
+    } else if (m) {
+      fence = m[1];
+      afterBlank = false;
+    } else {
+      afterBlank = !line.trim();
+    }
+    pos = nl + 1;
+  }
+  return end;
+}
+
+function textItem(model, item) {
+  const root = h("div", "ak-item ak-text");
+  const body = h("div", "ak-md");
+  // Finished blocks are rendered once and kept; only the block being written is redrawn, so a
+  // long answer costs the same per update as a short one.
+  const stable = h("div", "ak-md-part");
+  const tail = h("div", "ak-md-part");
+  body.append(stable, tail);
+  root.appendChild(body);
+  let stableText = "";
+  let tailText = null;
+  return {
+    root,
+    update(it) {
+      root.classList.toggle("ak-discarded", !!it.discarded);
+      root.title = it.discarded ? "Discarded: the model call was retried" : "";
+      const text = it.text || "";
+      if (!text.startsWith(stableText)) {
+        stable.replaceChildren();
+        stableText = "";
+      }
+      const end = stableEnd(text, stableText.length);
+      if (end > stableText.length) {
+        stable.appendChild(renderMarkdown(text.slice(stableText.length, end)));
+        stableText = text.slice(0, end);
+      }
+      const rest = text.slice(stableText.length);
+      if (rest !== tailText) {
+        tailText = rest;
+        tail.replaceChildren(renderMarkdown(rest));
+      }
+    },
+  };
+}
+
+function thinkingItem(model, item) {
+  const root = h("details", "ak-item ak-thinking");
+  const summary = h("summary", null, "Thinking");
+  const body = h("div", "ak-thinking-text");
+  root.append(summary, body);
+  return {
+    root,
+    update(it) {
+      body.textContent = it.text || "";
+      summary.textContent = "Thinking (" + fmtInt((it.text || "").length) + " characters)";
+    },
+  };
+}
+
+function toolItem(model, item, store) {
+  const root = h("div", "ak-item ak-card ak-tool");
+  const head = h("div", "ak-card-head");
+  const name = h("span", "ak-tool-name");
+  const badge = h("span", "ak-badge");
+  const duration = h("span", "ak-muted");
+  head.append(name, badge, duration);
+
+  const args = h("details", "ak-args");
+  const argsSummary = h("summary", null, "Arguments");
+  const argsBody = h("pre", "ak-pre");
+  args.append(argsSummary, argsBody);
+
+  const progress = h("div", "ak-progress");
+  const progressText = h("span", "ak-muted");
+  const progressBar = h("progress");
+  progressBar.max = 1;
+  progress.append(progressText, progressBar);
+
+  const approval = h("div", "ak-approval");
+  const ask = h("div", "ak-ask");
+  const reason = h("input", "ak-reason");
+  reason.type = "text";
+  reason.placeholder = "Reason (optional, sent to the model if you reject)";
+  reason.setAttribute("aria-label", "Reason for rejecting");
+  const buttons = h("div", "ak-buttons");
+  const approve = h("button", "ak-button ak-approve", "Approve");
+  const reject = h("button", "ak-button ak-reject", "Reject");
+  const always = h("button", "ak-button ak-always", "Always allow");
+  always.title = "Approve this call and allow calls like it for the rest of the session";
+  for (const b of [approve, reject, always]) b.type = "button";
+  buttons.append(approve, reject, always);
+  approval.append(ask, reason, buttons);
+
+  const decision = h("div", "ak-decision ak-muted");
+  const resultPreview = h("pre", "ak-pre ak-result-preview");
+  const result = h("details", "ak-result");
+  const resultSummary = h("summary", null, "Full result");
+  const resultBody = h("pre", "ak-pre");
+  result.append(resultSummary, resultBody);
+  root.append(head, args, progress, approval, decision, resultPreview, result);
+
+  let current = item;
+  let sentAt = 0;
+  const decide = (choice) => {
+    sentAt = performance.now();
+    for (const b of [approve, reject, always]) b.disabled = true;
+    ask.textContent = "Sending your decision…";
+    const text = reason.value.trim();
+    model.send({
+      type: "approval",
+      call_id: current.call_id,
+      decision: choice,
+      reason: choice === "reject" && text ? text : null,
+    });
+    // No answer (kernel busy elsewhere, or gone): let the person try again.
+    setTimeout(() => {
+      if (current.status === "awaiting_approval" && performance.now() - sentAt >= 4000) {
+        for (const b of [approve, reject, always]) b.disabled = false;
+        ask.textContent = "No answer from the kernel yet. " + (current.approval_reason || "");
+      }
+    }, 4000);
+  };
+  approve.addEventListener("click", () => decide("approve"));
+  reject.addEventListener("click", () => decide("reject"));
+  always.addEventListener("click", () => decide("always_allow"));
+  reason.addEventListener("keydown", (e) => {
+    if (e.key === "Enter") decide("reject");
+    e.stopPropagation(); // keep notebook shortcuts out of the text box
+  });
+
+  let wasAwaiting = false;
+  return {
+    root,
+    update(it) {
+      current = it;
+      root.dataset.status = it.status;
+      name.textContent = it.name;
+      badge.textContent = STATUS_LABELS[it.status] || it.status;
+      badge.className = "ak-badge ak-status-" + it.status;
+      duration.textContent = typeof it.duration_s === "number" ? fmtSeconds(it.duration_s) : "";
+      argsBody.textContent = it.arguments || "";
+      args.hidden = !it.arguments;
+      const awaiting = it.status === "awaiting_approval";
+      if (awaiting && !wasAwaiting) {
+        args.open = true; // a person should see what they are approving
+        for (const b of [approve, reject, always]) b.disabled = false;
+        ask.textContent = "Approval needed" + (it.approval_reason ? ": " + it.approval_reason : "");
+      }
+      wasAwaiting = awaiting;
+      approval.hidden = !awaiting;
+      const running = it.status === "running" && (it.progress || typeof it.fraction === "number");
+      progress.hidden = !running;
+      progressText.textContent = it.progress || "";
+      if (typeof it.fraction === "number") progressBar.value = it.fraction;
+      else progressBar.removeAttribute("value");
+      let said = "";
+      if (it.decision) {
+        const verb = it.status === "rejected" ? "Rejected" :
+          it.decision === "always_allow" ? "Always allowed" : "Approved";
+        said = verb + (it.decided_by ? " by " + it.decided_by : "") + (it.reason ? ": " + it.reason : "");
+      }
+      decision.textContent = said;
+      decision.hidden = !said;
+      const hasResult = typeof it.result === "string";
+      resultPreview.hidden = !hasResult;
+      resultPreview.classList.toggle("ak-error", !!it.is_error);
+      if (hasResult) {
+        resultPreview.textContent = preview(it.result) || "(empty result)";
+        const longer = preview(it.result) !== it.result;
+        result.hidden = !longer;
+        if (longer) {
+          resultBody.textContent = it.result;
+          const cut = it.result_chars > it.result.length;
+          resultSummary.textContent = "Full result (" + fmtInt(it.result_chars) + " characters" +
+            (cut ? ", first " + fmtInt(it.result.length) + " shown)" : ")");
+        }
+      } else {
+        result.hidden = true;
+      }
+    },
+  };
+}
+
+function compactionItem(model, item) {
+  const root = h("div", "ak-item ak-card ak-compaction");
+  const head = h("div", "ak-card-head");
+  const title = h("span", "ak-tool-name");
+  const figures = h("span", "ak-muted");
+  head.append(title, figures);
+  const details = h("details", "ak-args");
+  const summary = h("summary", null, "Summary");
+  const body = h("div", "ak-md");
+  details.append(summary, body);
+  root.append(head, details);
+  let shown = null;
+  return {
+    root,
+    update(it) {
+      const done = it.status === "done";
+      title.textContent = done ? "Context compacted" : "Compacting the context…";
+      const parts = [];
+      if (typeof it.tokens_before === "number" && typeof it.tokens_after === "number") {
+        parts.push(fmtInt(it.tokens_before) + " → " + fmtInt(it.tokens_after) + " tokens");
+      } else if (typeof it.tokens_before === "number") {
+        parts.push(fmtInt(it.tokens_before) + " tokens");
+      }
+      if (typeof it.messages_removed === "number") {
+        parts.push(fmtInt(it.messages_removed) + " messages summarised");
+      }
+      figures.textContent = parts.join(" · ");
+      details.hidden = !it.summary;
+      if (it.summary && it.summary !== shown) {
+        shown = it.summary;
+        body.replaceChildren(renderMarkdown(it.summary));
+      }
+    },
+  };
+}
+
+function noticeItem(model, item) {
+  const root = h("div", "ak-item ak-notice");
+  return {
+    root,
+    update(it) {
+      root.className = "ak-item ak-notice ak-level-" + it.level;
+      root.setAttribute("role", it.level === "error" ? "alert" : "status");
+      root.textContent = it.message;
+    },
+  };
+}
+
+const BUILDERS = { text: textItem, thinking: thinkingItem, tool: toolItem,
+  compaction: compactionItem, notice: noticeItem };
+
+// ---------------------------------------------------------------------------------------------
+// The view.
+
+function render({ model, el }) {
+  const store = storeFor(model);
+  const root = h("div", "ak-view");
+  const bar = h("div", "ak-statusbar");
+  const phase = h("span", "ak-phase");
+  phase.setAttribute("aria-live", "polite");
+  const turn = h("span", "ak-stat");
+  const tokens = h("span", "ak-stat");
+  const cost = h("span", "ak-stat");
+  const elapsed = h("span", "ak-stat");
+  const modelName = h("span", "ak-stat ak-muted");
+  const stop = h("button", "ak-button ak-stop", "Stop");
+  stop.type = "button";
+  stop.title = "Cancel the run (the journal keeps everything so far)";
+  bar.append(phase, turn, tokens, cost, elapsed, modelName, h("span", "ak-spacer"), stop);
+  const list = h("div", "ak-items");
+  root.append(list, bar);
+  el.appendChild(root);
+
+  let views = new Map();
+  let stopSent = false;
+  stop.addEventListener("click", () => {
+    stopSent = true;
+    drawStatus();
+    model.send({ type: "stop" });
+  });
+
+  const addItem = (id) => {
+    const item = store.items.get(id);
+    const build = item && BUILDERS[item.kind];
+    if (!build) return;
+    const view = build(model, item, store);
+    if (item.agent) {
+      view.root.classList.add("ak-subagent");
+      view.root.dataset.agent = item.agent;
+    }
+    view.update(item);
+    views.set(id, view);
+    list.appendChild(view.root);
+  };
+
+  const awaitingCount = () => {
+    let n = 0;
+    for (const item of store.items.values()) if (item.status === "awaiting_approval") n++;
+    return n;
+  };
+
+  const drawStatus = () => {
+    const s = store.status;
+    const running = s.phase === "running";
+    const waiting = running && awaitingCount() > 0;
+    let label = { idle: "waiting to start", running: "running", finished: "finished",
+      cancelled: "cancelled", error: "error" }[s.phase] || s.phase || "waiting to start";
+    if (waiting) label = "waiting for your approval";
+    if (running && s.stopping) label = "stopping…";
+    if (s.phase === "finished" && s.reason && s.reason !== "end_turn") label += " (" + s.reason + ")";
+    phase.textContent = label;
+    phase.className = "ak-phase ak-phase-" + (waiting ? "waiting" : s.phase || "idle");
+    root.dataset.phase = s.phase || "idle";
+    if (s.turn && s.max_turns) {
+      turn.textContent = s.turn > s.max_turns ? "final answer (limit " + s.max_turns + " turns)"
+        : "turn " + s.turn + " of " + s.max_turns;
+    } else {
+      turn.textContent = s.turn ? "turn " + s.turn : "";
+    }
+    tokens.textContent = fmtInt(s.input_tokens) + " in · " + fmtInt(s.output_tokens) + " out";
+    cost.textContent = fmtCost(s.cost_usd);
+    elapsed.textContent = fmtSeconds(store.elapsed());
+    modelName.textContent = s.model || "";
+    const stopping = running && (s.stopping || stopSent);
+    stop.hidden = !running;
+    stop.disabled = stopping;
+    stop.textContent = stopping ? "Stopping…" : "Stop";
+  };
+
+  const rebuild = () => {
+    views = new Map();
+    list.replaceChildren();
+    for (const id of store.order) addItem(id);
+    drawStatus();
+  };
+
+  const unsubscribe = store.subscribe((change) => {
+    if (change.reset) {
+      rebuild();
+      return;
+    }
+    for (const id of change.changed) {
+      const view = views.get(id);
+      if (view) view.update(store.items.get(id));
+    }
+    if (change.status) stopSent = false; // the kernel has answered: its status says it all
+    for (const id of change.added) {
+      const view = views.get(id);
+      if (view) view.update(store.items.get(id));
+      else addItem(id);
+    }
+    drawStatus();
+  });
+
+  const ticker = setInterval(() => {
+    if (store.status.phase === "running") elapsed.textContent = fmtSeconds(store.elapsed());
+  }, 200);
+
+  rebuild();
+  store.requestSync();
+  return () => {
+    clearInterval(ticker);
+    unsubscribe();
+  };
+}
+
+function initialize({ model }) {
+  storeFor(model); // listen from the model's creation, before any view renders
+}
+
+export default { initialize, render };
+export { renderMarkdown, stableEnd };
