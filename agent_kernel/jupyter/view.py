@@ -74,7 +74,11 @@ class AgentView(anywidget.AnyWidget):  # type: ignore[misc]
         clock: a monotonic clock, injectable for tests.
 
     Example:
-        >>> view = AgentView(on_decision=broker.resolve, on_stop=agent.cancel)  # doctest: +SKIP
+        >>> def decide(call_id, decision, reason):  # doctest: +SKIP
+        ...     broker.resolve(call_id, Approval.reject(reason) if decision == "reject"
+        ...                    else Approval.always() if decision == "always_allow"
+        ...                    else Approval.approve())
+        >>> view = AgentView(on_decision=decide, on_stop=agent.cancel)  # doctest: +SKIP
         >>> display(view)  # doctest: +SKIP
         >>> async for event in agent.stream(prompt):  # doctest: +SKIP
         ...     view.handle(event)
@@ -100,6 +104,7 @@ class AgentView(anywidget.AnyWidget):  # type: ignore[misc]
         self._version = 0
         self._last_flush = float("-inf")
         self._timer: asyncio.TimerHandle | None = None
+        self._timer_loop: asyncio.AbstractEventLoop | None = None
         self._new: dict[str, Item] = {}
         self._appended: dict[str, list[str]] = {}
         self._changed: dict[str, tuple[Item, set[str]]] = {}
@@ -158,8 +163,9 @@ class AgentView(anywidget.AnyWidget):  # type: ignore[misc]
             return RunSummary.from_transcript(self.transcript)
 
     def __repr__(self) -> str:
-        """A deterministic one-liner (notebook checkers compare it), e.g.
-        ``AgentView(run finished: end_turn)``."""
+        """A one-liner without ids or addresses, e.g. ``AgentView(run finished: end_turn)``.
+
+        It is the widget's ``text/plain``, which notebook checkers such as nbval compare."""
         status = self.transcript.status
         if status.phase == "idle":
             return "AgentView(waiting for a run)"
@@ -175,7 +181,9 @@ class AgentView(anywidget.AnyWidget):  # type: ignore[misc]
     def _schedule(self) -> None:
         """Arranges a flush at most ``flush_interval`` after the previous one."""
         if self._timer is not None:
-            return
+            if self._timer_loop is not None and not self._timer_loop.is_closed():
+                return
+            self._timer = None  # left behind by a loop that has gone (asyncio.run ended)
         delay = max(0.0, self._last_flush + self.flush_interval - self._clock())
         try:
             loop = asyncio.get_running_loop()
@@ -185,6 +193,7 @@ class AgentView(anywidget.AnyWidget):  # type: ignore[misc]
                 self.flush()
             return
         self._timer = loop.call_later(delay, self._on_timer)
+        self._timer_loop = loop
 
     def _on_timer(self) -> None:
         with self._lock:
@@ -192,9 +201,16 @@ class AgentView(anywidget.AnyWidget):  # type: ignore[misc]
             self.flush()
 
     def _cancel_timer(self) -> None:
-        if self._timer is not None:
+        if self._timer is None:
+            return
+        try:
+            on_its_loop = asyncio.get_running_loop() is self._timer_loop
+        except RuntimeError:
+            on_its_loop = False
+        if on_its_loop:  # a timer handle may only be cancelled from its loop's thread
             self._timer.cancel()
             self._timer = None
+        # Otherwise (a flush from a comm thread) it fires later and finds nothing to send.
 
     def _take_ops(self) -> list[dict[str, Any]]:
         ops: list[dict[str, Any]] = [{"op": "add", "item": item.to_json()}
