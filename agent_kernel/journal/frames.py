@@ -124,6 +124,7 @@ MESSAGE_COLUMNS: dict[str, Any] = {
     "tool_results": "int64",
     "chars": "int64",
     "in_context": "bool",
+    "context_index": "Int64",
     "message": "object",
 }
 USAGE_COLUMNS: dict[str, Any] = {
@@ -610,13 +611,14 @@ def messages_df(source: Any) -> pd.DataFrame:
     (``prompt``, ``response``, ``tool_results``, ``summary``, ``interrupted``); ``text`` string
     (text and summary blocks joined); ``blocks``, ``tool_uses``, ``tool_results``, ``chars``
     int64; ``in_context`` bool (False once a compaction replaced it with a summary);
-    ``message`` object (the ``Message``).
+    ``context_index`` Int64 (its place in the conversation as it stands now, which is what a
+    resumed agent holds; a summary arrives late but stands first); ``message`` object.
     """
     conversation = Conversation()
     for event in source_events(source):
         conversation.add(event)
     conversation.close_dangling()
-    current = {id(entry) for entry in conversation.current}
+    current = {id(entry): i for i, entry in enumerate(conversation.current)}
     rows: dict[str, list[Any]] = {name: [] for name in MESSAGE_COLUMNS}
     for position, entry in enumerate(conversation.history):
         event, message = entry.event, entry.message
@@ -636,6 +638,7 @@ def messages_df(source: Any) -> pd.DataFrame:
             "tool_results": len(message.tool_results),
             "chars": message.char_count(),
             "in_context": id(entry) in current,
+            "context_index": current.get(id(entry)),
             "message": message,
         }
         for name, value in values.items():

@@ -3,20 +3,23 @@
 ``Agent.resume`` reads a journal and calls ``rebuild``; ``frames.messages_df`` uses the same
 ``Conversation`` so the table shows exactly the messages a resumed agent would hold.
 
-How events become messages (the loop records these facts):
+How events become messages, mirroring what the loop and ``Agent`` do to their history:
 
-* ``run_start``: the user prompt (``data["prompt"]``) is appended;
-* ``llm_complete``: the assistant message (``data["message"]``) is appended;
-* ``recursion``: the tool results (``data["tool_results"]``) are appended as one user message;
-* ``compaction_complete``: everything before the last ``data["kept_messages"]`` messages is
-  replaced by one user message holding a ``SummaryBlock(data["summary"])``;
-* an assistant message whose tool calls never reached a ``recursion`` (the process was killed
-  mid-tool, or the run stopped there) gets a closing user message, so the history stays valid for
-  the next model call: each call's recorded ``tool_result`` if it arrived, else an error result
-  saying the run was interrupted.
+* ``run_start``: the user prompt (``data["prompt"]``); after a message of tool results (a run
+  that was cancelled or stopped by a tool) it is merged into that message, so roles alternate;
+* ``llm_complete``: the assistant message (``data["message"]``);
+* ``recursion``: the tool results (``data["tool_results"]``) as one user message;
+* ``compaction_complete``: the history becomes ``compacted_history(summary, messages_removed,
+  last kept_messages messages)``, the one function the compactor itself uses;
+* ``cancelled`` / ``error`` while a response was streaming: the partial response, rebuilt from
+  its deltas and ready tool calls as the loop's message builder does;
+* tool calls left without a ``recursion`` (a tool stopped the run, the run was cancelled or
+  failed, or the process was killed mid-tool) get one closing user message, so the history stays
+  valid for the next model call: each call's recorded ``tool_result`` if one arrived, else an
+  error result saying the run was interrupted (``INTERRUPTED_RESULT``).
 
-A model response cut off mid-stream (no ``llm_complete``) never became part of the conversation,
-so it is not rebuilt; its deltas stay in the journal.
+A response cut off by a crash (no ``llm_complete``, no ``cancelled``) never entered the
+conversation, so it is not rebuilt; its deltas stay in the journal.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from typing import Any, NamedTuple
 
 from ..errors import JournalError, did_you_mean
 from ..events import AgentEvent, EventType
-from ..messages import Message, SummaryBlock, ToolResultBlock, block_from_dict, message_from_dict
+from ..messages import Message, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock, block_from_dict, message_from_dict
 from ..state import TurnState
 from .journal import SESSIONS_DIR, session_path
 from .reader import read_events
@@ -67,14 +70,64 @@ class Entry:
 
     Attributes:
         message: the message.
-        kind: ``prompt``, ``response``, ``tool_results``, ``summary`` or ``interrupted``
-            (the synthetic results closing tool calls that never finished).
+        kind: ``prompt``, ``response``, ``partial`` (a response cut short by a cancel or an
+            error), ``tool_results``, ``summary`` or ``interrupted`` (results closing tool calls
+            that never finished, synthetic where no result was recorded).
         event: the event that added it (for ``interrupted``, the last event before the closure).
     """
 
     message: Message
     kind: str
     event: AgentEvent
+
+
+class _Partial:
+    """A streaming response rebuilt from deltas, as the loop's ``_MessageBuilder`` builds it."""
+
+    def __init__(self) -> None:
+        self.blocks: list[Any] = []
+        self.text: list[str] = []
+        self.thinking: list[str] = []
+        self.signature: str | None = None
+
+    def _close_text(self) -> None:
+        if self.text:
+            self.blocks.append(TextBlock("".join(self.text)))
+            self.text = []
+
+    def _close_thinking(self) -> None:
+        if self.thinking or self.signature:
+            self.blocks.append(ThinkingBlock("".join(self.thinking), self.signature))
+            self.thinking, self.signature = [], None
+
+    def add(self, event: AgentEvent) -> None:
+        kind, data = event.type, event.data
+        if kind is EventType.TEXT_DELTA:
+            if self.thinking or self.signature:
+                self._close_thinking()
+            self.text.append(str(data.get("text", "")))
+        elif kind is EventType.THINKING_DELTA:
+            self._close_text()
+            text, signature = data.get("text") or "", data.get("signature")
+            if self.signature is not None and text:
+                self._close_thinking()
+            if text:
+                self.thinking.append(text)
+            if signature:
+                self.signature = signature
+        elif kind is EventType.TOOL_CALL_READY:
+            self._close_text()
+            self._close_thinking()
+            arguments = data.get("arguments")
+            self.blocks.append(ToolUseBlock(str(data.get("call_id")), str(data.get("name")), arguments if isinstance(arguments, dict) else {}))
+
+    def build(self) -> Message | None:
+        self._close_text()
+        self._close_thinking()
+        return Message("assistant", tuple(self.blocks)) if self.blocks else None
+
+
+_PARTIAL_EVENTS = frozenset({EventType.TEXT_DELTA, EventType.THINKING_DELTA, EventType.TOOL_CALL_READY})
 
 
 class Conversation:
@@ -91,9 +144,11 @@ class Conversation:
         self.history: list[Entry] = []
         self.current: list[Entry] = []
         self.turn_state: TurnState | None = None
+        self.turn_states: list[TurnState] = []
         self.seq = 0
         self._pending: list[str] = []  # tool_use ids of the last assistant message, not yet answered
-        self._results: dict[str, ToolResultBlock] = {}
+        self._results: dict[str, ToolResultBlock] = {}  # tool_result events since the last llm_start
+        self._partial: _Partial | None = None
         self._last: AgentEvent | None = None
 
     @property
@@ -109,25 +164,25 @@ class Conversation:
     def add(self, event: AgentEvent) -> None:
         """Applies one event."""
         self.seq = max(self.seq, event.seq)
+        if event.agent_id is not None:
+            return  # a sub-agent's event: its messages are its own conversation, not this one
         kind = event.type
         data = event.data
+        if self._partial is not None and kind in _PARTIAL_EVENTS:
+            self._partial.add(event)
         if kind is EventType.RUN_START:
             self.close_dangling()
             self._set_turn_state(data.get("turn_state"))
-            prompt = data.get("prompt")
-            if isinstance(prompt, dict):
-                self._append(message_from_dict(prompt), "prompt", event)
-            elif prompt is not None:
-                self._append(Message.user(str(prompt)), "prompt", event)
+            self._prompt(data.get("prompt"), event)
         elif kind is EventType.ITERATION_START:
             self._set_turn_state(data.get("turn_state"))
-        elif kind is EventType.LLM_COMPLETE and isinstance(data.get("message"), dict):
-            self.close_dangling()
-            message = message_from_dict(data["message"])
-            self._append(message, "response", event)
-            self._pending = [block.id for block in message.tool_uses]
+        elif kind is EventType.LLM_START:
+            self._partial = _Partial()
             self._results = {}
-        elif kind is EventType.TOOL_RESULT and data.get("call_id") in self._pending:
+        elif kind is EventType.LLM_COMPLETE and isinstance(data.get("message"), dict):
+            self._partial = None
+            self._respond(message_from_dict(data["message"]), "response", event)
+        elif kind is EventType.TOOL_RESULT and isinstance(data.get("call_id"), str):
             content = data.get("content", "")
             self._results[data["call_id"]] = ToolResultBlock(
                 data["call_id"],
@@ -137,22 +192,56 @@ class Conversation:
         elif kind is EventType.RECURSION:
             blocks = tuple(block_from_dict(block) for block in data.get("tool_results", ()))
             self._append(Message("user", blocks), "tool_results", event)
-            self._pending, self._results = [], {}
+            self._pending = []
         elif kind is EventType.COMPACTION_COMPLETE:
             self._compact(data, event)
+        elif kind in (EventType.CANCELLED, EventType.ERROR):
+            partial = self._partial.build() if self._partial is not None else None
+            self._partial = None
+            if partial is not None:  # the loop keeps what was said before the stream stopped
+                self._respond(partial, "partial", event)
+        elif kind is EventType.RUN_FINISH:
+            self._last = event
+            self.close_dangling()
         self._last = event
+
+    def _prompt(self, prompt: Any, event: AgentEvent) -> None:
+        if prompt is None:
+            return
+        message = message_from_dict(prompt) if isinstance(prompt, dict) else Message.user(str(prompt))
+        if self.current and self.current[-1].message.role == "user" and message.role == "user":
+            # Agent._add_user_message: a prompt after tool results joins their message.
+            last = self.current.pop()
+            message = Message("user", last.message.content + message.content)
+        self._append(message, "prompt", event)
+
+    def _respond(self, message: Message, kind: str, event: AgentEvent) -> None:
+        self.close_dangling()
+        self._append(message, kind, event)
+        self._pending = [block.id for block in message.tool_uses]
 
     def _set_turn_state(self, value: Any) -> None:
         if isinstance(value, dict):
             self.turn_state = TurnState.from_dict(value)
+            self.turn_states.append(self.turn_state)
 
     def _compact(self, data: dict[str, Any], event: AgentEvent) -> None:
+        from ..context.compaction import compacted_history  # the compactor's own construction
+
         kept = int(data.get("kept_messages", 0) or 0)
         keep = self.current[len(self.current) - kept :] if kept > 0 else []
         replaced = int(data.get("messages_removed", len(self.current) - len(keep)))
-        summary = Entry(Message("user", (SummaryBlock(str(data.get("summary", "")), replaced),)), "summary", event)
-        self.history.append(summary)
-        self.current = [summary, *keep]
+        history = compacted_history(str(data.get("summary", "")), replaced, [entry.message for entry in keep])
+        entries = [Entry(message, "summary", event) for message in history[: len(history) - len(keep)]]
+        merged = len(history) == len(keep) and bool(keep)  # the summary joined the first kept message
+        if merged:
+            entries = [Entry(history[0], "summary", event)]
+            keep = keep[1:]
+        self.history.extend(entries)
+        self.current = [*entries, *keep]
+        if self.turn_state is not None and self.turn_state.turn_id == event.turn_id:
+            self.turn_state = self.turn_state.with_compacted()
+            self.turn_states[-1] = self.turn_state
 
     def close_dangling(self) -> None:
         """Answers tool calls that never reached a ``recursion`` (see the module docstring)."""
@@ -162,8 +251,9 @@ class Conversation:
             self._results.get(call_id) or ToolResultBlock(call_id, INTERRUPTED_RESULT, is_error=True)
             for call_id in self._pending
         )
-        self._append(Message("user", blocks), "interrupted", self._last)
-        self._pending, self._results = [], {}
+        kind = "tool_results" if all(call_id in self._results for call_id in self._pending) else "interrupted"
+        self._append(Message("user", blocks), kind, self._last)
+        self._pending = []
 
 
 def rebuild(events: list[AgentEvent]) -> Resumed:
