@@ -110,8 +110,8 @@ def test_a_write_after_the_flush_interval_flushes_everything_buffered(tmp_path: 
     journal.close()
 
 
-@pytest.mark.parametrize("kind", [EventType.TOOL_START, EventType.APPROVAL_REQUIRED, EventType.RUN_FINISH, EventType.ERROR])
-def test_events_before_a_wait_or_an_ending_reach_the_file_at_once(tmp_path: Path, kind: EventType) -> None:
+@pytest.mark.parametrize("kind", [EventType.TOOL_START, EventType.APPROVAL_REQUIRED, EventType.LLM_COMPLETE, EventType.RUN_FINISH])
+def test_an_event_other_than_a_delta_reaches_the_file_at_once_with_the_deltas_before_it(tmp_path: Path, kind: EventType) -> None:
     journal = Journal(tmp_path / "j.jsonl", clock=Clock())
     journal.write(event(1))
     journal.write(event(2, kind))

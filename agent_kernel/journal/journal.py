@@ -16,19 +16,21 @@ holds JSON values (dict with string keys, list, str, int, float, bool, None). Tu
 lists; a value JSON cannot hold is written as its ``str()`` rather than failing the run.
 
 Buffering. ``write`` encodes the event at once (so later mutation of ``data`` cannot change the
-record) and appends the line to an in-memory buffer. The buffer reaches the file (one ``write``
-system call) when any of these happens first:
+record). The frequent events (per-token ``text_delta``, ``thinking_delta``, ``tool_call_delta``
+and ``tool_progress``) wait in an in-memory buffer; any other event goes to the file at once,
+together with everything buffered before it (one ``write`` system call). So the buffer reaches
+the file when any of these happens first:
 
+* an event other than those four is written (a few per model call or tool call: cheap);
 * ``flush()``: the loop calls it at every turn boundary, ``sync()`` at the end of a run;
-* an event after which the loop usually waits (``tool_start``, ``approval_required``) or that ends
-  a run (``run_finish``, ``cancelled``, ``error``) is written;
 * a write finds that ``flush_interval`` (100 ms) has passed since the last flush;
 * inside a running asyncio loop, a timer (``loop.call_later``) fires ``flush_interval`` after the
-  first buffered line, so a quiet stream is not left sitting in memory. No thread is started;
-  outside an event loop the first two rules and ``close()`` apply.
+  first buffered line, so a quiet stream is not left in memory. No thread is started; outside an
+  event loop the rules above and ``close()`` apply.
 
-A process killed with SIGKILL loses at most the lines buffered in the last ``flush_interval``;
-data already written survives in the OS page cache. ``sync()`` adds an ``fsync`` for power loss.
+A process killed with SIGKILL loses at most the deltas of its last ``flush_interval``: whenever
+the loop waits (for a tool, a person, the next turn), everything it emitted is already in the
+file. Data written survives in the OS page cache; ``sync()`` adds an ``fsync`` for power loss.
 
 One writer per file: the open file holds an exclusive ``flock`` so a second ``Journal`` on the same
 path (in this process or another) is refused with a ``JournalError`` instead of interleaving lines.
@@ -67,16 +69,8 @@ __all__ = ["JOURNAL_SCHEMA", "SESSIONS_DIR", "Journal", "session_path"]
 JOURNAL_SCHEMA = 1
 SESSIONS_DIR = Path(".agent_kernel") / "sessions"
 
-# After these the loop usually waits (a tool, a person) or stops, so they go to the file at once.
-_FLUSH_NOW = frozenset(
-    {
-        EventType.TOOL_START,
-        EventType.APPROVAL_REQUIRED,
-        EventType.RUN_FINISH,
-        EventType.CANCELLED,
-        EventType.ERROR,
-    }
-)
+# The only events that wait in the buffer: they come per token (or per progress report).
+_BUFFERED = frozenset({EventType.TEXT_DELTA, EventType.THINKING_DELTA, EventType.TOOL_CALL_DELTA, EventType.TOOL_PROGRESS})
 _TYPE_NAMES = {kind: kind.value for kind in EventType}
 _HEADER_KEYS = frozenset({"schema", "session_id", "created"})
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -359,7 +353,7 @@ class Journal:
             line = self._line_safely(event)
         self._buffer.append(line)
         self.last_seq = event.seq
-        if kind in _FLUSH_NOW or self._clock() - self._flushed_at >= self.flush_interval:
+        if kind not in _BUFFERED or self._clock() - self._flushed_at >= self.flush_interval:
             self.flush()
         elif self._timer is None:
             loop = _get_running_loop()

@@ -1,0 +1,282 @@
+"""Rebuilding a conversation from its journal: what a resumed agent holds equals what the loop had."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_kernel import Agent, ToolContext, tool
+from agent_kernel.context import ContextManager
+from agent_kernel.events import AgentEvent, EventType
+from agent_kernel.journal import INTERRUPTED_RESULT, rebuild, read_events
+from agent_kernel.messages import Message, TextBlock, ToolResultBlock
+from agent_kernel.models.scripted import FunctionModel, ScriptedModel, fail, text, thinking, tool_call
+from agent_kernel.state import TurnState
+
+from .journal_events import recorded_run, until
+
+
+@tool(read_only=True)
+def add(a: int, b: int) -> int:
+    """Adds two integers."""
+    return a + b
+
+
+def agent_for(model: Any, tools: Any, tmp_path: Path, **kwargs: Any) -> Agent:
+    kwargs.setdefault("context", None)
+    kwargs.setdefault("permissions", "bypass")
+    return Agent(model, tools=tools, journal=tmp_path / "run.jsonl", **kwargs)
+
+
+def assert_rebuilds(agent: Agent, tmp_path: Path) -> None:
+    """The journal alone gives back the agent's conversation, last TurnState and last seq."""
+    agent.close()
+    messages, turn_state, seq = rebuild(read_events(tmp_path / "run.jsonl"))
+    assert messages == agent.messages
+    assert turn_state == (agent.history[-1] if agent.history else None)
+    assert seq == agent.events[-1].seq
+
+
+async def test_a_run_with_tools_and_thinking_rebuilds_exactly(tmp_path: Path) -> None:
+    model = ScriptedModel(
+        [
+            [thinking("Add them."), text("Adding."), tool_call("add", {"a": 2, "b": 3}), tool_call("add", {"a": 1, "b": 1})],
+            "5 and 2.",
+            "Still 5.",
+        ]
+    )
+    agent = agent_for(model, [add], tmp_path)
+    await agent.run("what are 2+3 and 1+1?")
+    await agent.run("and 2+3 again?")
+    assert_rebuilds(agent, tmp_path)
+
+
+async def test_a_compacted_conversation_rebuilds_exactly(tmp_path: Path) -> None:
+    @tool(read_only=True)
+    def read_chunk(n: int) -> str:
+        """Returns chunk n."""
+        return f"chunk {n}: " + "r" * 1_500
+
+    reads = [[text(f"Chunk {n}."), tool_call("read_chunk", {"n": n})] for n in range(5)]
+
+    def script(messages: list[Message], tools: Any) -> Any:
+        if not tools and "<conversation>" in messages[0].text:
+            return "## Summary\nChunks 0 to 3 were read."
+        script.calls += 1  # type: ignore[attr-defined]
+        return reads[script.calls - 1] if script.calls <= len(reads) else "Done."  # type: ignore[attr-defined]
+
+    script.calls = 0  # type: ignore[attr-defined]
+    context = ContextManager(micro_compact=False, keep_messages=4, retry_delays=(), calibrate=False)
+    agent = agent_for(FunctionModel(script, context_window=2_000), [read_chunk], tmp_path, context=context)
+    result = await agent.run("Read every chunk.")
+    assert any(e.type is EventType.COMPACTION_COMPLETE for e in result.events)
+    assert any(t.compacted for t in agent.history)
+    assert_rebuilds(agent, tmp_path)
+
+
+async def test_a_run_cancelled_mid_tool_rebuilds_with_its_closing_results(tmp_path: Path) -> None:
+    started = asyncio.Event()
+
+    @tool(read_only=True)
+    async def forever() -> str:
+        """Never returns."""
+        started.set()
+        await asyncio.sleep(60)
+        return "never"
+
+    model = ScriptedModel([[text("Trying."), tool_call("forever"), tool_call("add", {"a": 1, "b": 2})], "Resumed."])
+    agent = agent_for(model, [forever, add], tmp_path)
+
+    async def cancel() -> None:
+        await started.wait()
+        agent.cancel("stop")
+
+    canceller = asyncio.create_task(cancel())
+    await asyncio.wait_for(agent.run("go"), 10)
+    await canceller
+    assert agent.messages[-1].tool_results
+    await agent.run("continue")  # the prompt joins the closing results' message
+    assert_rebuilds(agent, tmp_path)
+
+
+async def test_a_run_cancelled_mid_stream_keeps_the_partial_answer(tmp_path: Path) -> None:
+    model = ScriptedModel([[text("partial "), text("never arrives", delay=30)]])
+    agent = agent_for(model, [], tmp_path)
+    async for event in agent.stream("go"):
+        if event.type is EventType.TEXT_DELTA:
+            asyncio.get_running_loop().call_soon(agent.cancel)
+    assert agent.messages[-1].text == "partial "
+    assert_rebuilds(agent, tmp_path)
+
+
+async def test_a_run_that_failed_mid_stream_rebuilds(tmp_path: Path) -> None:
+    model = ScriptedModel([[text("Half an answer"), fail("bad_request")]])
+    agent = agent_for(model, [], tmp_path)
+    result = await agent.run("go")
+    assert result.termination_reason.value == "error"
+    assert_rebuilds(agent, tmp_path)
+
+
+async def test_a_tool_that_stops_the_run_rebuilds(tmp_path: Path) -> None:
+    @tool
+    def finish(ctx: ToolContext) -> str:
+        """Ends the run."""
+        ctx.stop("Stopped by the tool.")
+
+    model = ScriptedModel([[tool_call("finish"), tool_call("add", {"a": 1, "b": 1})], "After the stop."])
+    agent = agent_for(model, [finish, add], tmp_path)
+    first = await agent.run("go")
+    assert first.termination_reason.value == "tool_stop"
+    await agent.run("go on")
+    assert_rebuilds(agent, tmp_path)
+
+
+def test_a_run_killed_mid_tool_closes_the_calls_that_never_finished() -> None:
+    events = until(recorded_run(), EventType.TOOL_RESULT)  # c1 finished; c2 ran, c3 waited for approval
+    messages, turn_state, seq = rebuild(events)
+    assert [m.role for m in messages] == ["user", "assistant", "user"]
+    assert messages[-1].tool_results == [
+        ToolResultBlock("c1", "alpha", False),
+        ToolResultBlock("c2", INTERRUPTED_RESULT, True),
+        ToolResultBlock("c3", INTERRUPTED_RESULT, True),
+    ]
+    assert turn_state == TurnState.from_dict(events[1].data["turn_state"])
+    assert seq == events[-1].seq
+
+
+def test_a_response_cut_off_by_a_crash_is_not_part_of_the_conversation() -> None:
+    events = until(recorded_run(), EventType.TEXT_DELTA, 2)
+    messages, _, seq = rebuild(events)
+    assert messages == [Message.user("Copy a.txt and c.txt into b.txt.")]
+    assert seq == 6
+
+
+def test_the_recorded_run_rebuilds_through_its_compaction() -> None:
+    messages, turn_state, seq = rebuild(recorded_run())
+    assert [m.role for m in messages] == ["user", "assistant", "user", "assistant"]
+    assert "b.txt was written" in messages[0].text and messages[-1].text == "All done."
+    assert turn_state is not None and turn_state.turn_id == "t_second" and turn_state.compacted
+    assert seq == 31
+
+
+def test_a_sub_agents_events_stay_out_of_the_conversation() -> None:
+    events = recorded_run()
+    child = AgentEvent(32, events[-1].ts, "s_frames", "r_child", "t_child", "t_first", 0, EventType.RUN_START,
+                       {"prompt": "a sub-task", "turn_state": TurnState.initial().to_dict()}, agent_id="a_child")
+    assert rebuild([*events, child]).messages == rebuild(events).messages
+    assert rebuild([*events, child]).seq == 32
+
+
+def test_nothing_recorded_rebuilds_to_nothing() -> None:
+    assert rebuild([]) == ([], None, 0)
+
+
+def test_rebuilt_text_blocks_are_the_recorded_ones() -> None:
+    messages, _, _ = rebuild(recorded_run())
+    assert messages[-1].content == (TextBlock("All done."),)
+
+
+@pytest.mark.parametrize("prompt", ["plain text", {"role": "user", "content": [{"type": "text", "text": "as a dict"}]}])
+def test_a_prompt_may_be_text_or_a_message_dict(prompt: Any) -> None:
+    [start] = recorded_run()[:1]
+    event = AgentEvent(1, start.ts, "s", "r", "t", None, 0, EventType.RUN_START, {"prompt": prompt})
+    [message] = rebuild([event]).messages
+    assert message.role == "user" and message.text in ("plain text", "as a dict")
+
+
+# -- a process killed mid-tool, then resumed ---------------------------------------------------
+
+CHILD = '''
+import asyncio, sys
+from agent_kernel import Agent, tool
+from agent_kernel.models.scripted import ScriptedModel, text, tool_call
+
+seen_start, seen_complete = asyncio.Event(), asyncio.Event()
+
+@tool(read_only=True)
+def quick(n: int) -> str:
+    """Returns at once."""
+    return f"quick {n}"
+
+@tool(read_only=True)
+async def slow_count(n: int) -> str:
+    """Counts, very slowly."""
+    # Once the consumer has seen this call start and the response complete, the loop has
+    # nothing left to emit until this returns: the parent may kill the process.
+    await seen_start.wait()
+    await seen_complete.wait()
+    print("TOOL_RUNNING", flush=True)
+    await asyncio.sleep(600)
+    return "never"
+
+async def main() -> None:
+    model = ScriptedModel([
+        [text("First a quick look."), tool_call("quick", {"n": 1})],
+        [text("Now the slow count, " * 8), tool_call("slow_count", {"n": 3})],
+    ])
+    agent = Agent(model, tools=[quick, slow_count], session_id=sys.argv[2], working_dir=sys.argv[1],
+                  context=None, permissions="bypass")
+    async for event in agent.stream("Count to three."):
+        print("EVENT", event.seq, event.type.value, flush=True)
+        if event.type.value == "tool_start" and event.data["name"] == "slow_count":
+            seen_start.set()
+        if event.type.value == "llm_complete" and "slow_count" in str(event.data["message"]):
+            seen_complete.set()
+
+asyncio.run(main())
+'''
+
+
+async def test_a_process_killed_mid_tool_resumes_to_completion_losing_nothing(tmp_path: Path) -> None:
+    script = tmp_path / "child.py"
+    script.write_text(CHILD)
+    child = await asyncio.create_subprocess_exec(
+        sys.executable, str(script), str(tmp_path), "s_killed", stdout=asyncio.subprocess.PIPE
+    )
+    emitted: list[tuple[int, str]] = []
+    assert child.stdout is not None
+    try:
+        while True:
+            line = (await asyncio.wait_for(child.stdout.readline(), 60)).decode()
+            assert line, "the child exited before its tool ran"
+            if line.startswith("TOOL_RUNNING"):
+                break
+            _, seq, kind = line.split()
+            emitted.append((int(seq), kind))
+    finally:
+        with contextlib.suppress(ProcessLookupError):  # it may have exited on its own
+            child.send_signal(signal.SIGKILL)
+        status = await child.wait()
+    assert status == -signal.SIGKILL
+
+    path = tmp_path / ".agent_kernel" / "sessions" / "s_killed.jsonl"
+    before = path.read_bytes()
+    recorded = read_events(path)
+    # Nothing the child emitted before the kill is missing from its journal.
+    assert [(e.seq, e.type.value) for e in recorded] == emitted
+    assert emitted[-1][1] in ("tool_start", "llm_complete") and "run_finish" not in dict(emitted).values()
+
+    model = ScriptedModel(["The count is three."])
+    agent = Agent.resume("s_killed", working_dir=tmp_path, model=model, context=None, permissions="bypass")
+    result = await agent.run("Carry on.")
+    agent.close()
+
+    assert result.text == "The count is three."
+    sent = model.requests[0].messages
+    assert [m.role for m in sent] == ["user", "assistant", "user", "assistant", "user"]
+    closing = sent[-1]
+    assert [(b.tool_use_id, b.content, b.is_error) for b in closing.tool_results] == [
+        (sent[-2].tool_uses[0].id, INTERRUPTED_RESULT, True)
+    ]
+    assert closing.content[-1] == TextBlock("Carry on.")
+    # The journal only grew: the old records are intact and seq carries on from the last one.
+    after = path.read_bytes()
+    assert after.startswith(before)
+    seqs = [e.seq for e in read_events(path)]
+    assert seqs == list(range(1, len(seqs) + 1)) and len(seqs) > len(emitted)
