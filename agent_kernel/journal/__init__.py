@@ -1,6 +1,6 @@
 """journal — the event journal: append (``Journal``), read, replay, resume, DataFrames, timeline.
 
-``frames`` and ``timeline`` import pandas; they load on first use so ``import agent_kernel``
+``frames`` and ``svg_timeline`` import pandas; they load on first use so ``import agent_kernel``
 stays light.
 """
 
@@ -15,7 +15,7 @@ from .resume import INTERRUPTED_RESULT, Resumed, list_sessions, rebuild, resolve
 
 if TYPE_CHECKING:
     from .frames import events_df, load_journals, messages_df, tool_calls_df, turns_df, usage_df
-    from .timeline import Timeline, timeline
+    from .svg_timeline import Timeline, timeline
 
 __all__ = [
     "INTERRUPTED_RESULT",
@@ -48,8 +48,9 @@ _LAZY = {
     "tool_calls_df": "frames",
     "turns_df": "frames",
     "usage_df": "frames",
-    "Timeline": "timeline",
-    "timeline": "timeline",
+    # Not a module named "timeline": importing it would replace the function on this package.
+    "Timeline": "svg_timeline",
+    "timeline": "svg_timeline",
 }
 
 

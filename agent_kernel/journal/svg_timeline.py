@@ -1,4 +1,4 @@
-"""journal.timeline — a picture of a run over time: one lane per turn, bars for what took time.
+"""journal.svg_timeline — a picture of a run over time: one lane per turn, bars for what took time.
 
 ``timeline(source)`` returns a ``Timeline``: its ``bars`` are a DataFrame, and it renders as a
 self-contained SVG (``_repr_svg_``: no script, no external asset), so it shows in a live
@@ -120,6 +120,10 @@ class Timeline:
         bars, counters, t0 = _bars(events)
         self.duration_s = (events[-1].ts - t0) if events else 0.0
         lanes = {turn: i for i, turn in enumerate(dict.fromkeys(e.turn_id or "-" for e in events))}
+        self._agents: dict[str, str] = {}
+        for e in events:  # a sub-agent's turns are labelled with its id
+            if e.agent_id is not None:
+                self._agents.setdefault(e.turn_id or "-", e.agent_id)
         rows: list[dict[str, Any]] = []
         sublane_ends: dict[str, list[float]] = {}
         for bar in sorted(bars, key=lambda b: (lanes.get(b.turn_id, 0), b.start, b.end)):
@@ -184,7 +188,9 @@ class Timeline:
             lane_h = self._depth.get(turn, 1) * _ROW_H
             if lane % 2:
                 parts.append(f'<rect x="0" y="{top - 3}" width="{_WIDTH}" height="{lane_h + 6}" fill="#f6f6f6"/>')
-            parts.append(f'<text x="6" y="{top + 11}" fill="#333">turn {self._counters.get(turn, lane)}</text>')
+            who = self._agents.get(turn)
+            label = f"{who}: turn {self._counters.get(turn, lane)}" if who else f"turn {self._counters.get(turn, lane)}"
+            parts.append(f'<text x="6" y="{top + 11}" fill="#333">{escape(label[:14])}<title>{escape(label)}</title></text>')
         for bar in self.bars.itertuples(index=False):
             top = tops[bar.turn_id] + bar.sublane * _ROW_H + 1
             x0 = x(bar.start_s)
@@ -197,8 +203,9 @@ class Timeline:
                 f'fill="{COLORS[bar.kind]}"{dash}><title>{escape(tip)}</title></rect>'
             )
             if w > 40:
+                ink = "#fff" if bar.finished else "#222"
                 parts.append(
-                    f'<text x="{x0 + 3:.1f}" y="{top + 9}" fill="#fff" font-size="9" pointer-events="none">'
+                    f'<text x="{x0 + 3:.1f}" y="{top + 9}" fill="{ink}" font-size="9" pointer-events="none">'
                     f"{escape(bar.label[: int(w / 6)])}</text>"
                 )
         lx = _LABEL_W

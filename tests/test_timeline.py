@@ -1,0 +1,119 @@
+"""The timeline: bars per turn from the events, and an SVG that renders without scripts or assets."""
+
+from __future__ import annotations
+
+import base64
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import nbformat
+import pytest
+from IPython.core.formatters import DisplayFormatter
+from nbconvert import HTMLExporter
+
+from agent_kernel import Agent
+from agent_kernel.events import AgentEvent, EventType
+from agent_kernel.journal import Journal, Timeline, timeline
+from agent_kernel.journal.svg_timeline import BAR_COLUMNS
+from agent_kernel.models.scripted import ScriptedModel
+
+from .journal_events import recorded_run, until
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def bars_of(t: Timeline) -> list[tuple[int, int, str, str, float, float, bool]]:
+    return [
+        (b.lane, b.sublane, b.kind, b.label, round(b.start_s, 2), round(b.end_s, 2), b.finished)
+        for b in t.bars.itertuples(index=False)
+    ]
+
+
+def test_each_turn_gets_a_lane_and_overlapping_calls_stack() -> None:
+    t = timeline(recorded_run())
+    assert list(t.bars.columns) == list(BAR_COLUMNS)
+    assert bars_of(t) == [
+        (0, 0, "model", "scripted", 0.03, 0.6, True),
+        (0, 1, "tool", "read", 0.33, 0.8, True),
+        (0, 2, "tool", "read", 0.43, 0.9, True),  # runs beside the first read: its own sub-lane
+        (0, 0, "approval", "write: approve", 0.61, 1.1, True),
+        (0, 0, "tool", "write", 1.11, 1.3, True),
+        (1, 0, "compaction", "compaction", 1.33, 1.8, True),
+        (1, 0, "model", "scripted", 1.82, 2.0, True),
+    ]
+    assert t.bars["turn_counter"].tolist() == [0] * 5 + [1] * 2
+    assert t.duration_s == pytest.approx(2.01)
+    assert repr(t) == "Timeline(2 turns, 2.01 s: 1 approval, 1 compaction, 2 model, 3 tool)"
+
+
+def test_a_run_in_progress_draws_open_bars_to_the_last_event() -> None:
+    t = timeline(until(recorded_run(), EventType.TOOL_RESULT))
+    open_bars = t.bars[~t.bars["finished"]]
+    assert sorted(open_bars["label"]) == ["read", "write: waiting"]
+    assert (open_bars["end_s"] == t.duration_s).all()
+    assert 'stroke-dasharray="3,2"' in t.to_svg()
+
+
+def test_the_svg_is_standalone_and_titles_every_bar() -> None:
+    svg = timeline(recorded_run()).to_svg()
+    root = ET.fromstring(svg)
+    assert root.tag == f"{SVG}svg"
+    assert not root.findall(f".//{SVG}script") and "<script" not in svg
+    assert not re.search(r"(?:href|src)=", svg)
+    assert "http" not in svg.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    tips = [title.text for title in root.iter(f"{SVG}title")]
+    assert "tool: read (0.470 s)" in tips and "approval: write: approve (0.490 s)" in tips
+
+
+def test_labels_from_the_run_are_escaped() -> None:
+    events = recorded_run()
+    hostile = [
+        AgentEvent(e.seq, e.ts, e.session_id, e.run_id, e.turn_id, e.parent_turn_id, e.iteration, e.type,
+                   {**e.data, "name": "<b>&x</b>"} if e.type in (EventType.TOOL_START, EventType.TOOL_RESULT) else e.data)
+        for e in events
+    ]
+    svg = timeline(hostile).to_svg()
+    ET.fromstring(svg)  # still well-formed
+    assert "<b>" not in svg and "&lt;b&gt;&amp;x&lt;/b&gt;" in svg
+
+
+def test_a_notebook_gets_an_svg_that_nbconvert_html_keeps() -> None:
+    t = timeline(recorded_run())
+    data, _ = DisplayFormatter().format(t)
+    assert data["image/svg+xml"] == t.to_svg() and data["text/plain"] == repr(t)
+    notebook = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("timeline(agent)")
+    cell.outputs = [nbformat.v4.new_output("display_data", data={k: data[k] for k in ("image/svg+xml", "text/plain")})]
+    notebook.cells = [cell]
+    html, _ = HTMLExporter().from_notebook_node(notebook)
+    # nbconvert embeds an SVG output as a data URI image: the picture is there whole.
+    [encoded] = re.findall(r'src="data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)"', html)
+    assert base64.b64decode(encoded).decode() == t.to_svg()
+
+
+def test_sources_are_those_the_frames_take(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    agent = Agent(ScriptedModel(["Hi there."]), journal=path, context=None)
+    agent.run_sync("hello")
+    expected = bars_of(timeline(agent))
+    assert [b[2] for b in expected] == ["model"]
+    assert bars_of(timeline(path)) == expected and bars_of(timeline(agent.events)) == expected
+    assert isinstance(agent.journal, Journal) and bars_of(timeline(agent.journal)) == expected
+    agent.close()
+
+
+def test_no_events_draw_an_empty_picture(tmp_path: Path) -> None:
+    t = timeline([])
+    assert len(t.bars) == 0 and "no events yet" in t.to_svg()
+    t.save(str(tmp_path / "empty.svg"))
+    ET.parse(tmp_path / "empty.svg")
+
+
+def test_a_sub_agents_turns_are_labelled_with_its_id() -> None:
+    events = recorded_run()
+    child = [AgentEvent(40 + i, events[5].ts + i * 0.01, "s_frames", "r_child", "t_child", "t_first", 0, kind, data, "researcher")
+             for i, (kind, data) in enumerate([(EventType.LLM_START, {"model": "small"}), (EventType.LLM_COMPLETE, {})])]
+    t = timeline(events[:10] + child + events[10:])
+    assert "researcher: turn 0" in t.to_svg()
+    assert t.bars[t.bars["turn_id"] == "t_child"]["kind"].tolist() == ["model"]
