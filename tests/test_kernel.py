@@ -1,0 +1,341 @@
+"""The Agent kernel (jupyter/kernel.py, install.py), driven through jupyter_client like a front-end.
+
+One kernel serves the whole module; each test configures the agent it needs in a ``%%python``
+cell (``agent.model = ScriptedModel([...])``), the way the kernel documents it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jupyter_client.blocking.client import BlockingKernelClient
+from jupyter_client.manager import KernelManager
+
+from agent_kernel.install import DISPLAY_NAME, KERNEL_NAME, kernel_spec, main
+from agent_kernel.jupyter.kernel import is_python_cell, strip_python_escape
+
+from .kernel_harness import (
+    await_cell,
+    execute,
+    install_kernelspec,
+    kernel_environment,
+    outputs,
+    start_agent_kernel,
+    stdout,
+    stop_agent_kernel,
+)
+
+WIDGET = "application/vnd.jupyter.widget-view+json"
+NOTEBOOKS = Path(__file__).parent / "notebooks_kernel"
+
+
+@pytest.fixture(scope="module")
+def kernel_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A prefix holding the installed kernelspec (``share/jupyter``)."""
+    return install_kernelspec(tmp_path_factory.mktemp("prefix"))
+
+
+@pytest.fixture(scope="module")
+def kernel(kernel_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[KernelManager, BlockingKernelClient]]:
+    """One agent kernel running in a temporary folder: its manager and a client."""
+    km, client = start_agent_kernel(kernel_home, tmp_path_factory.mktemp("work"))
+    yield km, client
+    stop_agent_kernel(km, client)
+
+
+@pytest.fixture
+def kc(kernel: tuple[KernelManager, BlockingKernelClient]) -> BlockingKernelClient:
+    """The module kernel's client."""
+    return kernel[1]
+
+
+def script(kc: BlockingKernelClient, *responses: str) -> None:
+    """Gives the kernel's agent a fresh conversation and a scripted model playing ``responses``
+    (Python expressions for ScriptedModel items)."""
+    reply, messages = execute(kc, "%%python\n"
+                              "from agent_kernel.models.scripted import ScriptedModel, text, tool_call, stall\n"
+                              "agent.reset()\n"
+                              f"agent.model = ScriptedModel([{', '.join(responses)}])")
+    assert reply["status"] == "ok", (reply, messages)
+
+
+def summary_text(messages: list[dict[str, Any]]) -> str:
+    """The plain text of the static summary the prompt cell displayed last."""
+    shown = [c["data"] for c in outputs(messages, "display_data") if WIDGET not in c["data"]]
+    assert shown, f"no summary was displayed: {messages}"
+    return str(shown[-1]["text/plain"])
+
+
+# -- which cells are Python ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cell", [
+    "%%python\nx = 1",
+    "%%time\nsum(range(10))",
+    "%pwd",
+    "!echo hi",
+    "%cd /tmp\n!ls\n\n%who",
+    "",
+    "   \n",
+])
+def test_escapes_magics_shell_lines_and_empty_cells_are_python(cell: str) -> None:
+    assert is_python_cell(cell)
+
+
+@pytest.mark.parametrize("cell", [
+    "Summarise the data in df",
+    "x = 1",  # Python without the escape is a prompt: the agent can run it if asked
+    "%pwd\nthen tell me what is there",
+    "What does !important mean in CSS?",
+    "print(1)\n%%python",
+])
+def test_everything_else_is_a_prompt(cell: str) -> None:
+    assert not is_python_cell(cell)
+
+
+def test_the_python_escape_becomes_a_blank_line_so_line_numbers_match_the_cell() -> None:
+    assert strip_python_escape(["%%python\n", "x = 1\n"]) == ["\n", "x = 1\n"]
+    assert strip_python_escape(["%%time\n", "x = 1\n"]) == ["%%time\n", "x = 1\n"]
+
+
+# -- the kernelspec ------------------------------------------------------------------------
+
+
+def test_install_into_a_prefix_writes_a_kernelspec_that_runs_this_python(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--prefix", str(tmp_path)]) == 0
+    spec = json.loads((tmp_path / "share/jupyter/kernels" / KERNEL_NAME / "kernel.json").read_text())
+    assert spec == kernel_spec()
+    assert spec["display_name"] == DISPLAY_NAME == "Agent (Python)"
+    assert spec["argv"][0] == sys.executable
+    assert spec["argv"][1:] == ["-m", "agent_kernel.jupyter.kernel_main", "-f", "{connection_file}"]
+    assert str(tmp_path) in capsys.readouterr().out
+
+
+def test_install_accepts_one_location_only(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["--user", "--sys-prefix"])
+    assert "not allowed with argument" in capsys.readouterr().err
+
+
+# -- through a running kernel --------------------------------------------------------------
+
+
+def test_kernel_info_says_it_is_the_agent_kernel_running_python(kc: BlockingKernelClient) -> None:
+    kc.kernel_info()
+    info = kc.get_shell_msg(timeout=10)["content"]
+    assert info["implementation"] == "agent_kernel"
+    assert info["language_info"]["name"] == "python"
+    assert "%%python" in info["banner"] and "prompt" in info["banner"]
+
+
+def test_a_prompt_whose_agent_runs_python_creates_a_variable_the_next_python_cell_reads(kc: BlockingKernelClient) -> None:
+    script(kc, 'tool_call("python", {"code": "squares = [n * n for n in range(5)]\\nlen(squares)"})',
+           '"I made `squares`."')
+
+    reply, messages = execute(kc, "Make a list of the first five squares called squares.")
+
+    assert reply["status"] == "ok", messages
+    summary = summary_text(messages)
+    assert "I made `squares`." in summary
+    assert "python(" in summary and "ok" in summary
+    reply, messages = execute(kc, "%%python\nprint(squares)")
+    assert reply["status"] == "ok"
+    assert stdout(messages) == "[0, 1, 4, 9, 16]\n"
+
+
+def test_the_person_and_the_agent_share_one_namespace(kc: BlockingKernelClient) -> None:
+    execute(kc, "%%python\nprices = {'apple': 3, 'pear': 5}")
+    script(kc, 'tool_call("python", {"code": "total = sum(prices.values())\\ntotal"})', '"The total is 8."')
+
+    reply, messages = execute(kc, "What do the prices add up to?")
+
+    assert reply["status"] == "ok", messages
+    assert "8" in summary_text(messages)
+    assert stdout(execute(kc, "%%python\nprint(total)")[1]) == "8\n"
+
+
+def test_a_prompt_cell_shows_the_live_view_then_the_static_summary(kc: BlockingKernelClient) -> None:
+    script(kc, '"Hello from the script."')
+
+    reply, messages = execute(kc, "Say hello")
+
+    shown = [c["data"] for c in outputs(messages, "display_data")]
+    assert WIDGET in shown[0], "the live view comes first"
+    assert shown[0]["text/plain"] == "AgentView(waiting for a run)"
+    assert {"text/plain", "text/html", "text/markdown"} <= set(shown[-1])
+    assert summary_text(messages).startswith("Answer:\nHello from the script.")
+    assert any(m["msg_type"] == "comm_open" for m in messages), "the view is a widget"
+    assert reply["status"] == "ok"
+
+
+def test_prompts_count_as_executions_and_are_kept_in_history(kc: BlockingKernelClient) -> None:
+    script(kc, '"one"', '"two"')
+    first, _ = execute(kc, "First prompt")
+    second, _ = execute(kc, "Second prompt")
+    assert second["execution_count"] == first["execution_count"] + 1
+
+    kc.history(hist_access_type="tail", n=2, raw=True, output=False)
+    history = kc.get_shell_msg(timeout=10)["content"]["history"]
+
+    assert [entry[2] for entry in history] == ["First prompt", "Second prompt"]
+
+
+def test_a_failed_run_is_an_error_reply_that_names_the_cause(kc: BlockingKernelClient) -> None:
+    script(kc)  # no responses: the first model call fails
+
+    reply, messages = execute(kc, "Anything")
+
+    assert reply["status"] == "error"
+    assert reply["ename"] == "AgentError"
+    assert "no response left" in reply["evalue"]
+    errors = outputs(messages, "error")
+    assert len(errors) == 1 and "add more responses" in errors[0]["evalue"]
+    assert "ended: error" in summary_text(messages)
+
+
+def test_interrupting_a_prompt_cancels_the_run_and_the_conversation_goes_on(kernel: tuple[KernelManager, BlockingKernelClient]) -> None:
+    km, kc = kernel
+    script(kc, '[text("Thinking about it"), stall(60), text(" never said")]', '"Recovered."')
+    msg_id = kc.execute("Take your time")
+    # Interrupt once the run has started: the view's first batch carries run_start.
+    while True:
+        msg = kc.get_iopub_msg(timeout=30)
+        if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "comm_msg":
+            content = msg["content"]["data"].get("content", {})
+            if content.get("type") == "batch":
+                break
+    km.interrupt_kernel()
+
+    reply, messages = await_cell(kc, msg_id)
+
+    assert reply["status"] == "error" and reply["ename"] == "KeyboardInterrupt"
+    assert "kernel interrupt in cell" in reply["evalue"]
+    assert "ended: user_interrupt" in summary_text(messages)
+    reply, messages = execute(kc, "Are you still there?")
+    assert reply["status"] == "ok"
+    assert "Recovered." in summary_text(messages)
+
+
+def test_an_interrupt_delivered_to_another_thread_still_stops_a_silent_run(kc: BlockingKernelClient) -> None:
+    # The OS may hand a process-directed SIGINT to any thread. Here a worker thread takes it while
+    # the kernel's main thread idles in its event loop, waiting on a model that says nothing.
+    reply, messages = execute(kc, "%%python\n"
+                              "import signal, threading, time\n"
+                              "from agent_kernel.models.scripted import ScriptedModel, text, stall\n"
+                              "agent.reset()\n"
+                              "agent.model = ScriptedModel([[text('Waiting'), stall(60)]])\n"
+                              "agent.stall_timeout = None\n"
+                              "def interrupt_when_silent():\n"
+                              "    while not (agent.running and agent.events[-1].type.value == 'text_delta'):\n"
+                              "        time.sleep(0.01)\n"
+                              "    time.sleep(0.2)  # let the loop go idle; the test passes either way\n"
+                              "    signal.pthread_kill(threading.get_ident(), signal.SIGINT)\n"
+                              "threading.Thread(target=interrupt_when_silent, daemon=True).start()")
+    assert reply["status"] == "ok", messages
+
+    reply, messages = execute(kc, "Wait for me", timeout=20)
+
+    assert reply["ename"] == "KeyboardInterrupt", reply
+    execute(kc, "%%python\nagent.stall_timeout = 30.0")
+
+
+def test_a_python_cell_that_is_only_a_magic_or_shell_line_runs_in_ipython(kc: BlockingKernelClient) -> None:
+    reply, messages = execute(kc, "!echo from the shell")
+    assert reply["status"] == "ok"
+    assert "from the shell" in stdout(messages)
+    reply, messages = execute(kc, "%%python\nvalue = 41\nvalue + 1")
+    assert outputs(messages, "execute_result")[0]["data"]["text/plain"] == "42"
+
+
+def test_python_errors_point_at_the_line_as_written_in_the_cell(kc: BlockingKernelClient) -> None:
+    reply, messages = execute(kc, "%%python\nx = 1\nraise ValueError('third line')")
+    assert reply["status"] == "error"
+    traceback = re.sub(r"\x1b\[[0-9;]*m", "", "\n".join(outputs(messages, "error")[0]["traceback"]))
+    assert "----> 3 raise ValueError('third line')" in traceback, traceback
+
+
+def test_a_python_cell_can_replace_the_agent_and_prompts_go_to_the_new_one(kc: BlockingKernelClient) -> None:
+    execute(kc, "%%python\nfrom agent_kernel import Agent\n"
+                "from agent_kernel.models.scripted import ScriptedModel\n"
+                "previous = agent\n"
+                "agent = Agent(ScriptedModel(['A new agent answers.']), journal=None)")
+    try:
+        reply, messages = execute(kc, "Who is there?")
+        assert reply["status"] == "ok"
+        assert "A new agent answers." in summary_text(messages)
+    finally:
+        execute(kc, "%%python\nagent = previous")
+
+
+def test_a_person_may_use_the_name_agent_for_something_else(kc: BlockingKernelClient) -> None:
+    script(kc, '"Still here."')
+    execute(kc, "%%python\nsession_agent = agent\nagent = 'Agent Smith'")
+    try:
+        reply, messages = execute(kc, "Are you there?")
+        assert "Still here." in summary_text(messages)
+        assert stdout(execute(kc, "%%python\nprint(agent)")[1]) == "Agent Smith\n"
+    finally:
+        execute(kc, "%%python\nagent = session_agent")
+
+
+def test_agent_magics_act_on_the_agent_that_prompts_go_to(kc: BlockingKernelClient) -> None:
+    execute(kc, "%%python\nfrom agent_kernel.models.scripted import ScriptedModel\n"
+                "switched = ScriptedModel(['Switched by a magic.'])")
+    reply, messages = execute(kc, "%agent model switched")
+    assert reply["status"] == "ok", messages
+
+    reply, messages = execute(kc, "Which model are you?")
+
+    assert "Switched by a magic." in summary_text(messages)
+    reply, messages = execute(kc, "%agent reset")  # a new conversation: a new agent
+    assert reply["status"] == "ok", messages
+    reply, messages = execute(kc, "%%python\nfrom agent_kernel.jupyter.extension import loaded_magics\n"
+                                  "print(loaded_magics(get_ipython()).sessions.get().agent is agent)")
+    assert stdout(messages) == "True\n"
+
+
+def test_completion_offers_python_names_in_python_cells_and_in_prompts(kc: BlockingKernelClient) -> None:
+    execute(kc, "%%python\nquarterly_sales = 1")
+    for code in ("%%python\nquarterly_s", "Plot quarterly_s"):
+        kc.complete(code, len(code))
+        reply = kc.get_shell_msg(timeout=10)["content"]
+        assert "quarterly_sales" in reply["matches"], code
+        assert code[reply["cursor_start"]:reply["cursor_end"]] == "quarterly_s"
+
+
+def test_a_prompt_is_always_complete_and_python_cells_are_judged_as_python(kc: BlockingKernelClient) -> None:
+    for code, status in [("Tell me about", "complete"), ("%%python\nfor x in y:", "incomplete"),
+                         ("%%python\nx = 1", "complete")]:
+        kc.is_complete(code)
+        assert kc.get_shell_msg(timeout=10)["content"]["status"] == status, code
+
+
+# -- a saved notebook under nbval ----------------------------------------------------------
+
+
+def test_a_notebook_saved_with_the_agent_kernel_runs_under_nbval(kernel_home: Path, tmp_path: Path) -> None:
+    # Run in a copy, so the journal the kernel writes lands in a temporary folder. A second copy
+    # whose stored answer differs shows that nbval really compares the prompt cell's summary.
+    smoke = NOTEBOOKS / "agent_kernel_smoke.ipynb"
+    (tmp_path / smoke.name).write_text(smoke.read_text(encoding="utf-8"), encoding="utf-8")
+    tampered = json.loads(smoke.read_text(encoding="utf-8"))
+    summary = tampered["cells"][2]["outputs"][-1]["data"]
+    summary["text/plain"] = [line.replace("first five squares", "first five cubes") for line in summary["text/plain"]]
+    (tmp_path / "tampered.ipynb").write_text(json.dumps(tampered), encoding="utf-8")
+    (tmp_path / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
+
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "--nbval", "--nbval-sanitize-with", str(NOTEBOOKS / "sanitize.cfg"),
+         "-p", "no:cacheprovider", "-q", smoke.name, "tampered.ipynb"],
+        cwd=tmp_path, env=kernel_environment(kernel_home), capture_output=True, text=True, timeout=240)
+
+    report = run.stdout + run.stderr
+    assert "1 failed, 7 passed" in report, report
+    assert "mismatch 'text/plain'" in report and "first five cubes" in report, report
