@@ -357,13 +357,26 @@ def test_an_approval_click_resolves_only_the_named_call_and_only_once(make_view)
 
     front_end(view, {"type": "approval", "call_id": "c2", "decision": "approve", "reason": None})
     front_end(view, {"type": "approval", "call_id": "c2", "decision": "reject", "reason": "no"})
-    front_end(view, {"type": "approval", "call_id": "nope", "decision": "approve"})
     front_end(view, {"type": "approval", "call_id": "c1", "decision": "explode"})
     assert decisions == [("c2", "approve", None)]
 
     front_end(view, {"type": "approval", "call_id": "c1", "decision": "reject",
                      "reason": "use git rm instead"})
     assert decisions[1] == ("c1", "reject", "use git rm instead")
+
+
+def test_a_click_on_a_call_already_decided_elsewhere_is_not_passed_on(make_view):
+    decisions: list[tuple[str, str, str | None]] = []
+    ev = Events()
+    view = make_view(clock=Clock(), on_decision=lambda *args: decisions.append(args))
+    awaiting_two_calls(view, ev)
+    view.handle(ev(T.APPROVAL_DECISION, call_id="c1", decision="reject", decided_by="policy",
+                   reason="auto_deny"))
+    view.handle(ev(T.TOOL_RESULT, call_id="c2", name="bash", content="", is_error=False,
+                   duration_s=0.0))
+    front_end(view, {"type": "approval", "call_id": "c1", "decision": "approve"})
+    front_end(view, {"type": "approval", "call_id": "c2", "decision": "approve"})
+    assert decisions == []
 
 
 def test_always_allow_is_passed_on_as_its_own_decision(make_view):

@@ -37,7 +37,7 @@ import agent_kernel
 
 from ..events import AgentEvent, EventType
 from .summary import RunSummary
-from .transcript import Item, TextBlock, Transcript
+from .transcript import TERMINAL_STATUSES, Item, TextBlock, Transcript
 
 __all__ = ["AgentView", "DecisionCallback", "StopCallback"]
 
@@ -68,7 +68,8 @@ class AgentView(anywidget.AnyWidget):  # type: ignore[misc]
     Args:
         on_decision: called as ``on_decision(call_id, decision, reason)`` when a person clicks
             Approve / Reject / Always on a card awaiting approval; ``decision`` is ``approve``,
-            ``reject`` or ``always_allow``. Must be thread-safe. Called once per call at most.
+            ``reject`` or ``always_allow``. Must be thread-safe. Called at most once per call,
+            and never for a call already decided or finished.
         on_stop: called with no arguments when a person clicks Stop. Must be thread-safe.
         flush_interval: seconds between batches sent to the front-end.
         clock: a monotonic clock, injectable for tests.
@@ -258,17 +259,22 @@ class AgentView(anywidget.AnyWidget):  # type: ignore[misc]
         reason = str(reason)[:REASON_CAP] if reason else None
         with self._lock:
             card = self.transcript.card(call_id)
-            if decision not in DECISIONS or card is None or card.status != "awaiting_approval" \
-                    or call_id in self._decided or self.on_decision is None:
-                return  # a stale or repeated click: the card has moved on
+            decided = card is not None and (card.decision is not None
+                                            or card.status in TERMINAL_STATUSES)
+            if decision not in DECISIONS or not call_id or decided or call_id in self._decided \
+                    or self.on_decision is None:
+                return  # a repeated or stale click: this call has been answered already
+            # A call the view has not heard of yet goes through too: whoever asked (the approval
+            # broker) knows its pending calls, and ignores ids it does not know.
             self._decided.add(call_id)
+            name = card.name if card is not None else call_id
         try:
             self.on_decision(call_id, str(decision), reason)
         except Exception as exc:  # the click must not vanish silently
             with self._lock:
                 self._decided.discard(call_id)
                 self.transcript.add_notice(
-                    "error", "error", f"Could not deliver the decision on {card.name}: {exc}")
+                    "error", "error", f"Could not deliver the decision on {name}: {exc}")
                 self.flush()
 
     def _on_stop(self) -> None:
