@@ -334,8 +334,7 @@ class Transcript:
         status = card.status if card.status in ("rejected", "cancelled") else \
             ("error" if is_error else "done")
         self._set(card, status=status, is_error=is_error, result=content[:RESULT_CAP],
-                  result_chars=len(content), duration_s=data.get("duration_s"),
-                  progress=None if status != "running" else card.progress)
+                  result_chars=len(content), duration_s=data.get("duration_s"), progress=None)
 
     def _on_llm_complete(self, event: AgentEvent, data: dict[str, Any]) -> None:
         usage = data.get("usage") or {}

@@ -11,7 +11,8 @@ The runner calls ``view.handle(event)`` for every event of a run. The view folds
   linearly with the text, where setting a string trait per token would resend it all each time.
 * JS → Python ``{"type": "sync"}`` when a view renders (or sees a gap in ``v``): the reply is
   ``{"type": "snapshot", "v": n, "state": {...}}``, the whole transcript. Custom messages sent
-  before a view existed are lost, so a late or reloaded view rebuilds from this.
+  before a view existed are lost, so a late or reloaded view rebuilds from this. A ``sync`` is
+  also the first sign that a front-end is showing the view (headless clients never send one).
 * The synced ``snapshot`` trait holds the whole transcript once the run has ended, so saved
   widget state and exported HTML show the finished run with no kernel.
 * JS → Python ``{"type": "approval", "call_id", "decision", "reason"}`` (decision ``approve``,
