@@ -10,11 +10,11 @@ import anthropic
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from .sse import Server, anthropic_client, anthropic_response, anthropic_sse, collect, http
 
+from agent_kernel import EventType, tool
 from agent_kernel.errors import MissingAPIKey, ModelError, UserError
 from agent_kernel.messages import Message, SummaryBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
-from agent_kernel.models import AnthropicModel
+from agent_kernel.models import AnthropicModel, OpenAIModel
 from agent_kernel.models.base import (
     MessageEnd,
     ModelRequest,
@@ -27,6 +27,9 @@ from agent_kernel.models.base import (
     Usage,
 )
 from agent_kernel.models.sdk_errors import ANTHROPIC_BY_STATUS, ANTHROPIC_FIXED
+
+from .helpers import make_agent, of_type
+from .sse import Server, anthropic_client, anthropic_response, anthropic_sse, collect, http, openai_chunk, openai_client, openai_sse
 
 HELLO = ModelRequest((Message.user("hello"),))
 ADD = ToolSpec("add", "Adds two numbers.", {"type": "object", "properties": {"a": {"type": "integer"}}})
@@ -199,6 +202,12 @@ async def test_a_thinking_budget_enables_extended_thinking_with_room_left_for_th
     assert body["max_tokens"] > 8000
 
 
+async def test_adaptive_thinking_lets_the_model_choose_its_budget() -> None:
+    server = Server().stream(anthropic_sse(anthropic_response([("text", "ok")])))
+    await collect(model_for(server, thinking_budget="adaptive").stream(HELLO))
+    assert server.bodies[0]["thinking"] == {"type": "adaptive"}
+
+
 async def test_options_map_to_the_messages_api_and_a_typo_is_named() -> None:
     server = Server().stream(anthropic_sse(anthropic_response([("text", "ok")])))
     options = {"max_tokens": 321, "temperature": 0.2, "stop": ["END"], "reasoning_effort": "low", "anthropic": {"top_k": 7}}
@@ -339,3 +348,70 @@ def test_a_base_url_or_auth_token_stands_in_for_the_key(monkeypatch: pytest.Monk
 def test_the_mock_transport_is_the_sdk_transport() -> None:
     # The tests above are only meaningful if the SDK sends through the module they mock.
     assert isinstance(anthropic_client(Server())._client, http.AsyncClient)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_a_connection_lost_at_any_byte_is_a_retryable_failure(data: st.DataObject) -> None:
+    body = anthropic_sse(anthropic_response([("text", "Grüße 🎉"), ("tool_use", ("toolu_01", "add", '{"a": 1}'))]))
+    cut = data.draw(st.integers(min_value=0, max_value=len(body) - 1))
+
+    async def run() -> ModelError:
+        return (await failure(Server().stream(body, cut_after=cut)))[1]
+
+    error = asyncio.run(run())
+    assert error.retryable and error.kind in ("connection", "stream_cut")
+
+
+# ---------------------------------------------------------------- through the loop, real SDKs
+
+
+async def test_through_the_loop_tool_calls_run_and_each_call_is_priced() -> None:
+    @tool(read_only=True)
+    def add(a: int, b: int) -> int:
+        """Adds."""
+        return a + b
+
+    server = (
+        Server()
+        .stream(anthropic_sse(anthropic_response([("tool_use", ("toolu_01", "add", '{"a": 2, "b": 3}'))], model="claude-sonnet-4-6", usage={"input_tokens": 1_000_000}, output_tokens=0)))
+        .stream(anthropic_sse(anthropic_response([("text", "It is 5.")], model="claude-sonnet-4-6", usage={"input_tokens": 0, "cache_read_input_tokens": 1_000_000}, output_tokens=100_000)))
+    )
+    result = await make_agent(model_for(server), [add]).run("add 2 and 3")
+
+    assert result.text == "It is 5."
+    assert server.bodies[1]["messages"][-1]["content"][0]["content"] == "5"
+    assert [c.data["cost_usd"] for c in of_type(result.events, EventType.LLM_COMPLETE)] == pytest.approx([3.0, 0.3 + 1.5])
+    assert result.cost_usd == pytest.approx(4.8)
+
+
+async def test_through_the_loop_a_cut_stream_is_retried_and_its_partial_text_discarded() -> None:
+    body = anthropic_sse(anthropic_response([("text", "Half an answer, then silence")]))
+    server = Server().stream(body, cut_after=body.index(b"message_delta")).stream(anthropic_sse(anthropic_response([("text", "Whole.")])))
+    agent = make_agent(model_for(server))
+    result = await agent.run("go")
+
+    retry = of_type(result.events, EventType.RETRY)[0]
+    assert (retry.data["kind"], retry.data["partial"]) == ("stream_cut", True)
+    assert result.text == "Whole." and [m.text for m in agent.messages] == ["go", "Whole."]
+
+
+async def test_through_the_loop_an_overloaded_anthropic_falls_back_to_openai() -> None:
+    overloaded = Server().error(529, {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})
+    chunks = [openai_chunk({"content": "From the fallback."}), openai_chunk({}, finish_reason="stop")]
+    backup = OpenAIModel("gpt-4.1", client=openai_client(Server().stream(openai_sse(chunks))))
+    result = await make_agent(model_for(overloaded), fallback_model=backup).run("go")
+
+    assert result.text == "From the fallback."
+    fallback = of_type(result.events, EventType.MODEL_FALLBACK)[0]
+    assert (fallback.data["from_model"], fallback.data["to_model"], fallback.data["kind"]) == ("claude-sonnet-4-6", "gpt-4.1", "overloaded")
+
+
+async def test_through_the_loop_a_stalled_sse_stream_is_detected_then_retried() -> None:
+    body = anthropic_sse(anthropic_response([("text", "Never finished")]))
+    server = Server().stream(body, pause_after=body.index(b"message_delta")).stream(anthropic_sse(anthropic_response([("text", "Recovered.")])))
+    result = await make_agent(model_for(server), stall_timeout=0.05).run("go")
+
+    assert result.text == "Recovered."
+    assert of_type(result.events, EventType.STALL_DETECTED)[0].data["partial"] is True
+    assert server.responses[0].is_closed  # the stalled connection was closed, not left open

@@ -306,6 +306,30 @@ async def test_an_error_sent_mid_stream_is_mapped_by_its_type() -> None:
     assert (error.retryable, error.kind) == (True, "server")
 
 
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_a_connection_lost_at_any_byte_is_retryable_unless_the_answer_was_complete(data: st.DataObject) -> None:
+    body = response(*words("Grüße 🎉"), *tool_fragments(0, "call_a", "add", '{"a": 1}'), finish="tool_calls")
+    cut = data.draw(st.integers(min_value=0, max_value=len(body) - 1))
+    # The finishing chunk counts once its blank line has arrived.
+    finished = body.index(b"\n\n", body.index(b'"finish_reason": "tool_calls"')) + 2
+
+    async def run() -> list[object] | ModelError:
+        try:
+            return await collect(model_for(Server().stream(body, cut_after=cut)).stream(HELLO))
+        except ModelError as error:
+            return error
+
+    outcome = asyncio.run(run())
+    if isinstance(outcome, ModelError):
+        assert outcome.retryable and outcome.kind in ("connection", "stream_cut")
+        assert cut < finished
+    else:
+        assert cut >= finished  # the answer was complete; at most the usage was lost
+        assert [e for e in outcome if isinstance(e, ToolCallEnd)] == [ToolCallEnd(0, "call_a", "add", '{"a": 1}')]
+        assert outcome[-1].stop_reason == "tool_use"
+
+
 def test_every_exception_class_the_sdk_exports_is_mapped() -> None:
     # dir() rather than vars(): the SDK loads some attributes lazily, on first access.
     public = [getattr(openai, name) for name in dir(openai) if not name.startswith("_")]

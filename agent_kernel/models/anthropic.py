@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import anthropic
 
@@ -57,8 +57,8 @@ class AnthropicModel:
         client: a ready ``AsyncAnthropic`` to use instead of building one (then ``api_key``,
             ``base_url`` and ``client_options`` are not used).
         max_tokens: most tokens per response, unless a request's options say otherwise.
-        thinking_budget: enables extended thinking with this many tokens, unless a request's
-            options say otherwise.
+        thinking_budget: enables extended thinking with this many tokens (or ``"adaptive"``:
+            the model decides), unless a request's options say otherwise.
         prompt_caching: put cache breakpoints on the system prompt, tools and conversation.
         context_window: tokens per request; defaults to the catalog's figure for ``name``.
         max_retries: the SDK's own retries; 0 because the loop retries visibly.
@@ -82,7 +82,7 @@ class AnthropicModel:
         base_url: str | None = None,
         client: anthropic.AsyncAnthropic | None = None,
         max_tokens: int = 8192,
-        thinking_budget: int | None = None,
+        thinking_budget: int | Literal["adaptive"] | None = None,
         prompt_caching: bool = True,
         context_window: int | None = None,
         max_retries: int = 0,
@@ -120,7 +120,10 @@ class AnthropicModel:
         if request.tools:
             params["tools"] = to_anthropic_tools(request.tools, cache=self.prompt_caching)
         budget = options.get("thinking_budget", self.thinking_budget)
-        if budget:
+        if budget == "adaptive":
+            # Newer models decide their own budget (and the SDK warns about fixed ones on them).
+            params["thinking"] = {"type": "adaptive"}
+        elif budget:
             params["thinking"] = {"type": "enabled", "budget_tokens": int(budget)}
             # The API requires max_tokens > budget_tokens; room for the answer comes on top.
             if max_tokens <= budget:
@@ -162,9 +165,10 @@ class AnthropicModel:
                     if dtype == "text_delta":
                         yield TextDelta(delta.text)
                     elif dtype == "input_json_delta":
-                        call = calls[event.index]
-                        call[3].append(delta.partial_json)
-                        yield ToolCallDelta(call[0], delta.partial_json)
+                        if delta.partial_json:  # the API opens each tool block with an empty one
+                            call = calls[event.index]
+                            call[3].append(delta.partial_json)
+                            yield ToolCallDelta(call[0], delta.partial_json)
                     elif dtype == "thinking_delta":
                         yield ThinkingDelta(delta.thinking)
                     elif dtype == "signature_delta":
@@ -195,10 +199,10 @@ class AnthropicModel:
                     stop_reason = event.delta.stop_reason or stop_reason
                     usage = event.usage
                     # message_delta usage is cumulative; fields it leaves out keep message_start's.
-                    output_tokens = usage.output_tokens or output_tokens
-                    input_tokens = getattr(usage, "input_tokens", None) or input_tokens
-                    cache_read = getattr(usage, "cache_read_input_tokens", None) or cache_read
-                    cache_write = getattr(usage, "cache_creation_input_tokens", None) or cache_write
+                    output_tokens = _given(usage.output_tokens, output_tokens)
+                    input_tokens = _given(getattr(usage, "input_tokens", None), input_tokens)
+                    cache_read = _given(getattr(usage, "cache_read_input_tokens", None), cache_read)
+                    cache_write = _given(getattr(usage, "cache_creation_input_tokens", None), cache_write)
                 elif kind == "message_stop":
                     finished = True
                     yield MessageEnd(stop_reason, Usage(input_tokens, output_tokens, cache_read, cache_write), model)
@@ -210,6 +214,10 @@ class AnthropicModel:
             await sdk_stream.close()
         if not finished:
             raise stream_cut("Anthropic", "the stream ended before message_stop")
+
+
+def _given(value: int | None, before: int) -> int:
+    return before if value is None else value
 
 
 def _window(name: str) -> int:

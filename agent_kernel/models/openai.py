@@ -185,7 +185,10 @@ class OpenAIModel:
         except ModelError:
             raise
         except Exception as exc:
-            raise map_openai_error(exc, started=started) from exc
+            error = map_openai_error(exc, started=started)
+            if finish is None or error.kind not in ("stream_cut", "timeout"):
+                raise error from exc
+            # The answer was complete (a finish_reason came); only the trailing usage was lost.
         finally:
             await sdk_stream.close()
         if finish is None:

@@ -25,7 +25,7 @@ KNOWN_OPTIONS: dict[str, str] = {
     "temperature": "sampling temperature",
     "top_p": "nucleus sampling",
     "stop": "list of stop sequences",
-    "thinking_budget": "Anthropic extended thinking: tokens the model may think for (>= 1024)",
+    "thinking_budget": "Anthropic extended thinking: tokens the model may think for (>= 1024), or 'adaptive'",
     "reasoning_effort": "OpenAI reasoning models: 'low', 'medium' or 'high'",
     "anthropic": "dict passed unchanged to anthropic messages.create",
     "openai": "dict passed unchanged to openai chat.completions.create",

@@ -328,10 +328,10 @@ def _classify(
 
     where = f"HTTP {status}" if status is not None and status >= 400 else ("mid-stream" if started else None)
     label = f"{provider} {rule.kind.replace('_', ' ')}" + (f" ({where})" if where else "")
-    message = f"{label}: {detail}"
+    message = f"{label}: {detail.strip()}"
     hint = _HINTS.get(rule.kind)
     if hint:
-        message += " " + hint.format(key_env=key_env)
+        message += ("" if message.endswith((".", "!", "?")) else ".") + " " + hint.format(key_env=key_env)
     error = ModelError(
         message,
         retryable=rule.retryable,
