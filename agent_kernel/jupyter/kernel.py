@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import re
 import signal
 import threading
@@ -59,6 +60,8 @@ PromptRunner = Callable[[Agent, str], Awaitable[RunResult]]
 
 #: Seconds between tries to cancel a run that an interrupt arrived just before.
 _RETRY_CANCEL_S = 0.02
+#: The cell arguments ``IPythonKernel.do_execute`` takes (``cell_meta`` only since ipykernel 7).
+_PARENT_CELL_ARGS = frozenset(inspect.signature(IPythonKernel.do_execute).parameters) & {"cell_meta", "cell_id"}
 _PYTHON_LINE = re.compile(r"^\s*(%[^%]|!|$)")
 # The word being typed in a prompt: a name, maybe dotted (``df.col``), at the cursor.
 _WORD_AT_END = re.compile(r"[A-Za-z_][\w.]*$")
@@ -220,9 +223,10 @@ class AgentKernel(IPythonKernel):
             # the session runs) is reported by the next prompt, which needs it settled.
             with contextlib.suppress(UserError):
                 self._sync_agent()
+            cell = {"cell_meta": cell_meta, "cell_id": cell_id}
             return await super().do_execute(  # type: ignore[no-any-return]
                 code, silent, store_history, user_expressions, allow_stdin,
-                cell_meta=cell_meta, cell_id=cell_id)
+                **{name: value for name, value in cell.items() if name in _PARENT_CELL_ARGS})
         return await self._execute_prompt(code, silent, store_history, user_expressions,
                                           cell_meta=cell_meta, cell_id=cell_id)
 
@@ -233,7 +237,8 @@ class AgentKernel(IPythonKernel):
         assert shell is not None
         store_history = store_history and not silent
         count = shell.execution_count
-        info = ExecutionInfo(prompt, store_history, silent, True, cell_id, cell_meta)
+        info = ExecutionInfo(prompt, store_history, silent, True, cell_id)
+        info.cell_meta = cell_meta  # an attribute since IPython 9; harmless before
         result = ExecutionResult(info)
         result.execution_count = count
         if store_history:
