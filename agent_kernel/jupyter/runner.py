@@ -30,12 +30,14 @@ import contextlib
 import inspect
 import os
 import sys
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..agent import Agent, RunResult
 from ..approvals import Approval
+from ..errors import RunCancelled
 from ..events import AgentEvent
 from .summary import RunSummary
 
@@ -48,6 +50,7 @@ __all__ = [
     "RunHandle",
     "RunInterrupted",
     "detect_mode",
+    "kernel_handles_comms_while_awaiting",
     "run_cell",
     "start_run",
     "wait_all",
@@ -61,6 +64,9 @@ CANCEL_GRACE_S = 10.0
 #: Environment variables whose presence means the kernel was started by VS Code.
 _VSCODE_ENV = ("VSCODE_PID", "VSCODE_CWD", "VSCODE_IPC_HOOK_CLI")
 STOP_REASON = "stopped from the live view"
+#: The task of each agent's latest run: ``agent.running`` turns True only once the task has
+#: started, so two runs started in the same moment are told apart here. Weak: no agent is kept.
+_IN_FLIGHT: weakref.WeakKeyDictionary[Agent, asyncio.Task[Any]] = weakref.WeakKeyDictionary()
 INTERRUPT_REASON = "kernel interrupt"
 
 
@@ -86,7 +92,7 @@ class ExecutionMode:
 
 
 def kernel_handles_comms_while_awaiting(kernel: Any) -> bool:
-    """Whether ``kernel`` dispatches widget (comm) messages while a cell is awaiting.
+    """Whether ``kernel`` (an instance or a class) dispatches widget (comm) messages while a cell is awaiting.
 
     ipykernel 7.4 added a keyword-only ``concurrent`` parameter to ``Kernel.dispatch_shell``:
     with it, a comm message that arrives while the shell's lock is held (a cell awaiting) is
@@ -94,7 +100,8 @@ def kernel_handles_comms_while_awaiting(kernel: Any) -> bool:
     awaiting a click would wait forever. The signature is the capability; the version string is
     not consulted.
     """
-    dispatch = getattr(type(kernel), "dispatch_shell", None)
+    kernel_class = kernel if isinstance(kernel, type) else type(kernel)
+    dispatch = getattr(kernel_class, "dispatch_shell", None)
     if dispatch is None:
         return False
     try:
@@ -141,8 +148,15 @@ def detect_mode(shell: Any = None, *, environ: Mapping[str, str] | None = None,
 # ---- the handle ----------------------------------------------------------------------------
 
 
-class RunInterrupted(KeyboardInterrupt):
-    """A cell awaiting a run was interrupted; the run was cancelled and its end recorded."""
+class RunInterrupted(RunCancelled):
+    """A cell awaiting a run was interrupted; the run was cancelled and its end recorded.
+
+    An ``Exception``, not a ``KeyboardInterrupt``: raised from a task, a ``KeyboardInterrupt``
+    would escape the event loop itself.
+
+    Attributes:
+        result: the cancelled run's ``RunResult``, or None if it did not stop in time.
+    """
 
     def __init__(self, result: RunResult | None) -> None:
         super().__init__("the agent run was cancelled by a kernel interrupt")
@@ -152,7 +166,7 @@ class RunInterrupted(KeyboardInterrupt):
         """What IPython shows instead of a traceback: one line, no internals."""
         ended = "its end is recorded in the journal" if self.result is not None \
             else "it did not stop in time and is still being cancelled"
-        return [f"KeyboardInterrupt: the agent run was cancelled ({ended})."]
+        return [f"Interrupted: the agent run was cancelled ({ended})."]
 
 
 class RunHandle:
@@ -266,7 +280,8 @@ def start_run(agent: Agent, prompt: str, *, display: bool = True, quiet: bool = 
     from ..errors import UserError
 
     loop = asyncio.get_running_loop()
-    if agent.running:
+    starting = _IN_FLIGHT.get(agent)
+    if agent.running or (starting is not None and not starting.done()):
         raise UserError("This agent is already running; wait for it (%agent wait or await the handle) "
                         "or cancel it (%agent cancel) first.")
     live = _LiveApprovals(agent, loop, render_grace) if display and not quiet else None
@@ -282,6 +297,7 @@ def start_run(agent: Agent, prompt: str, *, display: bool = True, quiet: bool = 
     events: list[AgentEvent] = []
     task = loop.create_task(_drive(agent, prompt, events, live, display, slot),
                             name=f"agent_kernel run {agent.session_id}")
+    _IN_FLIGHT[agent] = task
     handle = RunHandle(agent, prompt, view, task, events)
     if on_end is not None:
         task.add_done_callback(lambda _t: on_end(handle))
@@ -370,28 +386,44 @@ class _LiveApprovals:
         self.gate = agent.permissions
         self.broker = getattr(self.gate, "broker", None)
         self.rendered = asyncio.Event()
+        self.rendered_flag = False
         self.view = AgentView(on_decision=self.decide, on_stop=self.stop)
         self.view.on_msg(self._on_front_end_msg)
         self._approver: Any = None
         self._was_interactive = False
         self._attached = False
+        self._early: dict[str, Approval] = {}
+        self._unsubscribe: Callable[[], None] | None = None
 
     # Comm callbacks: may run on a kernel subshell thread (ipykernel 7.0-7.3), hence the
     # thread-safe hand-offs.
 
     def _on_front_end_msg(self, _widget: Any, content: Any, _buffers: Any) -> None:
         if isinstance(content, dict) and content.get("type") == "sync":
-            if self.broker is not None and self._attached:
-                self.broker.interactive = True
+            self.rendered_flag = True  # read by _AwaitRender; a bool store is atomic
             with contextlib.suppress(RuntimeError):  # the loop has closed: nothing waits
                 self.loop.call_soon_threadsafe(self.rendered.set)
 
     def decide(self, call_id: str, decision: str, reason: str | None) -> None:
-        """A click on a card: hands the decision to the broker (thread-safe)."""
-        if self.broker is None:
-            return
-        approval = {"approve": Approval.approve, "always_allow": Approval.always}.get(decision)
-        self.broker.resolve(call_id, approval() if approval else Approval.reject(reason))
+        """A click on a card: hands the decision to the broker on the loop's thread."""
+        maker = {"approve": Approval.approve, "always_allow": Approval.always}.get(decision)
+        approval = maker() if maker is not None else Approval.reject(reason)
+        self.rendered_flag = True  # a click means a person is watching
+        with contextlib.suppress(RuntimeError):
+            self.loop.call_soon_threadsafe(self._decide_on_loop, call_id, approval)
+
+    def _decide_on_loop(self, call_id: str, approval: Approval) -> None:
+        # The card shows "awaiting approval" as soon as the gate asks, a moment before the broker
+        # registers the question (the render wait comes between): a click in that moment is kept
+        # and answers the question when it is registered (``_on_pending``).
+        self.rendered.set()
+        if self.broker is not None and not self.broker.resolve(call_id, approval):
+            self._early[call_id] = approval
+
+    def _on_pending(self, pending: Any) -> None:
+        approval = self._early.pop(pending.call_id, None)
+        if approval is not None and self.broker is not None:
+            self.broker.resolve(pending.call_id, approval)
 
     def stop(self) -> None:
         """The Stop button: cancels the run."""
@@ -400,14 +432,15 @@ class _LiveApprovals:
     # The run's lifetime.
 
     def attach(self) -> None:
-        """Makes the broker interactive once the view renders, and puts the render wait in
-        front of the gate's own approver for the length of the run."""
+        """Puts the render wait in front of the gate's own approver for the length of the run;
+        it makes the broker interactive once the view has rendered."""
         if self.broker is None or not hasattr(self.gate, "approver"):
             return
         self._was_interactive = self.broker.interactive
-        self.broker.interactive = self.rendered.is_set()
+        self.broker.interactive = False
         self._approver = self.gate.approver
-        self.gate.approver = _AwaitRender(self._approver, self.gate, self.rendered, self.render_grace)
+        self.gate.approver = _AwaitRender(self._approver, self)
+        self._unsubscribe = self.broker.subscribe(self._on_pending)
         self._attached = True
 
     def detach(self) -> None:
@@ -417,18 +450,20 @@ class _LiveApprovals:
         self._attached = False
         self.gate.approver = self._approver
         self.broker.interactive = self._was_interactive
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+        self._early.clear()
 
 
 class _AwaitRender:
-    """An approver in front of the agent's own that answers nothing: it asks the agent's own
-    approver first, and when the headless policy will not decide either, gives the live view up
-    to ``grace`` seconds to render so that a person can be asked instead."""
+    """An approver in front of the agent's own that decides nothing itself: it asks the agent's
+    own approver first; then, unless the headless policy will decide, gives the live view up to
+    ``render_grace`` seconds to render, and makes the broker interactive if it did, so that the
+    gate asks the person next (it reads ``broker.interactive`` right after the approvers)."""
 
-    def __init__(self, inner: Any, gate: Any, rendered: asyncio.Event, grace: float) -> None:
+    def __init__(self, inner: Any, live: _LiveApprovals) -> None:
         self.inner = inner
-        self.gate = gate
-        self.rendered = rendered
-        self.grace = grace
+        self.live = live
 
     async def __call__(self, request: Any) -> Any:
         if self.inner is not None:
@@ -437,12 +472,15 @@ class _AwaitRender:
                 answer = await answer
             if answer is not None:
                 return answer
-        policy = getattr(self.gate, "policy", None)
+        live = self.live
+        policy = getattr(live.gate, "policy", None)
         if policy is not None and policy.decide(request) is not None:
             return None  # the policy answers next
-        if not self.rendered.is_set():
+        if not live.rendered_flag:
             with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self.rendered.wait(), self.grace)
+                await asyncio.wait_for(live.rendered.wait(), live.render_grace)
+        if live.rendered_flag and live.broker is not None:
+            live.broker.interactive = True
         return None
 
 

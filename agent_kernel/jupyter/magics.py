@@ -1,0 +1,456 @@
+"""jupyter.magics — ``%%agent`` (a prompt in a cell) and ``%agent`` (the session's controls).
+
+Usage, after ``%load_ext agent_kernel``::
+
+    %%agent -m model --tools lookup,write_file
+    Summarise {df.shape} rows of sales, then save the summary.
+
+Successive ``%%agent`` cells continue one conversation (the current session); ``--new`` starts
+over, ``--session NAME`` switches to (or creates) another conversation, which then stays current.
+Options given to a cell (model, system prompt, tools, mode, max turns) stay with the session for
+later cells; a cell without them reuses the session's. Defaults come from configuration::
+
+    %config AgentMagics.model = "anthropic:claude-sonnet-4-5"
+    %config AgentMagics.mode = "accept_edits"        # permission mode
+    %config AgentMagics.max_turns = 10
+    %config AgentMagics.journal_dir = "runs"        # default: .agent_kernel/sessions
+    %config AgentMagics.execution = "detached"      # default: auto (see runner.detect_mode)
+
+**How a cell waits.** A magic is an ordinary synchronous call, and widget clicks are handled only
+while a cell *awaits*. So the extension adds an input transformer that rewrites a ``%%agent``
+cell into ``await <magics>.cell_async(line, body)`` (and a ``%agent wait`` or ``%agent compact``
+line into the same kind of await) whenever the shell runs top-level ``await`` on asyncio. IPython
+then runs the cell on the kernel's own loop: in blocking mode it stays busy until the run ends
+while clicks are handled; in detached mode it returns the ``RunHandle`` at once. Without
+autoawait the registered magics run instead: detached inside a kernel, to completion elsewhere.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import re
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from traitlets import Enum, Int, Unicode, validate
+
+from ..agent import Agent, RunResult
+from ..errors import UserError, did_you_mean
+from ..permissions import MODES
+from ..state import new_id
+from ..tools.registry import BUILTIN_TOOLS, ToolRegistry
+from ..tools.tool import Tool
+from .interpolation import interpolate
+from .runner import RENDER_GRACE_S, ExecutionMode, RunHandle, RunInterrupted, detect_mode, start_run, wait_all
+from .sessions import Session, Sessions
+
+__all__ = ["AgentMagics"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: ``%agent`` subcommands, as ``%agent`` with no argument lists them.
+SUBCOMMANDS = ("model", "models", "tools", "sessions", "history", "events", "usage", "compact",
+               "wait", "cancel", "replay", "reset")
+_CELL = re.compile(r"^%%agent(?=\s|$)")
+_AWAITED_LINE = re.compile(r"^%agent[ \t]+(?:wait|compact)\b[^\n]*$")
+_SELF = 'get_ipython().magics_manager.registry["AgentMagics"]'
+
+
+def _usage_errors(method: F) -> F:
+    """Shows a ``UserError`` as IPython shows a usage error: its message, no traceback."""
+    if asyncio.iscoroutinefunction(method):
+        @functools.wraps(method)
+        async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return await method(*args, **kwargs)
+            except UserError as exc:
+                raise UsageError(str(exc)) from None
+        return async_wrapper  # type: ignore[return-value]
+
+    @functools.wraps(method)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(*args, **kwargs)
+        except UserError as exc:
+            raise UsageError(str(exc)) from None
+    return wrapper  # type: ignore[return-value]
+
+
+@dataclass
+class _Cell:
+    """One ``%%agent`` cell, parsed and resolved."""
+
+    session: Session
+    prompt: str
+    quiet: bool
+    detach: bool
+    output: str | None
+
+
+@magics_class
+class AgentMagics(Magics):
+    """The ``%%agent`` and ``%agent`` magics and their configuration (``%config AgentMagics``)."""
+
+    model = Unicode(None, allow_none=True, help=(
+        "Model for new sessions: a model string ('anthropic:claude-sonnet-4-5', 'offline') or the "
+        "name of a Model object in the notebook. None: AGENT_KERNEL_MODEL, else a provider whose "
+        "key is set, else the offline model.")).tag(config=True)
+    mode = Enum(MODES, default_value="default",
+                help="Permission mode for new sessions.").tag(config=True)
+    max_turns = Int(20, help="Model turns per run before a final answer is asked for.").tag(config=True)
+    journal_dir = Unicode(None, allow_none=True, help=(
+        "Folder for session journals (<session_id>.jsonl). None: .agent_kernel/sessions under "
+        "the current directory.")).tag(config=True)
+    execution = Enum(("auto", "blocking", "detached"), default_value="auto", help=(
+        "auto: blocking where the kernel handles widget clicks while a cell awaits, else "
+        "detached. blocking / detached force one.")).tag(config=True)
+
+    def __init__(self, shell: Any = None, **kwargs: Any) -> None:
+        super().__init__(shell=shell, **kwargs)
+        self.sessions = Sessions()
+
+    @validate("max_turns")
+    def _check_max_turns(self, proposal: Any) -> int:
+        if proposal["value"] < 1:
+            raise UsageError(f"AgentMagics.max_turns must be at least 1 (got {proposal['value']}).")
+        return int(proposal["value"])
+
+    # -- execution mode and the input transformer ----------------------------------------------
+
+    def execution_mode(self) -> ExecutionMode:
+        """How cells run now (``%config AgentMagics.execution`` can force it)."""
+        if self.execution == "blocking":
+            return ExecutionMode(True, "forced by AgentMagics.execution")
+        if self.execution == "detached":
+            return ExecutionMode(False, "forced by AgentMagics.execution")
+        return detect_mode(self.shell)
+
+    def can_await(self) -> bool:
+        """Whether a cell may be rewritten into top-level ``await`` on the shell's asyncio loop."""
+        from IPython.core.async_helpers import _asyncio_runner
+
+        shell = self.shell
+        return bool(getattr(shell, "autoawait", False)) and getattr(shell, "loop_runner", None) is _asyncio_runner
+
+    def transform(self, lines: list[str]) -> list[str]:
+        """The input transformer (see the module docstring); leaves every other cell alone."""
+        if not lines or not self.can_await():
+            return lines
+        first = lines[0]
+        if _CELL.match(first):
+            header = first.rstrip("\r\n")[len("%%agent"):]
+            if header.rstrip().endswith("?"):
+                return lines  # %%agent? is IPython's help
+            body = "".join(lines[1:])
+            return [f"await {_SELF}.cell_async({header!r}, {body!r})\n"]
+        if first.startswith("%%") or not any(line.startswith("%agent") for line in lines):
+            return lines
+        return [f"await {_SELF}.line_async({line.rstrip()[len('%agent'):].strip()!r})\n"
+                if _AWAITED_LINE.match(line.rstrip("\r\n")) else line for line in lines]
+
+    # -- %%agent ---------------------------------------------------------------------------------
+
+    @magic_arguments()
+    @argument("-m", "--model", help="a model string, or the name of a Model object in the notebook")
+    @argument("--system", help="the system prompt")
+    @argument("--tools", nargs="+", metavar="TOOL", help=(
+        "tools the agent may call: names of @tool or plain functions in the notebook and built-in "
+        f"tools ({', '.join(BUILTIN_TOOLS)}); separate with spaces or commas"))
+    @argument("--mode", choices=MODES, help="permission mode")
+    @argument("--max-turns", type=int, help="model turns before a final answer is asked for")
+    @argument("--session", metavar="NAME", help="continue (or start) the conversation NAME; it becomes current")
+    @argument("--new", action="store_true", help="start a new conversation in the session")
+    @argument("-o", "--output", metavar="VAR", help="store the RunResult in VAR (a detached run: when it ends)")
+    @argument("--detach", action="store_true", help="return at once; %%agent wait or `await _` waits for the run")
+    @argument("--no-interpolate", action="store_true", help="send {braces} as written")
+    @argument("--quiet", action="store_true", help=(
+        "no live view, only the summary when the run ends (approvals then come from the "
+        "headless policy, AGENT_KERNEL_APPROVAL)"))
+    @cell_magic("agent")
+    @_usage_errors
+    def agent_cell(self, line: str, cell: str) -> RunHandle | None:
+        """Sends the cell to the agent as a prompt, streaming into a live view.
+
+        ``{name}`` in the prompt is replaced from the notebook (``{df.shape}``, ``{Out[3]}``);
+        ``{{`` and ``}}`` are literal braces. Successive cells continue the same conversation.
+        """
+        parsed = self._parse(line, cell)
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            from IPython.core.async_helpers import get_asyncio_loop
+
+            if parsed.detach:
+                raise UsageError("--detach needs a running event loop (a Jupyter kernel, or "
+                                 "%autoawait on); nothing would run the agent here.") from None
+            return get_asyncio_loop().run_until_complete(self._run_blocking(parsed))
+        return self._start_detached(parsed)  # a cell that cannot await must not block the loop
+
+    @_usage_errors
+    async def cell_async(self, line: str, cell: str) -> RunHandle | None:
+        """What a rewritten ``%%agent`` cell awaits: blocking or detached per ``execution_mode``."""
+        parsed = self._parse(_expand(self.shell, line), cell)
+        if parsed.detach or not self.execution_mode().blocking:
+            return self._start_detached(parsed)
+        return await self._run_blocking(parsed)
+
+    def _parse(self, line: str, cell: str) -> _Cell:
+        args = parse_argstring(self.agent_cell, line)
+        name = args.session or self.sessions.current
+        session = self.sessions.find(name)
+        if session is not None and session.running:
+            raise UserError(f"Session {name!r} is still running a prompt; wait for it (%agent wait), "
+                            "cancel it (%agent cancel), or use --session OTHER.")
+        settings = self._settings(args)
+        if session is None or args.new:
+            session = self.sessions.put(name, self._new_agent(session, settings))
+        else:
+            self._apply(session.agent, settings)
+            self.sessions.current = name
+        prompt = cell if args.no_interpolate else interpolate(cell, self.shell.user_ns)
+        prompt = prompt.strip()
+        if not prompt:
+            raise UserError("The %%agent cell has no prompt: write it on the lines below %%agent.")
+        if args.output is not None and not args.output.isidentifier():
+            raise UserError(f"-o {args.output!r} is not a variable name; use e.g. -o result.")
+        return _Cell(session, prompt, args.quiet, args.detach, args.output)
+
+    def _render_grace(self) -> float:
+        """No kernel, no front-end: nothing can render a view, so approvals need not wait for one."""
+        return RENDER_GRACE_S if getattr(self.shell, "kernel", None) is not None else 0.0
+
+    async def _run_blocking(self, parsed: _Cell) -> None:
+        handle = start_run(parsed.session.agent, parsed.prompt, quiet=parsed.quiet, detached=False,
+                           render_grace=self._render_grace())
+        parsed.session.runs.append(handle)
+        try:
+            result = await handle.wait()
+        except RunInterrupted as interrupted:
+            if interrupted.result is not None:
+                self._store(parsed, interrupted.result)
+            raise
+        self._store(parsed, result)
+        return None
+
+    def _start_detached(self, parsed: _Cell) -> RunHandle:
+        def ended(handle: RunHandle) -> None:
+            if handle.task.cancelled():
+                return
+            error = handle.task.exception()
+            if error is not None:
+                print(f"The agent run failed: {type(error).__name__}: {error}", file=sys.stderr)
+                return
+            self._store(parsed, handle.task.result())
+
+        handle = start_run(parsed.session.agent, parsed.prompt, quiet=parsed.quiet, detached=True,
+                           on_end=ended, render_grace=self._render_grace())
+        parsed.session.runs.append(handle)
+        return handle
+
+    def _store(self, parsed: _Cell, result: RunResult) -> None:
+        if parsed.output is not None:
+            self.shell.user_ns[parsed.output] = result
+        if result.error:
+            print(f"The run ended with an error: {result.error}", file=sys.stderr)
+
+    # -- resolving options -------------------------------------------------------------------------
+
+    def _settings(self, args: Any) -> dict[str, Any]:
+        """The options a cell set, resolved and checked before anything changes."""
+        settings: dict[str, Any] = {}
+        if args.model is not None:
+            settings["model"] = self.resolve_model(args.model)
+        if args.system is not None:
+            settings["system"] = args.system
+        if args.tools is not None:
+            settings["tools"] = self.resolve_tools(args.tools)
+        if args.mode is not None:
+            settings["mode"] = args.mode
+        if args.max_turns is not None:
+            if args.max_turns < 1:
+                raise UserError(f"--max-turns must be at least 1 (got {args.max_turns}).")
+            settings["max_turns"] = args.max_turns
+        return settings
+
+    def resolve_model(self, spec: str) -> Any:
+        """A Model object named ``spec`` in the notebook, or the model a model string names.
+
+        Raises:
+            UserError: neither; the message lists the Model objects the notebook has.
+        """
+        from ..models.registry import resolve_model
+
+        ns = self.shell.user_ns
+        spec = spec.strip()
+        if spec.isidentifier() and spec in ns:
+            value = ns[spec]
+            if isinstance(value, str):
+                spec = value
+            elif callable(getattr(value, "stream", None)):
+                return value
+            else:
+                raise UserError(f"{spec!r} is a {type(value).__name__}, not a model. Pass a model string "
+                                "such as 'anthropic:claude-sonnet-4-5' or 'offline', or the name of a Model "
+                                "object (e.g. model = ScriptedModel([...]) in a cell above).")
+        try:
+            return resolve_model(spec)
+        except UserError as exc:
+            known = self._model_names()
+            hint = (f" Model objects in this notebook: {', '.join(known)}." if known
+                    else " To use a Model object (such as a ScriptedModel), assign it to a variable and pass its name.")
+            raise UserError(f"{exc}{hint}") from None
+
+    def _model_names(self) -> list[str]:
+        return [name for name, value in self.shell.user_ns.items()
+                if not name.startswith("_") and not isinstance(value, type)
+                and callable(getattr(value, "stream", None)) and hasattr(value, "provider")]
+
+    def resolve_tools(self, names: list[str]) -> list[Tool | Callable[..., Any] | str]:
+        """The tools ``names`` (space- or comma-separated) refer to, notebook names first.
+
+        Raises:
+            UserError: a name is neither a function or @tool in the notebook nor a built-in tool.
+        """
+        ns = self.shell.user_ns
+        tools: list[Tool | Callable[..., Any] | str] = []
+        for name in (part for item in names for part in item.split(",")):
+            name = name.strip()
+            if not name or name.lower() == "none":
+                continue
+            if name in ns:
+                value = ns[name]
+                if isinstance(value, Tool) or (callable(value) and not isinstance(value, type)):
+                    tools.append(value)
+                    continue
+                raise UserError(f"--tools {name}: {name!r} is a {type(value).__name__}, not a function. Define "
+                                "it with def (or @tool) in a cell above, or name a built-in tool.")
+            if name in BUILTIN_TOOLS:
+                tools.append(name)
+                continue
+            known = [*self._tool_names(), *BUILTIN_TOOLS]
+            raise UserError(f"--tools {name}: no function or @tool called {name!r} in the notebook, and no such "
+                            f"built-in tool.{did_you_mean(name, known)} Define it in a cell above (run that "
+                            f"cell first), or use a built-in tool: {', '.join(BUILTIN_TOOLS)}.")
+        return tools
+
+    def _tool_names(self) -> list[str]:
+        return [name for name, value in self.shell.user_ns.items() if isinstance(value, Tool)]
+
+    def _default_model(self) -> Any:
+        return None if self.model is None else self.resolve_model(self.model)
+
+    def _new_agent(self, previous: Session | None, settings: dict[str, Any]) -> Agent:
+        """A new conversation: the cell's settings, else the previous agent's, else the config."""
+        old = previous.agent if previous is not None else None
+        session_id = new_id("s_")
+        kwargs: dict[str, Any] = {"session_id": session_id}
+        if self.journal_dir is not None:
+            kwargs["journal"] = Path(self.journal_dir).expanduser() / f"{session_id}.jsonl"
+        model = settings["model"] if "model" in settings else (old.model if old else self._default_model())
+        tools = settings["tools"] if "tools" in settings else (list(old.tools) if old else [])
+        system = settings.get("system", old.system if old else None)
+        mode = settings.get("mode", _mode_of(old) if old else self.mode)
+        max_turns = settings.get("max_turns", old.max_iterations if old else self.max_turns)
+        agent = Agent(model, tools, system, max_turns, permissions=mode, **kwargs)
+        # The python tool runs in the notebook's namespace: the agent and the person share variables.
+        agent.tool_extras["namespace"] = self.shell.user_ns
+        return agent
+
+    @staticmethod
+    def _apply(agent: Agent, settings: dict[str, Any]) -> None:
+        if "model" in settings:
+            agent.model = settings["model"]
+        if "system" in settings:
+            agent.system = settings["system"]
+        if "tools" in settings:
+            agent.tools = ToolRegistry(settings["tools"])
+        if "max_turns" in settings:
+            agent.max_iterations = settings["max_turns"]
+        if "mode" in settings:
+            _set_mode(agent, settings["mode"])
+
+    # -- %agent ----------------------------------------------------------------------------------
+
+    @line_magic("agent")
+    @_usage_errors
+    def agent_line(self, line: str) -> Any:
+        """Controls the agent session. With no argument: the model, session, mode and usage.
+
+        Subcommands: ``model NAME`` (switch the model), ``models``, ``tools``, ``sessions``,
+        ``history`` (turns as a DataFrame), ``events`` (events as a DataFrame), ``usage``,
+        ``compact [FOCUS]``, ``wait``, ``cancel``, ``replay [SESSION]``, ``reset``.
+        """
+        command, rest = _split(line)
+        if command in ("wait", "compact"):
+            try:
+                asyncio.get_running_loop()
+            except RuntimeError:
+                from IPython.core.async_helpers import get_asyncio_loop
+
+                return get_asyncio_loop().run_until_complete(self.line_async(line))
+            raise UserError(f"%agent {command} must await, and this cell cannot (autoawait is off): "
+                            f"turn it on with %autoawait asyncio, or use `await` on the handle.")
+        return self._line(command, rest)
+
+    @_usage_errors
+    async def line_async(self, line: str) -> Any:
+        """What a rewritten ``%agent wait`` / ``%agent compact`` line awaits."""
+        command, rest = _split(line)
+        if command == "wait":
+            # Silent whether or not anything was still running, so the cell's output is the same
+            # however fast the run was.
+            await wait_all(self.sessions.running())
+            return None
+        if command == "compact":
+            agent = self.sessions.get().agent
+            events = await agent.compact(rest or None)
+            done = [e for e in events if e.type.value == "compaction_complete"]
+            print("Compacted the conversation." if done else "Nothing to compact.")
+            return None
+        return self._line(command, rest)
+
+    def _line(self, command: str, rest: str) -> Any:
+        from . import controls
+
+        if command == "":
+            return controls.status(self)
+        handler = getattr(controls, f"cmd_{command}", None)
+        if command not in SUBCOMMANDS or handler is None:
+            raise UserError(f"%agent {command}: no such subcommand.{did_you_mean(command, SUBCOMMANDS)} "
+                            f"Subcommands: {', '.join(SUBCOMMANDS)} (or %agent alone for the status).")
+        return handler(self, rest)
+
+
+def _split(line: str) -> tuple[str, str]:
+    parts = line.strip().split(None, 1)
+    return (parts[0] if parts else "", parts[1].strip() if len(parts) > 1 else "")
+
+
+def _expand(shell: Any, line: str) -> str:
+    """``$name`` and ``{name}`` in the magic's option line, as IPython expands any magic's line."""
+    from IPython.utils.text import DollarFormatter
+
+    try:
+        return DollarFormatter().vformat(line, (), shell.user_ns)
+    except Exception:  # as IPython does: a line that does not expand is used as written
+        return line
+
+
+def _mode_of(agent: Agent) -> str:
+    permissions = getattr(agent.permissions, "permissions", None)
+    return str(getattr(permissions, "mode", "default"))
+
+
+def _set_mode(agent: Agent, mode: str) -> None:
+    permissions = getattr(agent.permissions, "permissions", None)
+    if permissions is None:
+        raise UserError("This agent has a custom permission gate, so --mode cannot change it; "
+                        "set the mode on the gate itself.")
+    permissions.set_mode(mode)

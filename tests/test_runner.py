@@ -1,0 +1,497 @@
+"""The cell runner (jupyter/runner.py): blocking and detached runs, the view, approvals, cancelling.
+
+The view runs against a recording comm; "the front-end" is a message handed to the widget the
+way ipywidgets hands it a comm message. The last tests drive a real ipykernel with
+jupyter_client, acting as the front-end, to show a click is handled while the cell awaits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import queue
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import comm
+import IPython.display
+import pytest
+
+from agent_kernel import Agent, tool
+from agent_kernel.events import EventType
+from agent_kernel.journal import read_events
+from agent_kernel.jupyter.runner import (
+    ExecutionMode,
+    RunHandle,
+    RunInterrupted,
+    detect_mode,
+    kernel_handles_comms_while_awaiting,
+    run_cell,
+    start_run,
+    wait_all,
+)
+from agent_kernel.jupyter.summary import RunSummary
+from agent_kernel.jupyter.view import AgentView
+from agent_kernel.models.scripted import FunctionModel, ScriptedModel, text, tool_call
+from agent_kernel.state import TerminationReason
+
+
+class RecordingComm:
+    """Stands in for a kernel comm; calls ``on_send`` with each message the widget sends."""
+
+    comm_id = "recording-comm"
+    kernel = "recording"
+
+    def __init__(self, **kwargs: Any) -> None:
+        self.messages: list[dict[str, Any]] = []
+        self.on_send: Callable[[dict[str, Any]], None] | None = None
+
+    def open(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def on_msg(self, callback: Any) -> None:
+        pass
+
+    def send(self, data: Any = None, metadata: Any = None, buffers: Any = None) -> None:
+        self.messages.append(data)
+        if self.on_send is not None:
+            self.on_send(data)
+
+    def close(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+
+@pytest.fixture(autouse=True)
+def recording_comm(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(comm, "create_comm", lambda **kwargs: RecordingComm(**kwargs))
+
+
+class Shown:
+    """Everything the runner displayed, in order, with display-id updates."""
+
+    def __init__(self) -> None:
+        self.items: list[Any] = []
+        self.updates: list[Any] = []
+
+    def __call__(self, obj: Any, display_id: Any = None, **kwargs: Any) -> Any:
+        self.items.append(obj)
+        if display_id:
+            return SimpleNamespace(update=self.updates.append)
+        return None
+
+    def of(self, kind: type) -> list[Any]:
+        return [obj for obj in self.items if isinstance(obj, kind)]
+
+
+@pytest.fixture
+def shown(monkeypatch: pytest.MonkeyPatch) -> Shown:
+    recorder = Shown()
+    monkeypatch.setattr(IPython.display, "display", recorder)
+    return recorder
+
+
+def front_end(view: AgentView, content: dict[str, Any]) -> None:
+    """A message from the widget's front-end, delivered as ipywidgets delivers comm messages."""
+    view._handle_msg({"content": {"data": {"method": "custom", "content": content}}, "buffers": []})
+
+
+def on_batch(view: AgentView, predicate: Callable[[str], bool], action: Callable[[], None]) -> None:
+    """Runs ``action`` once, the first time the view sends a message whose JSON matches."""
+    fired = False
+
+    def check(message: dict[str, Any]) -> None:
+        nonlocal fired
+        if not fired and predicate(json.dumps(message)):
+            fired = True
+            action()
+
+    view.comm.on_send = check
+
+
+@tool
+def touch(name: str) -> str:
+    """Touches a file (not read-only, so the default mode asks first)."""
+    return f"touched {name}"
+
+
+def touching_model() -> ScriptedModel:
+    return ScriptedModel([[text("I will touch it."), tool_call("touch", {"name": "notes.txt"})], "Done."])
+
+
+def agent_with(model: Any, tools: list[Any] | None = None, **kwargs: Any) -> Agent:
+    return Agent(model, tools or [], journal=None, **kwargs)
+
+
+# ---- blocking runs ------------------------------------------------------------------------
+
+
+async def test_run_cell_shows_the_live_view_then_the_summary_and_returns_the_result(shown: Shown) -> None:
+    agent = agent_with(ScriptedModel([text("Hello there, notebook.", chunk=4)]))
+
+    result = await run_cell(agent, "Say hello")
+
+    assert result.text == "Hello there, notebook."
+    view, summary = shown.items
+    assert isinstance(view, AgentView) and isinstance(summary, RunSummary)
+    assert summary.answer == "Hello there, notebook."
+    assert view.snapshot["status"]["phase"] == "finished"  # saved state holds the finished run
+
+
+async def test_quiet_shows_only_the_summary_and_display_false_shows_nothing(shown: Shown) -> None:
+    await run_cell(agent_with(ScriptedModel(["One."])), "Hi", quiet=True)
+    assert [type(obj) for obj in shown.items] == [RunSummary]
+
+    shown.items.clear()
+    result = await run_cell(agent_with(ScriptedModel(["Two."])), "Hi", display=False)
+    assert result.text == "Two." and shown.items == []
+
+
+async def test_a_click_on_approve_after_the_view_renders_lets_the_tool_run(shown: Shown) -> None:
+    agent = agent_with(touching_model(), [touch])
+    task = asyncio.ensure_future(run_cell(agent, "Touch notes.txt"))
+    await asyncio.sleep(0)  # the view exists once run_cell has started the run
+    view = shown.of(AgentView)[0]
+    front_end(view, {"type": "sync"})  # the front-end rendered it: a person is watching
+    on_batch(view, lambda sent: "awaiting_approval" in sent, lambda: front_end(
+        view, {"type": "approval", "call_id": "call_0_1", "decision": "approve"}))
+
+    result = await task
+
+    assert result.tool_calls[0]["content"] == "touched notes.txt"
+    decision = [e for e in result.events if e.type is EventType.APPROVAL_DECISION][-1]
+    assert decision.data["decided_by"] == "person"
+
+
+async def test_reject_with_a_reason_sends_the_reason_to_the_model(shown: Shown) -> None:
+    model = touching_model()
+    agent = agent_with(model, [touch])
+    task = asyncio.ensure_future(run_cell(agent, "Touch notes.txt"))
+    await asyncio.sleep(0)
+    view = shown.of(AgentView)[0]
+    front_end(view, {"type": "sync"})
+    on_batch(view, lambda sent: "awaiting_approval" in sent, lambda: front_end(
+        view, {"type": "approval", "call_id": "call_0_1", "decision": "reject", "reason": "not that file"}))
+
+    await task
+
+    tool_result = model.requests[-1].messages[-1].content[0]
+    assert "not that file" in tool_result.content and tool_result.is_error
+
+
+async def test_a_view_that_renders_while_an_approval_waits_still_gets_asked(shown: Shown) -> None:
+    agent = agent_with(touching_model(), [touch])
+    task = asyncio.ensure_future(run_cell(agent, "Touch notes.txt", render_grace=30))
+    await asyncio.sleep(0)
+    view = shown.of(AgentView)[0]
+    # The front-end renders only once the card is already waiting (a slow page), and the
+    # person clicks at once, before the question has reached the broker.
+    def render_and_click() -> None:
+        front_end(view, {"type": "sync"})
+        front_end(view, {"type": "approval", "call_id": "call_0_1", "decision": "approve"})
+
+    on_batch(view, lambda sent: "awaiting_approval" in sent, render_and_click)
+
+    result = await task
+
+    assert result.tool_calls[0]["content"] == "touched notes.txt"
+
+
+async def test_with_no_front_end_and_no_policy_the_call_is_refused_naming_the_policy(shown: Shown) -> None:
+    agent = agent_with(touching_model(), [touch])
+
+    result = await run_cell(agent, "Touch notes.txt", render_grace=0.01)
+
+    refusal = result.tool_calls[0]
+    assert refusal["is_error"] and "AGENT_KERNEL_APPROVAL" in refusal["content"]
+    assert result.termination_reason is TerminationReason.END_TURN
+    assert agent.approvals.interactive is False
+
+
+async def test_with_no_front_end_the_headless_policy_decides_at_once(
+        shown: Shown, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENT_KERNEL_APPROVAL", "auto_approve")
+    agent = agent_with(touching_model(), [touch])
+
+    # A grace this long would time the test out if the policy waited for a render.
+    result = await asyncio.wait_for(run_cell(agent, "Touch notes.txt", render_grace=600), 30)
+
+    assert result.tool_calls[0]["content"] == "touched notes.txt"
+
+
+async def test_the_agents_own_approver_is_asked_first_and_restored_after_the_run(shown: Shown) -> None:
+    asked: list[str] = []
+
+    def approver(request: Any) -> bool:
+        asked.append(request.tool)
+        return True
+
+    agent = agent_with(touching_model(), [touch], approver=approver)
+
+    result = await run_cell(agent, "Touch notes.txt", render_grace=600)
+
+    assert asked == ["touch"] and result.tool_calls[0]["content"] == "touched notes.txt"
+    assert agent.permissions.approver is approver
+
+
+async def test_the_stop_button_cancels_the_run_with_its_reason(shown: Shown) -> None:
+    never = asyncio.Event()
+
+    async def hang(messages: Any, tools: Any) -> str:
+        await never.wait()
+        return "unreachable"
+
+    agent = agent_with(FunctionModel(hang))
+    task = asyncio.ensure_future(run_cell(agent, "Think forever"))
+    await asyncio.sleep(0)
+    view = shown.of(AgentView)[0]
+    on_batch(view, lambda sent: '"running"' in sent, lambda: front_end(view, {"type": "stop"}))
+
+    result = await asyncio.wait_for(task, 30)
+
+    assert result.termination_reason is TerminationReason.USER_INTERRUPT
+    cancelled = [e for e in result.events if e.type is EventType.CANCELLED]
+    assert cancelled and cancelled[0].data.get("reason") == "stopped from the live view"
+
+
+async def test_cancelling_the_awaiting_cell_cancels_the_run_and_keeps_the_journal(
+        shown: Shown, tmp_path: Path) -> None:
+    started = asyncio.Event()
+
+    async def hang(messages: Any, tools: Any) -> str:
+        started.set()
+        await asyncio.Event().wait()
+        return "unreachable"
+
+    journal = tmp_path / "run.jsonl"
+    agent = Agent(FunctionModel(hang), journal=journal)
+    cell = asyncio.ensure_future(run_cell(agent, "Think forever"))
+    await started.wait()
+
+    cell.cancel()  # what ipykernel does to an awaiting cell on a kernel interrupt
+    with pytest.raises(RunInterrupted) as interrupted:
+        await cell
+
+    assert interrupted.value.result is not None
+    assert interrupted.value.result.termination_reason is TerminationReason.USER_INTERRUPT
+    assert interrupted.value._render_traceback_() == [
+        "Interrupted: the agent run was cancelled (its end is recorded in the journal)."]
+    agent.close()
+    recorded = read_events(journal)
+    assert recorded[-1].type is EventType.RUN_FINISH
+    assert [e.data.get("reason") for e in recorded if e.type is EventType.CANCELLED] == ["kernel interrupt"]
+
+
+# ---- detached runs --------------------------------------------------------------------------
+
+
+async def test_start_run_returns_at_once_and_the_summary_replaces_the_placeholder(shown: Shown) -> None:
+    go = asyncio.Event()
+
+    async def answer(messages: Any, tools: Any) -> str:
+        await go.wait()
+        return "Finished later."
+
+    ended: list[RunHandle] = []
+    handle = start_run(agent_with(FunctionModel(answer)), "Take your time", on_end=ended.append)
+
+    assert handle.state == "running" and repr(handle).endswith("running)")
+    assert "appears here when it ends" in IPython.display.display.items[1]._repr_mimebundle_()["text/plain"]
+    go.set()
+    result = await handle
+
+    assert result.text == "Finished later." and handle.result() is result
+    assert [summary.answer for summary in shown.updates] == ["Finished later."]
+    assert ended == [handle] and handle.state == "finished"
+
+
+async def test_a_second_run_of_a_running_agent_is_refused_with_the_way_out(shown: Shown) -> None:
+    go = asyncio.Event()
+
+    async def answer(messages: Any, tools: Any) -> str:
+        await go.wait()
+        return "ok"
+
+    agent = agent_with(FunctionModel(answer))
+    handle = start_run(agent, "first", display=False)
+    with pytest.raises(Exception, match="already running.*%agent wait"):
+        start_run(agent, "second", display=False)
+    go.set()
+    await handle
+
+
+async def test_waiting_on_detached_runs_and_being_interrupted_cancels_them_all(shown: Shown) -> None:
+    async def hang(messages: Any, tools: Any) -> str:
+        await asyncio.Event().wait()
+        return "unreachable"
+
+    handles = [start_run(agent_with(FunctionModel(hang)), "wait", display=False) for _ in range(2)]
+    waiter = asyncio.ensure_future(wait_all(handles))
+    await asyncio.sleep(0)
+
+    waiter.cancel()
+    with pytest.raises(RunInterrupted):
+        await waiter
+
+    assert [h.result().termination_reason for h in handles] == [TerminationReason.USER_INTERRUPT] * 2
+
+
+# ---- which mode -----------------------------------------------------------------------------
+
+
+class OldKernel:
+    async def dispatch_shell(self, msg: Any, /, subshell_id: str | None = None) -> None: ...
+
+
+class NewKernel:
+    async def dispatch_shell(self, msg: Any, /, subshell_id: str | None = None, *, concurrent: bool = False) -> None: ...
+
+
+def fake_shell(kernel: Any = None, autoawait: bool = True, runner: Any = None) -> Any:
+    from IPython.core.async_helpers import _asyncio_runner
+
+    return SimpleNamespace(kernel=kernel, autoawait=autoawait,
+                           loop_runner=_asyncio_runner if runner is None else runner)
+
+
+def test_blocking_needs_a_kernel_that_dispatches_comms_while_a_cell_awaits() -> None:
+    assert detect_mode(fake_shell(NewKernel()), environ={}, modules={}).blocking
+    old = detect_mode(fake_shell(OldKernel()), environ={}, modules={})
+    assert not old.blocking and "ipykernel >= 7.4" in old.reason
+
+
+def test_the_installed_ipykernel_is_detected_by_its_capability() -> None:
+    from ipykernel.ipkernel import IPythonKernel
+
+    assert kernel_handles_comms_while_awaiting(IPythonKernel)
+    assert not kernel_handles_comms_while_awaiting(object())
+
+
+@pytest.mark.parametrize(("environ", "modules", "words"), [
+    ({"VSCODE_PID": "123"}, {}, "VS Code"),
+    ({}, {"google.colab": object()}, "Colab"),
+])
+def test_vs_code_and_colab_run_detached(environ: dict[str, str], modules: dict[str, Any], words: str) -> None:
+    mode = detect_mode(fake_shell(NewKernel()), environ=environ, modules=modules)
+    assert mode == ExecutionMode(False, mode.reason) and words in mode.reason
+
+
+def test_without_autoawait_or_with_another_loop_runner_runs_are_detached() -> None:
+    assert "autoawait" in detect_mode(fake_shell(NewKernel(), autoawait=False), environ={}, modules={}).reason
+    assert "asyncio" in detect_mode(fake_shell(NewKernel(), runner=object()), environ={}, modules={}).reason
+    assert detect_mode(fake_shell(None), environ={}, modules={}).blocking  # plain IPython
+
+
+# ---- a real kernel --------------------------------------------------------------------------
+
+
+class KernelClient:
+    """A real ipykernel driven through jupyter_client, with this test as its front-end."""
+
+    def __init__(self, cwd: Path) -> None:
+        from jupyter_client.manager import start_new_kernel
+
+        self.manager, self.client = start_new_kernel(kernel_name="python3", startup_timeout=60, cwd=str(cwd))
+        self.iopub: list[dict[str, Any]] = []
+
+    def execute(self, code: str) -> str:
+        return self.client.execute(code)
+
+    def reply(self, msg_id: str, timeout: float = 60) -> dict[str, Any]:
+        while True:
+            message = self.client.get_shell_msg(timeout=timeout)
+            if message["parent_header"].get("msg_id") == msg_id:
+                self.drain()
+                return message
+
+    def drain(self, until: Callable[[dict[str, Any]], bool] | None = None, timeout: float = 60) -> Any:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                message = self.client.get_iopub_msg(timeout=0.1 if until is None else 1)
+            except queue.Empty:
+                if until is None:
+                    return None
+                continue
+            self.iopub.append(message)
+            if until is not None and until(message):
+                return message
+        raise AssertionError("the kernel did not send the expected message in time")
+
+    def comm_msg(self, comm_id: str, content: dict[str, Any]) -> None:
+        data = {"method": "custom", "content": content}
+        self.client.shell_channel.send(self.client.session.msg("comm_msg", {"comm_id": comm_id, "data": data}))
+
+    def outputs(self, msg_id: str) -> list[tuple[str, Any]]:
+        out = []
+        for m in self.iopub:
+            if m["parent_header"].get("msg_id") != msg_id:
+                continue
+            content = m["content"]
+            if m["msg_type"] == "stream":
+                out.append(("stream", content["text"]))
+            elif m["msg_type"] in ("display_data", "execute_result"):
+                out.append((m["msg_type"], content["data"].get("text/plain")))
+            elif m["msg_type"] == "error":
+                out.append(("error", content["ename"]))
+        return out
+
+    def close(self) -> None:
+        self.client.stop_channels()
+        self.manager.shutdown_kernel(now=True)
+
+
+@pytest.fixture(scope="module")
+def kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KernelClient]:
+    client = KernelClient(tmp_path_factory.mktemp("kernel"))  # journals go there
+    setup = client.execute(
+        "%load_ext agent_kernel\n"
+        "from agent_kernel import tool\n"
+        "from agent_kernel.models.scripted import ScriptedModel, FunctionModel, text, tool_call\n"
+        "@tool\n"
+        "def touch(name: str) -> str:\n"
+        "    '''Touches a file.'''\n"
+        "    return f'touched {name}'\n")
+    assert client.reply(setup)["content"]["status"] == "ok"
+    yield client
+    client.close()
+
+
+def test_in_a_real_kernel_a_click_is_handled_while_the_agent_cell_is_busy(kernel: KernelClient) -> None:
+    define = kernel.execute('model = ScriptedModel([[text("Touching."), tool_call("touch", {"name": "a"})], "Done."])')
+    assert kernel.reply(define)["content"]["status"] == "ok"
+
+    cell = kernel.execute("%%agent -m model --tools touch --new\nTouch a\n")
+    opened = kernel.drain(lambda m: m["msg_type"] == "comm_open" and "_esm" in json.dumps(m["content"]["data"]))
+    comm_id = opened["content"]["comm_id"]
+    kernel.comm_msg(comm_id, {"type": "sync"})
+    kernel.drain(lambda m: m["msg_type"] == "comm_msg" and "awaiting_approval" in json.dumps(m["content"]))
+    busy = [m for m in kernel.iopub if m["msg_type"] == "status" and m["parent_header"].get("msg_id") == cell]
+    assert busy[-1]["content"]["execution_state"] == "busy"  # the cell is still running
+
+    kernel.comm_msg(comm_id, {"type": "approval", "call_id": "call_0_1", "decision": "approve"})
+
+    assert kernel.reply(cell)["content"]["status"] == "ok"
+    summary = [text for kind, text in kernel.outputs(cell) if kind == "display_data"][-1]
+    assert 'touch(name="a") - done' in summary
+
+
+def test_in_a_real_kernel_an_interrupt_cancels_the_run_and_fails_the_cell(kernel: KernelClient) -> None:
+    define = kernel.execute("import asyncio\n"
+                            "async def _hang(messages, tools):\n"
+                            "    await asyncio.Event().wait()\n"
+                            "hang = FunctionModel(_hang)")
+    assert kernel.reply(define)["content"]["status"] == "ok"
+    cell = kernel.execute("%%agent -m hang --new\nThink forever\n")
+    kernel.drain(lambda m: m["msg_type"] == "comm_msg" and '"running"' in json.dumps(m["content"]))
+
+    kernel.manager.interrupt_kernel()
+
+    reply = kernel.reply(cell)["content"]
+    assert reply["status"] == "error" and reply["ename"] == "RunInterrupted"
+    check = kernel.execute("print(get_ipython().magics_manager.registry['AgentMagics'].sessions.get()"
+                           ".agent.events[-1].data['reason'])")
+    kernel.reply(check)
+    assert ("stream", "user_interrupt\n") in kernel.outputs(check)
