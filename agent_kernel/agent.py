@@ -12,7 +12,7 @@ import concurrent.futures
 import contextlib
 import itertools
 import os
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -72,7 +72,8 @@ class RunResult:
     @property
     def tool_calls(self) -> list[dict[str, Any]]:
         """The run's tool results as dicts (``call_id``, ``name``, ``content``, ``is_error``, ...)."""
-        return [e.data for e in self.events if e.type is EventType.TOOL_RESULT]
+        # A sub-agent's calls are in ``events`` too (tagged with its agent_id); these are the run's own.
+        return [e.data for e in self.events if e.type is EventType.TOOL_RESULT and e.run_id == self.run_id]
 
 
 class _Recorder(EventSink):
@@ -108,6 +109,8 @@ class Agent:
         max_retries, retry_base_delay, stall_timeout, on_stall, max_parallel_tools,
         model_options: see ``LoopConfig``.
         name: a display name (sub-agents, crews).
+        subagents: agents the built-in ``task`` tool may delegate to, by name: ``{"researcher":
+            Agent(...)}`` (or ``Subagent`` objects); see ``add_subagent``.
 
     Example:
         >>> from agent_kernel import Agent
@@ -139,6 +142,7 @@ class Agent:
         max_parallel_tools: int = 10,
         model_options: dict[str, Any] | None = None,
         name: str | None = None,
+        subagents: Mapping[str, Any] | None = None,
     ) -> None:
         if max_iterations < 1:
             raise UserError(f"max_iterations must be at least 1 (got {max_iterations}).")
@@ -173,6 +177,9 @@ class Agent:
         if self._journal is not None:
             self._sinks.append(self._journal)
         self._context: ExecutionContext | None = None
+        self.subagents: dict[str, Any] = {}
+        for sub_name, sub in (subagents or {}).items():
+            self.add_subagent(sub_name, sub)
 
     def __repr__(self) -> str:
         return f"Agent(model={self.model.name!r}, tools={self.tools.names}, session_id={self.session_id!r})"
@@ -205,7 +212,16 @@ class Agent:
             redactor=self.redactor,
             sinks=self._sinks,
         )
-        config = LoopConfig(
+        config = self._loop_config()
+        redact = self.redactor.redact_data if self.redactor is not None and self.redactor.active else None
+        ctx.extras["config"] = config
+        ctx.extras["emitter"] = Emitter(self.session_id, ctx.run_id, self._seq, self._sinks, redact)
+        ctx.extras["tool_extras"] = self.tool_extras
+        return ctx
+
+    def _loop_config(self) -> LoopConfig:
+        """How this agent's loop calls the model and runs tools (sub-agent runs use it too)."""
+        return LoopConfig(
             model=self.model,
             tools=self.tools,
             system=self.system,
@@ -217,11 +233,6 @@ class Agent:
             max_parallel_tools=self.max_parallel_tools,
             model_options=self.model_options,
         )
-        redact = self.redactor.redact_data if self.redactor is not None and self.redactor.active else None
-        ctx.extras["config"] = config
-        ctx.extras["emitter"] = Emitter(self.session_id, ctx.run_id, self._seq, self._sinks, redact)
-        ctx.extras["tool_extras"] = self.tool_extras
-        return ctx
 
     async def stream(self, prompt: str) -> AsyncIterator[AgentEvent]:
         """Runs the agent on ``prompt``, yielding every event as it happens.
@@ -254,7 +265,9 @@ class Agent:
             # aclosing: a consumer that stops early still lets the loop record how the run ended.
             async with contextlib.aclosing(tt(self.messages, turn, ctx)) as events:
                 async for event in events:
-                    if event.type is EventType.ITERATION_START:
+                    if event.run_id != ctx.run_id:
+                        pass  # a sub-agent's event: its turns are not this conversation's
+                    elif event.type is EventType.ITERATION_START:
                         self.history.append(TurnState.from_dict(event.data["turn_state"]))
                     elif event.type is EventType.COMPACTION_COMPLETE and self.history:
                         self.history[-1] = self.history[-1].with_compacted()
@@ -306,6 +319,37 @@ class Agent:
         if self.history:
             self.history[-1] = self.history[-1].with_compacted()
         return self.events[before:]
+
+    # -- sub-agents -------------------------------------------------------------------------
+
+    def as_tool(self, name: str | None = None, description: str | None = None, *, concurrency_safe: bool = False) -> Tool:
+        """This agent as a tool another agent calls to delegate a task (see ``subagents``).
+
+        Example:
+            >>> researcher = Agent("offline", system="Finds facts.", name="researcher", journal=None)
+            >>> researcher.as_tool().name
+            'researcher'
+        """
+        from .subagents import agent_tool
+
+        return agent_tool(self, name, description, concurrency_safe=concurrency_safe)
+
+    def add_subagent(self, name: str, agent: Any, description: str | None = None, *, concurrency_safe: bool = False) -> None:
+        """Lets the ``task`` tool delegate to ``agent`` under ``name`` (adding or rebuilding the tool).
+
+        Args:
+            name: what the model calls it by.
+            agent: an ``Agent`` or a ``Subagent``.
+            description: when to use it (default: the first line of its system prompt).
+            concurrency_safe: its tasks may run beside others (all sub-agents must allow it).
+        """
+        from .subagents import Subagent, subagent, task_tool
+
+        entry = subagent(name, agent)
+        if description is not None or concurrency_safe:
+            entry = Subagent(name, entry.agent, description or entry.description, concurrency_safe or entry.concurrency_safe)
+        self.subagents[name] = entry
+        self.tools.add(task_tool(self.subagents.values()))
 
     # -- conversation -----------------------------------------------------------------------
 

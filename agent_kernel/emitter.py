@@ -4,6 +4,10 @@ The loop calls ``emit`` for what it yields directly (journaled before it is yiel
 loses nothing already shown). Tools, approvals and compaction run as tasks beside the loop and
 call ``later``; the loop drains those between its own events, so one stream carries everything
 in order of ``seq``.
+
+A sub-agent's run gets a ``child`` emitter: it shares the session, the ``seq`` counter, the sinks
+and the redaction of the top-level emitter, so its events are journaled at once and in order, and
+it also queues each event it builds on the top-level emitter, whose loop yields it as it is.
 """
 
 from __future__ import annotations
@@ -70,7 +74,8 @@ class Emitter:
         self._seq = seq if seq is not None else itertools.count(1)
         self._sinks = list(sinks or ())
         self._redact = redact
-        self._pending: deque[tuple[EventType, dict[str, Any], float, TurnState | None]] = deque()
+        # Entries are ``later`` arguments (stamped when drained) or events a child emitter built.
+        self._pending: deque[tuple[EventType, dict[str, Any], float, TurnState | None] | AgentEvent] = deque()
         self._wakeup: asyncio.Event | None = None
 
     def emit(self, type: EventType, data: dict[str, Any], ts: float | None = None, turn: TurnState | None = None) -> AgentEvent:
@@ -112,8 +117,8 @@ class Emitter:
         out = []
         pending = self._pending
         while pending:
-            type, data, ts, turn = pending.popleft()
-            out.append(self.emit(type, data, ts, turn))
+            entry = pending.popleft()
+            out.append(entry if entry.__class__ is AgentEvent else self.emit(*entry))  # type: ignore[misc]
         return out
 
     def wake(self) -> None:
@@ -139,3 +144,55 @@ class Emitter:
         """Flushes and fsyncs every sink (the end of a run)."""
         for sink in self._sinks:
             sink.sync()
+
+    # -- sub-agents -------------------------------------------------------------------------
+
+    def child(self, run_id: str, agent_id: str) -> Emitter:
+        """An emitter for a sub-agent's run (``run_id``, tagged ``agent_id``) inside this one.
+
+        It shares this emitter's session, ``seq`` counter, sinks and redaction; every event it
+        emits is also queued, as built, on the top-level emitter, whose loop yields it.
+        """
+        return _ChildEmitter(self, run_id, agent_id)
+
+    def forward(self, event: AgentEvent) -> None:
+        """Queues an event another emitter built and journaled; the loop yields it as it is."""
+        self._pending.append(event)
+        self.wake()
+
+    def settle(self) -> None:
+        """Stamps the ``later`` events waiting now, keeping their place in the queue.
+
+        Called before a child takes a ``seq``, so events queued earlier get the lower numbers and
+        the stream stays in ``seq`` order.
+        """
+        pending = self._pending
+        if any(entry.__class__ is not AgentEvent for entry in pending):
+            entries = list(pending)
+            pending.clear()
+            pending.extend(entry if entry.__class__ is AgentEvent else self.emit(*entry) for entry in entries)  # type: ignore[misc]
+
+
+class _ChildEmitter(Emitter):
+    """A sub-agent's emitter: stamps from the shared counter, then forwards to the top level."""
+
+    __slots__ = ("_parent", "_top")
+
+    def __init__(self, parent: Emitter, run_id: str, agent_id: str) -> None:
+        top = parent._top if isinstance(parent, _ChildEmitter) else parent
+        super().__init__(top.session_id, run_id, top._seq, top._sinks, top._redact, agent_id)
+        self._parent = parent
+        self._top = top
+
+    def emit(self, type: EventType, data: dict[str, Any], ts: float | None = None, turn: TurnState | None = None) -> AgentEvent:
+        """Creates and journals one event and queues it on the top-level emitter as well."""
+        # Events every ancestor queued earlier (the tool_start of the call running this
+        # sub-agent, say) take their seq first.
+        parent: Emitter | None = self._parent
+        while parent is not None:
+            if parent._pending:
+                parent.settle()
+            parent = parent._parent if isinstance(parent, _ChildEmitter) else None
+        event = super().emit(type, data, ts, turn)
+        self._top.forward(event)
+        return event

@@ -582,7 +582,7 @@ class _Loop:
         def report(message: str, fraction: float | None) -> None:
             em.later(EventType.TOOL_PROGRESS, {"call_id": call.call_id, "name": name, "message": message, "fraction": fraction})
 
-        tctx = ToolContext(call.call_id, name, self.ctx.working_dir, self.ctx.extras.get("tool_extras", {}), report)
+        tctx = ToolContext(call.call_id, name, self.ctx.working_dir, self.ctx.extras.get("tool_extras", {}), report, run=self.ctx)
         try:
             if tool.timeout is not None:
                 content = await asyncio.wait_for(tool.invoke(arguments, tctx), tool.timeout)

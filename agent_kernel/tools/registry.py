@@ -37,6 +37,11 @@ def as_tool(obj: Tool | Callable[..., Any] | str) -> Tool:
     if isinstance(obj, str):
         if obj in BUILTIN_TOOLS:
             return _builtin(obj)
+        if obj == "task":
+            raise UnknownTool(
+                "The task tool comes with sub-agents: create the agent with Agent(..., subagents={'researcher': Agent(...)}) "
+                "or call agent.add_subagent('researcher', Agent(...)), and it is added for you."
+            )
         raise UnknownTool(
             f"{obj!r} is not a built-in tool.{did_you_mean(obj, BUILTIN_TOOLS)} "
             f"Built-in tools: {', '.join(sorted(BUILTIN_TOOLS))}. Pass a function or @tool object for your own."

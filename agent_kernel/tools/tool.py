@@ -43,6 +43,7 @@ class ToolContext:
         tool_name: the tool's name.
         working_dir: the run's working directory.
         extras: run-level services (e.g. ``namespace`` for the python tool).
+        run: the ``ExecutionContext`` of the run making the call (a sub-agent joins it), or None.
     """
 
     call_id: str
@@ -50,6 +51,7 @@ class ToolContext:
     working_dir: Any = None
     extras: dict[str, Any] = field(default_factory=dict)
     _report: Callable[[str, float | None], None] | None = None
+    run: Any = field(default=None, repr=False)
 
     def progress(self, message: str, fraction: float | None = None) -> None:
         """Reports progress; shown live as a ``tool_progress`` event."""
