@@ -22,8 +22,11 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import warnings
-from collections.abc import Iterable, Sequence
+from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
@@ -125,6 +128,37 @@ class _Builder:
                 continue  # a key missing on every row of this type
             self.data.setdefault(name, []).append(DataPiece(rows, column))
 
+    def merge(self, part: _Part | None) -> None:
+        """Appends one chunk's columns after those merged so far."""
+        if part is None:
+            return
+        base = self.length
+        mapping = np.asarray([self._group(text) for text in part.id_texts], np.int64)
+        self.seq.append(part.seq)
+        self.ts.append(part.ts)
+        self.group.append(mapping[part.id_codes])
+        self.type_code.append(part.type_code)
+        self.length += part.length
+        for rows, table in part.tables:
+            self.add_table(rows + base, table)
+        self.add_rows(part.json_rows + base, part.json_payloads)
+
+    def _group(self, text: bytes) -> int:
+        """The group of a canonical id section (``,"session_id":...,"agent_id":...``)."""
+        code = self.group_index.get(text)
+        if code is not None:
+            return code
+        if not text.startswith(b',"session_id":'):
+            raise _NotCanonical
+        try:
+            fields = json.loads(b"{" + text[1:] + b"}")
+        except ValueError:
+            raise _NotCanonical from None
+        if list(fields) != list(_GROUP_FIELDS):
+            raise _NotCanonical
+        fields["parent_agent_id"] = None
+        return self.group_of(text, fields)
+
     def finish(self) -> EventColumns:
         def cat(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
             return np.concatenate(parts).astype(dtype, copy=False) if parts else np.empty(0, dtype)
@@ -188,208 +222,248 @@ def columns_from_file(path: str | os.PathLike[str]) -> EventColumns:
         return columns_from_events(records)
 
 
+def _blocks(f: Any) -> Iterator[tuple[bytearray, int]]:
+    """Chunks of whole lines (buffer, size), then the unterminated tail as ``(tail, -1)``."""
+    first = f.readline()
+    carry = first if parse_header(first) is None else b""
+    while True:
+        # One buffer per chunk: the carried partial line, the new bytes, then zero padding that
+        # fixed-width reads may run into past the last line.
+        block = bytearray(len(carry) + _CHUNK + _PAD)
+        block[: len(carry)] = carry
+        got = f.readinto(memoryview(block)[len(carry) : len(carry) + _CHUNK])
+        if not got:
+            break
+        size = len(carry) + got
+        cut = block.rfind(b"\n", 0, size) + 1
+        carry = bytes(block[cut:size])
+        if cut:
+            block[cut:] = bytes(len(block) - cut)
+            yield block, cut
+    yield bytearray(carry), -1
+
+
 def _read_canonical(path: Path) -> EventColumns:
+    if sys.byteorder != "little":  # the byte tricks below read words in little-endian order
+        raise _NotCanonical
     builder = _Builder()
-    reader = _ChunkParser(builder)
     try:
         f = open(path, "rb")
     except FileNotFoundError:
         raise JournalError(f"no journal at {path}; check the path, or list sessions with list_sessions().") from None
-    with f:
-        first = f.readline()
-        carry = first if parse_header(first) is None else b""
-        while True:
-            # One buffer per chunk: the carried partial line, the new bytes, then zero padding that
-            # fixed-width windows may read past the last line.
-            block = bytearray(len(carry) + _CHUNK + _PAD)
-            block[: len(carry)] = carry
-            got = f.readinto(memoryview(block)[len(carry) : len(carry) + _CHUNK])
-            if not got:
+    # NumPy and Arrow release the GIL for most of a chunk's work, so chunks parse in parallel;
+    # they are merged in file order, and at most a few are in memory at once.
+    workers = max(1, min(4, os.cpu_count() or 1))
+    with f, ThreadPoolExecutor(workers, thread_name_prefix="journal-read") as pool:
+        pending: deque[Future[_Part | None]] = deque()
+        tail = b""
+        for block, size in _blocks(f):
+            if size < 0:
+                tail = bytes(block)
                 break
-            size = len(carry) + got
-            cut = block.rfind(b"\n", 0, size) + 1
-            carry = bytes(block[cut:size])
-            if cut:
-                block[cut:] = bytes(len(block) - cut)
-                reader.parse(block, cut)
-    if carry.strip():
+            pending.append(pool.submit(_parse_chunk, block, size))
+            while len(pending) > workers:
+                builder.merge(pending.popleft().result())
+        while pending:
+            builder.merge(pending.popleft().result())
+    if tail.strip():
         try:
-            json.loads(carry)
+            json.loads(tail)
         except ValueError:
             warnings.warn(
                 TornLineWarning(
-                    f"{path}: skipped a torn last line ({len(carry)} bytes), left by a crash mid-write; "
+                    f"{path}: skipped a torn last line ({len(tail)} bytes), left by a crash mid-write; "
                     "every complete record before it was read."
                 ),
                 stacklevel=4,
             )
         else:
-            reader.parse(bytearray(carry + b"\n" + bytes(_PAD)), len(carry) + 1)
+            builder.merge(_parse_chunk(bytearray(tail + b"\n" + bytes(_PAD)), len(tail) + 1))
     return builder.finish()
 
 
-_PAD = 2048  # zero bytes after a chunk, so a fixed-width window never runs past the buffer
-_MAX_IDS = _PAD  # longest id section read on the fast path
-_MAX_FAST_PAYLOAD = 256  # longer payloads of a frequent type are parsed with json
+_PAD = 64  # zero bytes after a chunk, so a fixed-width window never runs past the buffer
+_MAX_IDS = 2048  # longest id section read on the fast path
+_MAX_FAST_PAYLOAD = 1 << 16  # longer payloads of a frequent type are parsed with json
 
 
 def _windows(buf: np.ndarray, width: int) -> np.ndarray:
     return np.lib.stride_tricks.sliding_window_view(buf, width)
 
 
+def _words(buf: np.ndarray, dtype: str) -> np.ndarray:
+    """``buf`` read as overlapping little-endian words, one starting at every byte."""
+    size = np.dtype(dtype).itemsize
+    return np.ndarray((len(buf) - size + 1,), dtype=dtype, buffer=buf, strides=(1,))
+
+
 def _matches(buf: np.ndarray, positions: np.ndarray, pattern: bytes) -> bool:
     """True if every one of ``positions`` starts an occurrence of ``pattern`` in ``buf``."""
-    expected = np.frombuffer(pattern, np.uint8)
-    return bool((_windows(buf, len(pattern))[positions] == expected).all())
+    words = _words(buf, "<u8")
+    padded = pattern + bytes(-len(pattern) % 8)
+    for k in range(0, len(pattern), 8):
+        expected = np.frombuffer(padded[k : k + 8], "<u8")[0]
+        mask = np.uint64((1 << (8 * min(8, len(pattern) - k))) - 1)
+        if not ((words[positions + k] & mask) == expected).all():
+            return False
+    return True
 
 
-def _ragged(buf: np.ndarray, begin: np.ndarray, end: np.ndarray, separator: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """The byte ranges ``[begin, end)`` packed end to end (each followed by ``separator`` if given).
+def _views(buf: np.ndarray, data: pa.Buffer, begin: np.ndarray, end: np.ndarray) -> pa.Array:
+    """The byte ranges ``[begin, end)`` of the chunk as an Arrow binary_view array, without copying.
 
-    Returns the packed bytes and int32 offsets (n + 1), ready for an Arrow string array.
+    A view is 16 bytes: the length, then up to 12 bytes inline (zero padded), or a 4-byte prefix,
+    a buffer index (0: ``data``, the chunk itself) and an offset for longer values.
     """
-    length = end - begin
-    extra = 0 if separator is None else 1
-    width = max(1, int(length.max()) + extra if len(length) else 1)
-    rows = _windows(buf, width)[begin]
-    keep = np.arange(width) < (length + extra)[:, None]
-    if separator is not None:
-        rows[np.arange(len(begin)), length] = separator
-    offsets = np.zeros(len(begin) + 1, np.int32)
-    np.cumsum(length + extra, out=offsets[1:])
-    return rows[keep], offsets
+    n = len(begin)
+    length = (end - begin).astype(np.int32)
+    words = np.zeros((n, 4), np.int32)
+    words[:, 0] = length
+    long = length > 12
+    if long.all():
+        words[:, 1] = _words(buf, "<i4")[begin]
+        words[:, 3] = begin
+    else:
+        at = begin[long]
+        words[long, 1] = _words(buf, "<i4")[at]
+        words[long, 3] = at
+        short = ~long
+        at, size = begin[short], length[short].astype(np.int64)
+        low = _words(buf, "<u8")[at] & _low_bytes(np.minimum(size, 8))
+        high = _words(buf, "<u4")[at + 8] & _low_bytes(np.clip(size - 8, 0, 4)).astype(np.uint32)
+        inline = words[short]
+        inline[:, 1:3] = low.view(np.int32).reshape(-1, 2)
+        inline[:, 3] = high.view(np.int32)
+        words[short] = inline
+    return pa.Array.from_buffers(pa.binary_view(), n, [None, pa.py_buffer(words), data])
 
 
-def _strings(buf: np.ndarray, begin: np.ndarray, end: np.ndarray) -> pa.StringArray:
-    packed, offsets = _ragged(buf, begin, end)
-    return pa.StringArray.from_buffers(len(begin), pa.py_buffer(offsets), pa.py_buffer(packed))
+def _low_bytes(count: np.ndarray) -> np.ndarray:
+    """uint64 masks keeping the ``count`` (0 to 8) lowest bytes."""
+    bits = (count * 8).astype(np.uint64)
+    full = bits >= 64
+    mask = (np.uint64(1) << np.where(full, 0, bits).astype(np.uint64)) - np.uint64(1)
+    return np.where(full, np.uint64(0xFFFFFFFFFFFFFFFF), mask)
 
 
-class _ChunkParser:
-    """Parses chunks of whole canonical lines into a ``_Builder``.
+@dataclass
+class _Part:
+    """One chunk's columns, with row numbers local to the chunk (``_Builder.merge`` offsets them)."""
+
+    length: int
+    seq: np.ndarray
+    ts: np.ndarray
+    id_texts: list[bytes]
+    id_codes: np.ndarray
+    type_code: np.ndarray
+    tables: list[tuple[np.ndarray, pa.Table]]
+    json_rows: np.ndarray
+    json_payloads: list[dict[str, Any]]
+
+
+def _parse_chunk(chunk: bytearray, size: int) -> _Part | None:
+    """Parses ``chunk[:size]`` (whole canonical lines, then at least ``_PAD`` zero bytes).
 
     A canonical line has exactly eight top-level commas before its payload: after ``seq``,
     ``ts`` and each id field, before ``type`` and before ``data`` (ids never hold a comma in
     practice; one that does sends the file to the json path). So every field boundary is found by
-    indexing the sorted comma positions, and verified against the expected key text.
+    indexing the sorted comma positions, and checked against the expected key text.
     """
+    buf = np.frombuffer(chunk, np.uint8)
+    data = pa.py_buffer(chunk)
+    ends = np.flatnonzero(buf[:size] == 10)
+    n = len(ends)
+    if n == 0:
+        return None
+    starts = np.empty(n, np.int64)
+    starts[0] = 0
+    starts[1:] = ends[:-1] + 1
+    commas = np.flatnonzero(buf[:size] == 44)
+    first = np.searchsorted(commas, starts)
+    if (ends - starts < 60).any() or (first + 8 >= len(commas)).any():
+        raise _NotCanonical
+    ts_at, ids_at, type_at = commas[first], commas[first + 1], commas[first + 7]
+    data_at = commas[first + 8] - 1
+    if (data_at >= ends).any():
+        raise _NotCanonical
+    # Key checks (eight bytes each); the id section is checked by parsing it, the type name
+    # against the vocabulary, so a line of another shape cannot slip through.
+    ok = (
+        _matches(buf, starts, b'{"seq":')
+        and _matches(buf, ts_at, b',"ts":')
+        and _matches(buf, type_at, b',"type":')
+        and _matches(buf, data_at + 1, b',"data":')
+        and bool((buf[ids_at] == 44).all() and (buf[ends - 2] == 125).all() and (buf[ends - 1] == 125).all())
+    )
+    if not ok or (type_at - ids_at > _MAX_IDS).any():
+        raise _NotCanonical
+    try:
+        seq = pc.cast(_views(buf, data, starts + 7, ts_at).cast(pa.string_view()), pa.int64()).to_numpy()
+        ts = pc.cast(_views(buf, data, ts_at + 6, ids_at).cast(pa.string_view()), pa.float64()).to_numpy()
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        raise _NotCanonical from None
+    ids = pc.dictionary_encode(_views(buf, data, ids_at, type_at))
+    codes = _types(pc.dictionary_encode(_views(buf, data, type_at + 9, data_at)))
+    # A payload line for Arrow is the data object then the record's closing brace, blanked to a
+    # space, then the newline: "{...} \n". The json slices stop before that brace.
+    buf[ends - 1] = 32
+    tables, json_rows, payloads = _payloads(chunk, buf, data, codes, data_at + 9, ends - 1)
+    return _Part(n, seq, ts, ids.dictionary.to_pylist(), ids.indices.to_numpy(), codes, tables, json_rows, payloads)
 
-    def __init__(self, builder: _Builder) -> None:
-        self.builder = builder
 
-    def parse(self, chunk: bytearray, size: int) -> None:
-        """Parses ``chunk[:size]``, whole lines followed by at least ``_PAD`` zero bytes."""
-        buf = np.frombuffer(chunk, np.uint8)
-        ends = np.flatnonzero(buf[:size] == 10)
-        n = len(ends)
-        if n == 0:
-            return
-        starts = np.empty(n, np.int64)
-        starts[0] = 0
-        starts[1:] = ends[:-1] + 1
-        commas = np.flatnonzero(buf[:size] == 44)
-        first = np.searchsorted(commas, starts)
-        if (ends - starts < 60).any() or (first + 8 >= len(commas)).any():
-            raise _NotCanonical
-        ts_at, ids_at, type_at = commas[first], commas[first + 1], commas[first + 7]
-        data_at = commas[first + 8] - 1
-        if (data_at >= ends).any():
-            raise _NotCanonical
-        ok = (
-            _matches(buf, starts, b'{"seq":')
-            and _matches(buf, ts_at, b',"ts":')
-            and _matches(buf, ids_at, b',"session_id":')
-            and _matches(buf, type_at, b',"type":"')
-            and _matches(buf, data_at, b'","data":')
-            and bool((buf[ends - 2] == 125).all() and (buf[ends - 1] == 125).all())  # "}}"
-        )
-        if not ok or (type_at - ids_at > _MAX_IDS).any():
-            raise _NotCanonical
-        try:
-            seq = pc.cast(_strings(buf, starts + 7, ts_at), pa.int64()).to_numpy()
-            ts = pc.cast(_strings(buf, ts_at + 6, ids_at), pa.float64()).to_numpy()
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            raise _NotCanonical from None
-        groups = self._groups(pc.dictionary_encode(_strings(buf, ids_at, type_at)))
-        codes = self._types(pc.dictionary_encode(_strings(buf, type_at + 9, data_at)))
-        base = self.builder.length
-        self.builder.seq.append(seq)
-        self.builder.ts.append(ts)
-        self.builder.group.append(groups)
-        self.builder.type_code.append(codes)
-        self.builder.length += n
-        self._payloads(chunk, buf, codes, data_at + 9, ends - 1, base)
+def _types(encoded: pa.DictionaryArray) -> np.ndarray:
+    try:
+        mapping = np.asarray([_TYPE_CODE[name.decode()] for name in encoded.dictionary.to_pylist()], np.int16)
+    except (KeyError, UnicodeDecodeError):
+        raise _NotCanonical from None  # an unknown type: the json path names it
+    return mapping[encoded.indices.to_numpy()]
 
-    def _groups(self, encoded: pa.DictionaryArray) -> np.ndarray:
-        """Group codes: the id section repeats on every line of a turn, so each is parsed once."""
-        mapping = np.asarray([self._group(text.encode()) for text in encoded.dictionary.to_pylist()], np.int64)
-        return mapping[encoded.indices.to_numpy()]
 
-    def _group(self, text: bytes) -> int:
-        code = self.builder.group_index.get(text)
-        if code is not None:
-            return code
-        try:
-            fields = json.loads(b"{" + text[1:] + b"}")
-        except ValueError:
-            raise _NotCanonical from None
-        if list(fields) != list(_GROUP_FIELDS):
-            raise _NotCanonical
-        fields["parent_agent_id"] = None
-        return self.builder.group_of(text, fields)
+def _payloads(
+    chunk: bytearray, buf: np.ndarray, data: pa.Buffer, codes: np.ndarray, begin: np.ndarray, end: np.ndarray
+) -> tuple[list[tuple[np.ndarray, pa.Table]], np.ndarray, list[dict[str, Any]]]:
+    """The payloads: Arrow tables for frequent flat types, json for the rest."""
+    counts = np.bincount(codes, minlength=len(EVENT_TYPES))
+    tables: list[tuple[np.ndarray, pa.Table]] = []
+    slow: list[np.ndarray] = [np.flatnonzero(counts[codes] < _ARROW_MIN_ROWS)]
+    for code in np.flatnonzero(counts >= _ARROW_MIN_ROWS).tolist():
+        local = np.flatnonzero(codes == code)
+        short = end[local] - begin[local] <= _MAX_FAST_PAYLOAD
+        table = _arrow_table(buf, data, begin[local[short]], end[local[short]]) if short.any() else None
+        if table is None:
+            slow.append(local)
+        else:
+            tables.append((local[short], table))
+            slow.append(local[~short])
+    rows = np.sort(np.concatenate(slow))
+    if not len(rows):
+        return tables, rows, []
+    # One json.loads over a JSON array of the payloads: the per-call overhead dominates otherwise.
+    view = memoryview(chunk)
+    joined = b",".join([view[b:e] for b, e in zip(begin[rows].tolist(), end[rows].tolist())])
+    try:
+        payloads = json.loads(b"[" + joined + b"]")
+    except ValueError:
+        raise _NotCanonical from None
+    if len(payloads) != len(rows) or not all(isinstance(p, dict) for p in payloads):
+        raise _NotCanonical
+    return tables, rows, payloads
 
-    @staticmethod
-    def _types(encoded: pa.DictionaryArray) -> np.ndarray:
-        try:
-            mapping = np.asarray([_TYPE_CODE[name] for name in encoded.dictionary.to_pylist()], np.int16)
-        except KeyError:
-            raise _NotCanonical from None  # an unknown type: the json path names it
-        return mapping[encoded.indices.to_numpy()]
 
-    def _payloads(
-        self, chunk: bytearray, buf: np.ndarray, codes: np.ndarray, begin: np.ndarray, end: np.ndarray, base: int
-    ) -> None:
-        counts = np.bincount(codes, minlength=len(EVENT_TYPES))
-        small: list[np.ndarray] = []
-        for code in np.flatnonzero(counts >= _ARROW_MIN_ROWS).tolist():
-            local = np.flatnonzero(codes == code)
-            short = end[local] - begin[local] <= _MAX_FAST_PAYLOAD
-            fast, slow = local[short], local[~short]
-            table = self._arrow_table(buf, begin[fast], end[fast]) if len(fast) else None
-            if table is None:
-                small.append(local)
-            else:
-                self.builder.add_table(fast + base, table)
-                small.append(slow)
-        rare = np.flatnonzero(counts[codes] < _ARROW_MIN_ROWS)
-        small.append(rare)
-        local = np.sort(np.concatenate(small))
-        if not len(local):
-            return
-        # One json.loads over a JSON array of the payloads: the per-call overhead dominates otherwise.
-        view = memoryview(chunk)
-        joined = b",".join([view[b:e] for b, e in zip(begin[local].tolist(), end[local].tolist())])
-        try:
-            payloads = json.loads(b"[" + joined + b"]")
-        except ValueError:
-            raise _NotCanonical from None
-        if len(payloads) != len(local) or not all(isinstance(p, dict) for p in payloads):
-            raise _NotCanonical
-        self.builder.add_rows(local + base, payloads)
-
-    @staticmethod
-    def _arrow_table(buf: np.ndarray, begin: np.ndarray, end: np.ndarray) -> pa.Table | None:
-        """The payloads of one type as an Arrow table, or None when json must parse them."""
-        packed, _ = _ragged(buf, begin, end, separator=10)
-        try:
-            table = pa_json.read_json(pa.BufferReader(packed.tobytes()))
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            return None
-        if table.num_rows != len(begin):
-            return None
-        if not all(any(test(f.type) for test in _FLAT_ARROW) for f in table.schema):
-            return None  # nested values: Arrow would merge their keys, json keeps them exact
-        return table
+def _arrow_table(buf: np.ndarray, data: pa.Buffer, begin: np.ndarray, end: np.ndarray) -> pa.Table | None:
+    """The payloads of one type as an Arrow table, or None when json must parse them."""
+    lines = _views(buf, data, begin, end + 2).cast(pa.string())  # "{...} \n" each, packed
+    offsets = lines.buffers()[1]
+    first, last = np.frombuffer(offsets, np.int32)[[lines.offset, lines.offset + len(lines)]]
+    try:
+        table = pa_json.read_json(pa.BufferReader(lines.buffers()[2][int(first) : int(last)]))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    if table.num_rows != len(begin):
+        return None
+    if not all(any(test(f.type) for test in _FLAT_ARROW) for f in table.schema):
+        return None  # nested values: Arrow would merge their keys, json keeps them exact
+    return table
 
 
 def data_kind(values: Sequence[Any]) -> str:

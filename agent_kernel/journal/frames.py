@@ -261,8 +261,8 @@ def _events_frame(columns: EventColumns) -> pd.DataFrame:
     out["type"] = pd.Categorical.from_codes(columns.type_code, dtype=TYPE_DTYPE)
     for key in sorted(columns.data):
         name = f"data_{key}" if key in EVENT_COLUMNS else key
-        out[name] = _data_column(columns.data[key], n)
-    return pd.DataFrame(out)
+        out[name] = _data_column(columns.data.pop(key), n)  # pop: each key's pieces go once used
+    return pd.DataFrame(out, copy=False)
 
 
 _ARROW_TYPES = {"bool": pa.bool_(), "int": pa.int64(), "float": pa.float64(), "str": pa.string()}

@@ -320,18 +320,16 @@ class Journal:
             written = os.write(self._fd, view)
             view = view[written:]
 
-    def _envelope(self, event: AgentEvent) -> str:
-        """The JSON text between ``ts`` and the type name, cached: it only changes between turns."""
-        key = (event.session_id, event.run_id, event.turn_id, event.parent_turn_id, event.iteration, event.agent_id)
-        mid = self._mids.get(key)
-        if mid is None:
-            if len(self._mids) > 256:  # a long session has many turns; keep the cache small
-                self._mids.clear()
-            mid = self._mids[key] = (
-                f',"session_id":{_encode_safely(event.session_id)},"run_id":{_encode_safely(event.run_id)}'
-                f',"turn_id":{_encode_safely(event.turn_id)},"parent_turn_id":{_encode_safely(event.parent_turn_id)}'
-                f',"iteration":{int(event.iteration)},"agent_id":{_encode_safely(event.agent_id)},"type":"'
-            )
+    def _envelope(self, key: tuple[Any, ...]) -> str:
+        """The JSON text between ``ts`` and the type name for ``key`` (the id fields), cached."""
+        if len(self._mids) > 256:  # a long session has many turns; keep the cache small
+            self._mids.clear()
+        session_id, run_id, turn_id, parent_turn_id, iteration, agent_id = key
+        mid = self._mids[key] = (
+            f',"session_id":{_encode_safely(session_id)},"run_id":{_encode_safely(run_id)}'
+            f',"turn_id":{_encode_safely(turn_id)},"parent_turn_id":{_encode_safely(parent_turn_id)}'
+            f',"iteration":{int(iteration)},"agent_id":{_encode_safely(agent_id)},"type":"'
+        )
         return mid
 
     def write(self, event: AgentEvent) -> None:
@@ -343,10 +341,13 @@ class Journal:
         if self._closed:
             raise JournalError(f"{self.path} is closed; open a new Journal to keep writing this session.")
         # The hot path (a text_delta per token): every step here is measured by benchmarks/journal.py.
+        # The id fields only change between turns, so their JSON is cached per combination.
+        key = (event.session_id, event.run_id, event.turn_id, event.parent_turn_id, event.iteration, event.agent_id)
+        mid = self._mids.get(key) or self._envelope(key)
         kind = event.type
         try:
             line = (
-                f'{{"seq":{event.seq:d},"ts":{_float_repr(event.ts)}{self._envelope(event)}{_TYPE_NAMES[kind]}'
+                f'{{"seq":{event.seq:d},"ts":{_float_repr(event.ts)}{mid}{_TYPE_NAMES[kind]}'
                 f'","data":{_join(_c_encode(event.data, 0))}}}\n'
             )
         except (TypeError, ValueError, KeyError):
@@ -363,8 +364,9 @@ class Journal:
     def _line_safely(self, event: AgentEvent) -> str:
         """The line for an event the fast path refused (an int ``ts``, data JSON cannot hold)."""
         kind = EventType(event.type)
+        key = (event.session_id, event.run_id, event.turn_id, event.parent_turn_id, event.iteration, event.agent_id)
         return (
-            f'{{"seq":{int(event.seq)},"ts":{float.__repr__(float(event.ts))}{self._envelope(event)}{kind.value}'
+            f'{{"seq":{int(event.seq)},"ts":{float.__repr__(float(event.ts))}{self._envelope(key)}{kind.value}'
             f'","data":{_encode_safely(event.data)}}}\n'
         )
 
