@@ -7,6 +7,7 @@ a notebook can filter them); actions print one line saying what they did. ``wait
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
@@ -190,6 +191,10 @@ def _journal_of(magics: AgentMagics, name: str) -> Any:
         return journal.path
     if not name:
         raise UserError("No agent session yet: %agent replay SESSION_ID (or a journal path) replays an earlier one.")
+    if magics.journal_dir is not None:
+        configured = Path(magics.journal_dir).expanduser() / f"{name}.jsonl"
+        if configured.is_file():
+            return configured
     return resolve_journal_path(name)
 
 
@@ -214,8 +219,8 @@ def cmd_replay(magics: AgentMagics, rest: str) -> None:
         return
     for run_events in runs.values():
         view = AgentView()
-        display(view)
         for event in run_events:
             view.handle(event)
-        view.close_run()
+        view.close_run()  # a view shown afterwards renders the whole run from its snapshot
+        display(view)
         display(view.summary())

@@ -38,8 +38,9 @@ from typing import Any, TypeVar
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
-from traitlets import Enum, Int, Unicode, validate
+from IPython.core.magic_arguments import argument, magic_arguments
+from IPython.utils.process import arg_split
+from traitlets import Enum, Int, TraitError, Unicode, validate
 
 from ..agent import Agent, RunResult
 from ..errors import UserError, did_you_mean
@@ -119,7 +120,7 @@ class AgentMagics(Magics):
     @validate("max_turns")
     def _check_max_turns(self, proposal: Any) -> int:
         if proposal["value"] < 1:
-            raise UsageError(f"AgentMagics.max_turns must be at least 1 (got {proposal['value']}).")
+            raise TraitError(f"AgentMagics.max_turns must be at least 1 (got {proposal['value']}).")
         return int(proposal["value"])
 
     # -- execution mode and the input transformer ----------------------------------------------
@@ -202,7 +203,8 @@ class AgentMagics(Magics):
         return await self._run_blocking(parsed)
 
     def _parse(self, line: str, cell: str) -> _Cell:
-        args = parse_argstring(self.agent_cell, line)
+        # POSIX splitting, so --system "Answer in French." loses its quotes.
+        args = self.agent_cell.parser.parse_args(arg_split(line, posix=True))
         name = args.session or self.sessions.current
         session = self.sessions.find(name)
         if session is not None and session.running:

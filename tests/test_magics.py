@@ -1,0 +1,463 @@
+"""The magics (jupyter/magics.py, controls.py, sessions.py, interpolation.py, extension.py) on a
+real IPython InteractiveShell, with scripted models defined in the shell's namespace.
+
+With no kernel a cell awaits its run on IPython's own asyncio loop (the same rewrite a kernel
+uses); what a cell shows is captured as IPython captures rich output.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from IPython.core.error import UsageError
+from IPython.core.interactiveshell import InteractiveShell
+from IPython.utils.capture import capture_output
+
+from agent_kernel.journal import read_events
+from agent_kernel.jupyter.extension import loaded_magics
+from agent_kernel.jupyter.interpolation import InterpolationWarning
+from agent_kernel.jupyter.magics import AgentMagics
+from agent_kernel.jupyter.runner import RunHandle
+
+SETUP = '''
+from agent_kernel import tool
+from agent_kernel.models.scripted import ScriptedModel, text, tool_call
+
+@tool
+def touch(name: str) -> str:
+    """Touches a file."""
+    return f"touched {name}"
+
+@tool(read_only=True)
+def lookup(key: str) -> str:
+    """Looks a key up."""
+    return key.upper()
+
+def shout(words: str) -> str:
+    """Shouts."""
+    return words.upper() + "!"
+
+model = ScriptedModel(["First answer.", "Second answer.", "Third answer."])
+other = ScriptedModel(["Other answer.", "Other again."])
+'''
+
+
+@pytest.fixture(scope="module")
+def shell() -> InteractiveShell:
+    ip = InteractiveShell.instance()
+    ip.history_manager.enabled = False
+    return ip
+
+
+class Cells:
+    """Runs cells in the shell and keeps what each showed."""
+
+    def __init__(self, ip: InteractiveShell) -> None:
+        self.ip = ip
+
+    def run(self, code: str) -> tuple[Any, Any]:
+        """Runs ``code``; returns (ExecutionResult, captured output). Fails on an unexpected error."""
+        with capture_output() as captured:
+            result = self.ip.run_cell(code, store_history=True)
+        if result.error_in_exec is not None or result.error_before_exec is not None:
+            raise AssertionError(f"cell failed: {code!r}\n{captured.stdout}{captured.stderr}") \
+                from (result.error_in_exec or result.error_before_exec)
+        return result, captured
+
+    def error(self, code: str) -> BaseException:
+        """Runs ``code`` expecting an error; returns it."""
+        with capture_output():
+            result = self.ip.run_cell(code)
+        error = result.error_in_exec or result.error_before_exec
+        assert error is not None, f"expected {code!r} to fail"
+        return error
+
+    @property
+    def ns(self) -> dict[str, Any]:
+        return self.ip.user_ns
+
+    @property
+    def magics(self) -> AgentMagics:
+        magics = loaded_magics(self.ip)
+        assert magics is not None
+        return magics
+
+
+@pytest.fixture
+def cells(shell: InteractiveShell, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Cells]:
+    monkeypatch.chdir(tmp_path)
+    shell.run_cell("%load_ext agent_kernel")
+    runner = Cells(shell)
+    names = set(shell.user_ns)
+    runner.run(SETUP)
+    runner.run(f"%config AgentMagics.journal_dir = {str(tmp_path / 'journals')!r}")
+    yield runner
+    shell.run_cell("%unload_ext agent_kernel")
+    for name in set(shell.user_ns) - names:  # quicker than %reset, which collects garbage
+        del shell.user_ns[name]
+    shell.config.pop("AgentMagics", None)  # %config settings outlive the extension
+
+
+def texts(captured: Any) -> list[str]:
+    """The text/plain of every rich output the cell showed."""
+    return [output.data.get("text/plain", "") for output in captured.outputs]
+
+
+# ---- the extension ----------------------------------------------------------------------------
+
+
+def test_load_ext_registers_both_magics_and_loading_twice_is_harmless(cells: Cells) -> None:
+    first = cells.magics
+    cells.run("%load_ext agent_kernel")
+    assert loaded_magics(cells.ip) is first
+    assert "agent" in cells.ip.magics_manager.magics["cell"]
+    assert "agent" in cells.ip.magics_manager.magics["line"]
+    assert cells.ip.input_transformers_cleanup.count(first.transform) == 1
+
+
+def test_unload_ext_removes_the_magics_the_transformer_and_the_configuration(cells: Cells) -> None:
+    magics = cells.magics
+    cells.run("%unload_ext agent_kernel")
+
+    assert loaded_magics(cells.ip) is None
+    assert "agent" not in cells.ip.magics_manager.magics["cell"]
+    assert magics.transform not in cells.ip.input_transformers_cleanup
+    assert magics not in cells.ip.configurables
+    cells.run("%load_ext agent_kernel")  # and it comes back
+    assert loaded_magics(cells.ip) is not None
+
+
+def test_config_sets_the_model_mode_max_turns_and_journal_dir_of_new_sessions(cells: Cells, tmp_path: Path) -> None:
+    cells.run("%config AgentMagics.model = 'other'\n"
+              "%config AgentMagics.mode = 'plan'\n"
+              "%config AgentMagics.max_turns = 3")
+    cells.run("%%agent\nHello")
+
+    agent = cells.magics.sessions.get().agent
+    assert agent.model is cells.ns["other"]
+    assert agent.permissions.permissions.mode == "plan" and agent.max_iterations == 3
+    assert agent.journal.path.parent == tmp_path / "journals"
+    cells.run("%config AgentMagics.max_turns = 0")  # IPython logs the refusal
+    assert cells.magics.max_turns == 3
+
+
+# ---- %%agent ----------------------------------------------------------------------------------
+
+
+def test_an_agent_cell_shows_the_live_view_then_a_summary_of_the_answer(cells: Cells) -> None:
+    result, captured = cells.run("%%agent -m model\nSay something")
+
+    assert result.result is None  # nothing extra in Out
+    view, summary = texts(captured)
+    assert view == "AgentView(waiting for a run)"
+    assert summary.startswith("Answer:\nFirst answer.")
+    assert cells.ns["model"].requests[0].messages[-1].content[0].text == "Say something"
+
+
+def test_successive_cells_continue_one_conversation(cells: Cells) -> None:
+    cells.run("%%agent -m model\nMy name is Ada.")
+    cells.run("%%agent\nWhat is my name?")
+
+    said = [m.content[0].text for m in cells.ns["model"].requests[-1].messages]
+    assert said == ["My name is Ada.", "First answer.", "What is my name?"]
+
+
+def test_new_starts_a_fresh_conversation_with_the_same_settings(cells: Cells) -> None:
+    cells.run("%%agent -m model --tools touch --max-turns 4\nOne")
+    first = cells.magics.sessions.get().agent
+    cells.run("%%agent --new\nTwo")
+
+    second = cells.magics.sessions.get().agent
+    assert second is not first and second.session_id != first.session_id
+    assert second.model is first.model and second.tools.names == ["touch"] and second.max_iterations == 4
+    assert [m.content[0].text for m in cells.ns["model"].requests[-1].messages] == ["Two"]
+    assert first.journal.path.exists()  # the old conversation's journal is kept
+
+
+def test_session_switches_to_another_conversation_which_stays_current(cells: Cells) -> None:
+    cells.run("%%agent -m model\nIn the default session")
+    cells.run("%%agent --session side -m other\nIn the side session")
+    cells.run("%%agent\nStill in the side session")
+
+    sessions = cells.magics.sessions
+    assert sessions.current == "side" and sessions.names == ["default", "side"]
+    assert len(sessions.get("side").agent.messages) == 4
+    assert len(sessions.get("default").agent.messages) == 2
+
+
+def test_output_stores_the_run_result(cells: Cells) -> None:
+    cells.run("%%agent -m model -o answer\nHello")
+
+    assert cells.ns["answer"].text == "First answer."
+    assert "not a variable name" in str(cells.error("%%agent -o 2x\nHello"))
+
+
+def test_a_running_session_refuses_a_second_prompt_with_the_way_out(cells: Cells) -> None:
+    cells.run("%%agent -m model --detach\nFirst")
+    error = cells.error("%%agent\nSecond")
+    assert "%agent wait" in str(error) and "--session" in str(error)
+    cells.run("%agent wait")
+
+
+def test_interpolation_fills_in_names_in_and_out_and_keeps_escaped_braces(cells: Cells) -> None:
+    cells.run("rows = 42\nconfig = {'region': 'north'}")
+    result, _ = cells.run("6 * 7")
+    number = result.execution_count
+
+    cells.run("%%agent -m model\n"
+              f"Rows {{rows}}, region {{config['region']}}, Out {{Out[{number}]}}, "
+              f"In {{In[{number}]}}, literal {{{{rows}}}} and JSON {{\"a\": 1}}")
+
+    prompt = cells.ns["model"].requests[-1].messages[-1].content[0].text
+    assert prompt == 'Rows 42, region north, Out 42, In 6 * 7, literal {rows} and JSON {"a": 1}'
+
+
+def test_an_unknown_name_is_left_as_written_with_a_warning(cells: Cells) -> None:
+    with pytest.warns(InterpolationWarning, match=r"\{nowhere\}.*--no-interpolate"):
+        cells.run("%%agent -m model\nUse {nowhere} here")
+
+    assert cells.ns["model"].requests[-1].messages[-1].content[0].text == "Use {nowhere} here"
+
+
+def test_no_interpolate_sends_braces_as_written(cells: Cells) -> None:
+    cells.run("rows = 42")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        cells.run("%%agent -m model --no-interpolate\nKeep {rows} and {{this}}")
+
+    assert cells.ns["model"].requests[-1].messages[-1].content[0].text == "Keep {rows} and {{this}}"
+
+
+def test_tools_take_notebook_functions_tool_objects_and_builtins_with_spaces_or_commas(cells: Cells) -> None:
+    cells.run("%%agent -m model --tools touch,lookup shout read_file\nHi")
+
+    assert cells.magics.sessions.get().agent.tools.names == ["touch", "lookup", "shout", "read_file"]
+
+
+def test_an_unknown_tool_is_a_clear_error_that_suggests_the_closest_name(cells: Cells) -> None:
+    error = cells.error("%%agent -m model --tools tuch\nHi")
+
+    assert isinstance(error, UsageError)
+    assert "no function or @tool called 'tuch'" in str(error) and "Did you mean 'touch'?" in str(error)
+    assert "read_file" in str(error)  # and it lists the built-in tools
+    assert not cells.magics.sessions.names  # nothing was created by the failed cell
+
+
+def test_a_variable_that_is_not_a_function_is_not_a_tool(cells: Cells) -> None:
+    cells.run("limit = 5")
+    error = cells.error("%%agent -m model --tools limit\nHi")
+    assert "'limit' is a int, not a function" in str(error)
+
+
+def test_an_unknown_model_is_a_clear_error_listing_the_notebooks_model_objects(cells: Cells) -> None:
+    error = cells.error("%%agent -m modle\nHi")
+
+    assert isinstance(error, UsageError)
+    assert "'modle' is not a known model" in str(error)
+    assert "Model objects in this notebook: model, other." in str(error)
+
+
+def test_a_variable_that_is_not_a_model_is_a_clear_error_and_a_string_variable_names_one(cells: Cells) -> None:
+    cells.run("count = 3\nchoice = 'offline'")
+    assert "'count' is a int, not a model" in str(cells.error("%%agent -m count\nHi"))
+
+    cells.run("%%agent -m choice\nHi")
+    assert cells.magics.sessions.get().agent.model.provider == "offline"
+
+
+def test_mode_and_max_turns_options_change_the_session(cells: Cells) -> None:
+    cells.run("planner = ScriptedModel([[tool_call('touch', {'name': 'x'})], 'Planned.'])")
+    cells.run("%%agent -m planner --tools touch --mode plan --max-turns 2 -o planned\nTouch x")
+
+    refusal = cells.ns["planned"].tool_calls[0]
+    assert refusal["is_error"] and "plan mode" in refusal["content"]
+    assert cells.magics.sessions.get().agent.max_iterations == 2
+    assert isinstance(cells.error("%%agent --max-turns 0\nHi"), UsageError)
+    assert isinstance(cells.error("%%agent --mode reckless\nHi"), UsageError)
+
+
+def test_without_a_front_end_an_approval_follows_the_headless_policy(
+        cells: Cells, monkeypatch: pytest.MonkeyPatch) -> None:
+    cells.run("toucher = ScriptedModel([[tool_call('touch', {'name': 'x'})], 'Touched.', "
+              "[tool_call('touch', {'name': 'y'})], 'Refused.'])")
+    monkeypatch.setenv("AGENT_KERNEL_APPROVAL", "auto_approve")
+    cells.run("%%agent -m toucher --tools touch -o approved\nTouch x")
+    monkeypatch.delenv("AGENT_KERNEL_APPROVAL")
+    cells.run("%%agent --new -o refused\nTouch y")
+
+    assert cells.ns["approved"].tool_calls[0]["content"] == "touched x"
+    assert "AGENT_KERNEL_APPROVAL" in cells.ns["refused"].tool_calls[0]["content"]
+
+
+def test_quiet_shows_the_summary_but_no_live_view(cells: Cells) -> None:
+    _, captured = cells.run("%%agent -m model --quiet\nHi")
+
+    assert [t.split("\n")[0] for t in texts(captured)] == ["Answer:"]
+
+
+def test_system_prompt_reaches_the_model(cells: Cells) -> None:
+    cells.run('%%agent -m model --system "Answer in French."\nHi')
+    assert cells.ns["model"].requests[-1].system == "Answer in French."
+
+
+def test_an_empty_prompt_is_a_usage_error(cells: Cells) -> None:
+    error = cells.error("%%agent -m model\n   \n")
+    assert isinstance(error, UsageError) and "no prompt" in str(error)
+
+
+def test_help_is_left_to_ipython_and_lists_every_option(cells: Cells) -> None:
+    assert cells.magics.transform(["%%agent?\n"]) == ["%%agent?\n"]
+    doc = AgentMagics.agent_cell.__doc__ or ""
+    for option in ("--model", "--system", "--tools", "--mode", "--max-turns", "--session", "--new",
+                   "--output", "--detach", "--no-interpolate", "--quiet"):
+        assert option in doc
+
+
+def test_the_transformer_rewrites_only_agent_cells_and_awaited_agent_lines(cells: Cells) -> None:
+    transform = cells.magics.transform
+    rewritten = transform(["%%agent -m model\n", "Hi {x}\n"])
+    assert rewritten[0].startswith("await get_ipython().magics_manager.registry[\"AgentMagics\"].cell_async(")
+    assert transform(["x = 1\n", "%agent wait\n"])[1].startswith("await ")
+    assert transform(["%agent history\n"]) == ["%agent history\n"]
+    assert transform(["%%bash\n", "%agent wait\n"]) == ["%%bash\n", "%agent wait\n"]
+    cells.run("%autoawait False")
+    try:
+        assert transform(["%%agent\n", "Hi\n"]) == ["%%agent\n", "Hi\n"]
+    finally:
+        cells.run("%autoawait True")
+
+
+def test_without_autoawait_the_cell_magic_still_runs_the_prompt(cells: Cells) -> None:
+    cells.run("%autoawait False")
+    try:
+        cells.run("%%agent -m model -o plain\nHi")
+    finally:
+        cells.run("%autoawait True")
+    assert cells.ns["plain"].text == "First answer."
+
+
+# ---- detached runs ----------------------------------------------------------------------------
+
+
+def test_detach_returns_a_handle_and_wait_sequences_the_next_cell(cells: Cells) -> None:
+    result, captured = cells.run("%%agent -m model --detach -o later\nTake your time")
+
+    handle = result.result
+    assert isinstance(handle, RunHandle)
+    assert "summary appears here" in texts(captured)[1]
+    cells.run("%agent wait")
+    assert handle.done() and cells.ns["later"].text == "First answer."
+
+
+def test_cancel_stops_a_detached_run(cells: Cells) -> None:
+    cells.run("import asyncio\nfrom agent_kernel.models.scripted import FunctionModel\n"
+              "async def _hang(messages, tools):\n    await asyncio.Event().wait()\n"
+              "hang = FunctionModel(_hang)")
+    result, _ = cells.run("%%agent -m hang --detach\nThink forever")
+    _, captured = cells.run("%agent cancel")
+    cells.run("%agent wait")
+
+    assert "Cancelling the run in session 'default'" in captured.stdout
+    assert result.result.result().termination_reason.value == "user_interrupt"
+    _, captured = cells.run("%agent cancel")
+    assert captured.stdout == "Nothing is running.\n"
+
+
+# ---- %agent -----------------------------------------------------------------------------------
+
+
+def test_agent_alone_reports_model_session_mode_usage_and_how_cells_run(cells: Cells) -> None:
+    _, before = cells.run("%agent")
+    assert "No conversation yet" in before.stdout
+    cells.run("%%agent -m model --tools touch\nHi")
+    _, after = cells.run("%agent")
+
+    assert "Session 'default'" in after.stdout and "model scripted" in after.stdout
+    assert "mode default" in after.stdout and "Tools: touch." in after.stdout
+    assert "tokens in" in after.stdout and "Cells run blocking" in after.stdout
+
+
+def test_agent_model_switches_the_current_session_and_new_sessions(cells: Cells) -> None:
+    cells.run("%%agent -m model\nHi")
+    cells.run("%agent model other")
+    cells.run("%%agent\nAgain")
+
+    assert cells.ns["other"].requests[-1].messages[-1].content[0].text == "Again"
+    assert cells.magics.model == "other"
+    assert "not a known model" in str(cells.error("%agent model nonsense-model"))
+
+
+def test_listings_are_dataframes(cells: Cells) -> None:
+    cells.run("%%agent -m model --tools touch --session main\nHi")
+
+    models = cells.run("%agent models")[0].result
+    tools = cells.run("%agent tools")[0].result
+    sessions = cells.run("%agent sessions")[0].result
+    usage = cells.run("%agent usage")[0].result
+    assert list(models["spec"][:2]) == ["model", "other"] and "offline" in set(models["spec"])
+    first = tools.iloc[0]
+    assert (first["name"], first["source"], first["in_session"], first["read_only"]) == (
+        "touch", "notebook", True, False)
+    assert {"lookup", "read_file", "bash"} <= set(tools["name"])
+    assert sessions[["name", "current", "runs", "messages"]].values.tolist() == [["main", True, 1, 2]]
+    assert usage.loc[0, "turns"] == 1 and usage.loc[0, "input_tokens"] > 0
+
+
+def test_history_and_events_are_the_sessions_dataframes(cells: Cells) -> None:
+    cells.run("%%agent -m model\nHi")
+
+    turns = cells.run("%agent history")[0].result
+    events = cells.run("%agent events")[0].result
+    assert isinstance(turns, pd.DataFrame) and len(turns) == 1
+    assert events["type"].iloc[0] == "run_start" and events["type"].iloc[-1] == "run_finish"
+
+
+def test_compact_summarises_the_conversation(cells: Cells) -> None:
+    cells.run("talker = ScriptedModel(['One.', 'Two.', 'Three.', 'Four.', 'A summary of it all.'])")
+    _, too_short = cells.run("%%agent -m talker\nFirst\n%agent compact")  # a prompt, not a command
+    _, too_short = cells.run("%agent compact")
+    assert too_short.stdout == "Nothing to compact.\n"
+    for prompt in ("Second", "Third", "Fourth"):
+        cells.run(f"%%agent\n{prompt}")
+    _, captured = cells.run("%agent compact keep the numbers")
+
+    assert captured.stdout == "Compacted the conversation.\n"
+    assert "keep the numbers" in str(cells.ns["talker"].requests[-1].messages)
+
+
+def test_replay_shows_each_recorded_run_again(cells: Cells) -> None:
+    cells.run("%%agent -m model\nOne")
+    cells.run("%%agent\nTwo")
+    session_id = cells.magics.sessions.get().agent.session_id
+
+    _, captured = cells.run(f"%agent replay {session_id}")
+
+    shown = texts(captured)
+    assert shown[0].startswith("AgentView(run finished")
+    assert [t.split("\n")[1] for t in shown[1::2]] == ["First answer.", "Second answer."]
+    assert "no session 'nope'" in str(cells.error("%agent replay nope"))
+
+
+def test_reset_starts_a_new_conversation_and_keeps_the_old_journal(cells: Cells) -> None:
+    cells.run("%%agent -m model\nRemember me")
+    old = cells.magics.sessions.get().agent
+    _, captured = cells.run("%agent reset")
+
+    new = cells.magics.sessions.get().agent
+    assert new is not old and new.messages == [] and new.model is old.model
+    assert "old journal is kept" in captured.stdout
+    assert read_events(old.journal.path)[-1].type.value == "run_finish"
+
+
+def test_an_unknown_subcommand_suggests_the_closest(cells: Cells) -> None:
+    error = cells.error("%agent sesions")
+    assert isinstance(error, UsageError) and "Did you mean 'sessions'?" in str(error)
+
+
+def test_history_before_any_cell_says_to_run_one(cells: Cells) -> None:
+    assert "run an %%agent cell first" in str(cells.error("%agent history"))
