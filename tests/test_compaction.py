@@ -167,7 +167,8 @@ async def test_the_event_figures_add_up() -> None:
     kept = before[complete["messages_removed"] :]
     counter = manager.counter(model)
     summary_message = model.requests[SUMMARY_CALL + 1].messages[0]
-    assert complete["tokens_before"] - complete["tokens_after"] == counter.messages(removed) - counter.message(summary_message)
+    saved = counter.messages(removed) - counter.message(summary_message)
+    assert abs((complete["tokens_before"] - complete["tokens_after"]) - saved) <= 2  # each estimate rounds up once
     assert list(model.requests[SUMMARY_CALL + 1].messages[1:]) == kept
 
 
@@ -375,3 +376,23 @@ def test_invalid_compaction_settings_are_refused(bad: dict[str, Any]) -> None:
 
     with pytest.raises(UserError):
         ContextManager(**bad)
+
+
+async def test_prepare_only_suspends_when_compaction_is_due() -> None:
+    manager = ContextManager(micro_compact=False, keep_messages=2, retry_delays=())
+    model = ScriptedModel([SUMMARY], context_window=2_000)
+    short = tool_history(1)
+    request = ModelRequest(tuple(short))
+    assert not manager.due(request, model)
+    # Not due: the coroutine finishes on its first step, so the loop can await it inline.
+    step = manager.prepare(short, TurnState.initial(), request, model, Recorder())
+    with pytest.raises(StopIteration) as done:
+        step.send(None)
+    assert done.value.value.request is request
+
+    long = tool_history(6, size=1_200)
+    request = ModelRequest(tuple(long))
+    assert manager.due(request, model)
+    prepared = await manager.prepare(long, TurnState.initial(), request, model, Recorder())
+    assert prepared.compacted
+    assert not manager.due(prepared.request, model)

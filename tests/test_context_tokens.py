@@ -36,7 +36,9 @@ def test_a_request_estimate_is_the_sum_of_its_parts() -> None:
     tools = (ToolSpec("read_file", "Reads a file.", {"type": "object", "properties": {"path": {"type": "string"}}}),)
     request = ModelRequest(messages, "You are careful.", tools)
     total = counter.request(request)
-    assert total == counter.system("You are careful.") + counter.tools(tools) + sum(counter.message(m) for m in messages)
+    assert total == counter.system("You are careful.") + counter.tools(tools) + counter.messages(messages)
+    # Estimated one by one, each message rounds up on its own.
+    assert 0 <= sum(counter.message(m) for m in messages) - counter.messages(messages) < len(messages)
     # The tool result dominates: about 3,600 characters at 3.5 a token.
     assert 1_000 < total < 1_200
 
@@ -103,3 +105,19 @@ def test_bad_settings_say_what_to_use_instead() -> None:
         ContextManager(threshold=80)
     with pytest.raises(UserError, match="keep_messages must be at least 1"):
         ContextManager(keep_messages=0)
+
+
+async def test_calibration_compares_usage_with_the_request_actually_sent() -> None:
+    # Old tool results are cleared in what is sent: the provider's count is compared with that.
+    manager = ContextManager(micro_keep=1, micro_threshold_tokens=100)
+    model = ScriptedModel([], context_window=100_000)
+    history = [Message.user("go")]
+    for i in range(4):
+        history.append(Message("assistant", (ToolUseBlock(f"c{i}", "read", {"n": i}),)))
+        history.append(Message("user", (ToolResultBlock(f"c{i}", "z" * 4_000),)))
+    prepared = await manager.prepare(history, TurnState.initial(), ModelRequest(tuple(history)), model, lambda t, d: None)
+    assert prepared.request.messages != tuple(history)
+    counter = manager.counter(model)
+    raw_sent = counter.raw_request(prepared.request)
+    manager.record_usage(prepared.request, Usage(input_tokens=int(raw_sent * 2)))
+    assert counter.scale == pytest.approx(2.0, rel=0.01)

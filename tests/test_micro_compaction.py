@@ -59,6 +59,27 @@ def test_tokens_saved_is_the_difference_of_the_estimates() -> None:
     assert out.tokens == counter.messages(out.messages)
 
 
+def test_clearing_comes_in_batches_so_the_request_otherwise_only_grows_at_its_end() -> None:
+    compactor = MicroCompactor(keep=3, threshold_tokens=2_900)
+    counter = TokenCounter("openai")
+    history = conversation([])
+    sent: list[tuple[Message, ...]] = []
+    batches = []
+    for i in range(30):
+        history = history + conversation([f"result {i} " + "k" * 4_000])[1:]
+        out = compactor.apply(history, counter)
+        sent.append(out.messages)
+        if out.results_cleared:
+            batches.append((i, out.results_cleared))
+    # ~990 tokens saved a result: a batch each time three more results are past the newest three.
+    assert batches == [(5, 3), (8, 3), (11, 3), (14, 3), (17, 3), (20, 3), (23, 3), (26, 3), (29, 3)]
+    for i, (before, after) in enumerate(zip(sent, sent[1:]), start=1):
+        extends = after[: len(before)] == before and all(a is b for a, b in zip(before, after))
+        assert extends == (i not in {b for b, _ in batches}), i
+    # Between batches up to keep + (batch - 1) results are whole; right after one, exactly keep.
+    assert result_contents(sent[29])[-4:] == [placeholder(len("result 26 ") + 4_000)] + result_contents(history)[-3:]
+
+
 def test_results_in_one_message_are_counted_from_the_newest() -> None:
     parallel = Message("user", tuple(ToolResultBlock(f"p{i}", f"{i}" * 3_000) for i in range(4)))
     history = [Message.user("go"), Message("assistant", tuple(ToolUseBlock(f"p{i}", "t", {}) for i in range(4))), parallel]
@@ -107,7 +128,7 @@ async def test_a_run_shows_the_model_placeholders_while_the_events_and_history_k
         model,
         tools=[read_log],
         journal=None,
-        context=ContextManager(micro_keep=2, micro_threshold_tokens=1_000),
+        context=ContextManager(micro_keep=2, micro_threshold_tokens=1_000, calibrate=False),
     )
     result = await agent.run("Read the logs.")
     assert result.text == "All six logs read."
@@ -120,8 +141,23 @@ async def test_a_run_shows_the_model_placeholders_while_the_events_and_history_k
     # The last request cleared all but the newest two results.
     last = model.requests[-1]
     assert result_contents(last.messages) == [placeholder(len(full[0]))] * 4 + full[4:]
+    # Two batches of two results (each pair saves more than the 1,000-token threshold).
     micro = [e.data for e in result.events if e.type is EventType.MICRO_COMPACTION]
-    assert micro and micro[-1]["results_cleared"] == 4
+    assert [(m["results_cleared"], m["total_results_cleared"]) for m in micro] == [(2, 2), (2, 4)]
+    assert abs(micro[-1]["total_tokens_saved"] - sum(m["tokens_saved"] for m in micro)) <= len(micro)  # rounding
     # The model reports the size of the cleared request it received, not of the full history.
     reported = [e.data["usage"]["input_tokens"] for e in result.events if e.type is EventType.LLM_COMPLETE]
     assert reported == [estimate_request_tokens(r) for r in model.requests]
+
+
+async def test_asking_whether_compaction_is_due_does_not_swallow_a_batch() -> None:
+    manager = ContextManager(micro_keep=1, micro_threshold_tokens=100)
+    model = ScriptedModel([], context_window=200_000)
+    history = conversation(["q" * 2_000 for _ in range(3)])
+    request = ModelRequest(tuple(history))
+    assert not manager.due(request, model)
+    events: list[tuple[EventType, dict]] = []
+    prepared = await manager.prepare(history, TurnState.initial(), request, model, lambda t, d: events.append((t, d)))
+    [micro] = [d for t, d in events if t is EventType.MICRO_COMPACTION]
+    assert micro["results_cleared"] == 2
+    assert result_contents(prepared.request.messages) == [placeholder(2_000)] * 2 + ["q" * 2_000]

@@ -135,6 +135,12 @@ class ContextAssembler:
     def assemble(self, components: Sequence[Component], budget: int) -> Assembly:
         """Decides each component's status within ``budget`` tokens."""
         sizes = [c.tokens if c.tokens is not None else self.count(c.content) for c in components]
+        if sum(sizes) <= budget:
+            # Everything fits (the usual case before every model call): nothing to rank.
+            return Assembly(
+                budget,
+                tuple(Placed(c.name, c.priority, c.truncatable, "included", n, n, c.content) for c, n in zip(components, sizes)),
+            )
         order = sorted(range(len(components)), key=lambda i: -int(components[i].priority))
         placed: dict[int, Placed] = {}
         room = max(0, budget)

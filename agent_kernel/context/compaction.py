@@ -295,6 +295,7 @@ class Compactor:
         threshold: int,
         focus: str | None = None,
         trigger: str = "auto",
+        tokens_before: int | None = None,
     ) -> CompactionResult | None:
         """Compacts ``history``; None when there is nothing worth compacting.
 
@@ -308,12 +309,14 @@ class Compactor:
             threshold: the auto-compaction threshold, for the ``compaction_start`` event.
             focus: what the summary should pay particular attention to.
             trigger: ``auto`` or ``manual``.
+            tokens_before: the estimate that passed the threshold (``measure(history)`` if omitted).
         """
         history = list(history)
         cut = self.choose_cut(history, counter, budget)
         if not self.worth_compacting(history, cut):
             return None
-        tokens_before = measure(history)
+        if tokens_before is None:
+            tokens_before = measure(history)
         emit(
             EventType.COMPACTION_START,
             {"tokens_before": tokens_before, "messages": len(history), "threshold": threshold, "trigger": trigger, "focus": focus},

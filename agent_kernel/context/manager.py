@@ -8,7 +8,7 @@ compaction (``agent.compact(focus)``).
 
 The loop's side of the contract::
 
-    prepared = await manager.prepare(history, turn, request, model, emit)
+    prepared = await manager.prepare(history, turn, request, model, emit)   # a task if due()
     if prepared.history is not None:      # auto-compaction rewrote the conversation
         history[:] = prepared.history     # and the turn is marked compacted
     ... stream prepared.request ...
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import UserError
@@ -105,7 +105,7 @@ class ContextManager:
         if any(d < 0 for d in retry_delays):
             raise UserError(f"retry_delays must be 0 or more seconds each, got {tuple(retry_delays)}")
         try:
-            self.micro = MicroCompactor(micro_keep, micro_threshold_tokens)
+            self.micro = MicroCompactor(micro_keep, micro_threshold_tokens, enabled=micro_compact)
             self.compactor = Compactor(
                 keep_messages=keep_messages, retry_delays=retry_delays, target_ratio=target_ratio, sleep=sleep
             )
@@ -116,12 +116,14 @@ class ContextManager:
         self.compaction_model = compaction_model
         self.context_window = context_window
         self.auto_compact = auto_compact
-        self.micro_compact = micro_compact
         self.chars_per_token = chars_per_token
         self.calibrate = calibrate
         self._counters: dict[str, TokenCounter] = {}
         self._provider = ""
         self._fixed_tokens = 0
+        self._sent: tuple[ModelRequest, float] | None = None
+        self._assembler = ContextAssembler()
+        self._components: dict[str, Component] = {}
 
     def __repr__(self) -> str:
         limit = f"reserve_tokens={self.reserve_tokens}" if self.reserve_tokens is not None else f"threshold={self.threshold}"
@@ -157,12 +159,35 @@ class ContextManager:
         """Estimated input tokens of ``request`` for ``model``."""
         return self.counter(model).request(request)
 
+    def _fixed_component(self, name: str, tokens: int) -> Component:
+        # System and tools rarely change size: reuse their components from call to call.
+        component = self._components.get(name)
+        if component is None or component.tokens != tokens:
+            component = self._components[name] = Component(name, "", Priority.CRITICAL, False, tokens)
+        return component
+
     def _view(self, messages: Sequence[Message], counter: TokenCounter) -> MicroResult:
-        if self.micro_compact:
-            return self.micro.apply(messages, counter)
-        return MicroResult(tuple(messages), 0, 0, counter.messages(messages))
+        # The manager's own compactor follows the conversation from call to call.
+        return self.micro.apply(messages, counter)
+
+    def _measure(self, fixed: int, counter: TokenCounter) -> Callable[[Sequence[Message]], int]:
+        # Estimated input of a request carrying another history (before or after a compaction),
+        # as it would be sent; a fresh compactor leaves the one following the conversation alone.
+        return lambda history: fixed + self.micro.fresh().apply(history, counter).tokens
 
     # -- the loop's contract --------------------------------------------------------------------
+
+    def due(self, request: ModelRequest, model: Model) -> bool:
+        """True when ``prepare`` for this request will auto-compact, and so wait on a model.
+
+        Otherwise ``prepare`` returns without suspending: the loop may await it inline and need
+        not run it as a task that streams events while it waits.
+        """
+        if not self.auto_compact:
+            return False
+        counter = self.counter(model)
+        fixed = counter.system(request.system) + counter.tools(request.tools)
+        return fixed < self.threshold_tokens(model) < fixed + self._view(request.messages, counter).tokens
 
     async def prepare(
         self, history: list[Message], turn: TurnState, request: ModelRequest, model: Model, emit: Emit
@@ -183,8 +208,8 @@ class ContextManager:
         counter = self.counter(model)
         window = self.window(model)
         threshold = self.threshold_tokens(model)
-        system_tokens = counter.system(request.system)
-        tool_tokens = counter.tools(request.tools)
+        raw_fixed = (counter.raw_system(request.system), counter.raw_tools(request.tools))
+        system_tokens, tool_tokens = counter.tokens(raw_fixed[0]), counter.tokens(raw_fixed[1])
         fixed = system_tokens + tool_tokens
         self._fixed_tokens = fixed
         view = self._view(request.messages, counter)
@@ -197,23 +222,32 @@ class ContextManager:
                 self.compaction_model or model,
                 counter,
                 budget=threshold - fixed,
-                measure=lambda h: fixed + self._view(h, counter).tokens,
+                measure=self._measure(fixed, counter),
                 emit=emit,
                 threshold=threshold,
                 trigger="auto",
+                tokens_before=fixed + view.tokens,
             )
             if result is not None:
                 new_history = result.history
                 view = self._view(_rebase(request.messages, history, new_history, result.messages_removed), counter)
         if view.results_cleared:
-            emit(EventType.MICRO_COMPACTION, {"results_cleared": view.results_cleared, "tokens_saved": view.tokens_saved})
+            emit(
+                EventType.MICRO_COMPACTION,
+                {
+                    "results_cleared": view.results_cleared,
+                    "tokens_saved": view.tokens_saved,
+                    "total_results_cleared": view.total_results_cleared,
+                    "total_tokens_saved": view.total_tokens_saved,
+                },
+            )
         messages = view.messages
-        assembly = ContextAssembler(counter.text).assemble(
-            [
-                Component("system", priority=Priority.CRITICAL, tokens=system_tokens),
-                Component("tools", priority=Priority.CRITICAL, tokens=tool_tokens),
-                Component("history", priority=Priority.HIGH, truncatable=True, tokens=view.tokens),
-            ],
+        assembly = self._assembler.assemble(
+            (
+                self._fixed_component("system", system_tokens),
+                self._fixed_component("tools", tool_tokens),
+                Component("history", "", Priority.HIGH, True, view.tokens),
+            ),
             budget=window,
         )
         trimmed = 0
@@ -236,7 +270,14 @@ class ContextManager:
                 "messages_hidden": trimmed,
             },
         )
-        sent = request if messages is request.messages else replace(request, messages=tuple(messages))
+        # Built directly: dataclasses.replace costs several times more on this per-call path.
+        sent = request if messages is request.messages else ModelRequest(tuple(messages), request.system, request.tools, request.options)
+        if not trimmed:
+            # record_usage calibrates against this request's raw size: worked out now from the
+            # running totals, it costs nothing however long the conversation is.
+            self._sent = (sent, raw_fixed[0] + raw_fixed[1] + counter.raw_messages_from(view.chars, len(messages)))
+        else:
+            self._sent = None
         return PreparedContext(sent, new_history, new_history is not None)
 
     def record_usage(self, request: ModelRequest, usage: Usage) -> None:
@@ -244,7 +285,9 @@ class ContextManager:
         if not self.calibrate:
             return
         counter = self.counter()
-        counter.calibrate(counter.raw_request(request), reported_input_tokens(usage))
+        sent = self._sent
+        raw = sent[1] if sent is not None and sent[0] is request else counter.raw_request(request)
+        counter.calibrate(raw, reported_input_tokens(usage))
 
     async def compact(self, history: Sequence[Message], model: Model, emit: Emit, focus: str | None = None) -> list[Message]:
         """Compacts ``history`` now, whatever its size; returns the new history.
@@ -266,7 +309,7 @@ class ContextManager:
             self.compaction_model or model,
             counter,
             budget=max(0, threshold - fixed),
-            measure=lambda h: fixed + self._view(h, counter).tokens,
+            measure=self._measure(fixed, counter),
             emit=emit,
             threshold=threshold,
             focus=focus,

@@ -6,8 +6,8 @@ each model call, ``calibrate`` compares the provider's input-token count with th
 the same request and moves a correction factor towards their ratio, so the estimates track the
 provider's real tokenizer over a session.
 
-Every estimate of a collection is the sum of the estimates of its items, so event figures built
-from them (tokens before, tokens after, tokens saved) add up exactly.
+A request's estimate is the sum of its system, tools and messages estimates, which is what the
+``context_assembled`` event reports per component.
 """
 
 from __future__ import annotations
@@ -45,6 +45,11 @@ def reported_input_tokens(usage: Usage) -> int:
 class TokenCounter:
     """Estimates tokens for one provider, calibrated by what that provider reports.
 
+    An estimate is ``ceil(scale * raw)``, where ``raw`` is characters divided by the ratio plus a
+    small framing cost per message, tool and system prompt, and ``scale`` is the calibration.
+    Raw figures come from integer character totals, so the same content always gets the same
+    estimate whichever order it was added up in.
+
     Args:
         provider: the model's provider (``anthropic``, ``openai``, ...); picks the starting ratio.
         chars_per_token: overrides the provider's ratio.
@@ -56,7 +61,7 @@ class TokenCounter:
         100
     """
 
-    __slots__ = ("provider", "chars_per_token", "scale", "smoothing", "observations", "_chars")
+    __slots__ = ("provider", "chars_per_token", "scale", "smoothing", "observations", "_chars", "_tool_chars")
 
     def __init__(self, provider: str = "", chars_per_token: float | None = None, *, smoothing: float = 0.5) -> None:
         if chars_per_token is not None and chars_per_token <= 0:
@@ -70,13 +75,14 @@ class TokenCounter:
         self.observations = 0
         # Messages are frozen, so their character counts never change; the loop passes the same
         # message objects on every call, so remembering the count keeps estimation linear in
-        # what is new. The stored message keeps its id from being reused while cached.
+        # what is new. The stored object keeps its id from being reused while cached.
         self._chars: dict[int, tuple[Message, int]] = {}
+        self._tool_chars: dict[tuple[str, str, int], tuple[object, int]] = {}
 
     def __repr__(self) -> str:
         return f"TokenCounter({self.provider!r}, chars_per_token={self.chars_per_token}, scale={self.scale:.3f})"
 
-    # -- raw (uncalibrated) figures -------------------------------------------------------------
+    # -- characters -----------------------------------------------------------------------------
 
     def message_chars(self, message: Message) -> int:
         """The characters of a message's content (cached per message object)."""
@@ -89,17 +95,35 @@ class TokenCounter:
         self._chars[id(message)] = (message, n)
         return n
 
-    def raw_message(self, message: Message) -> float:
-        """Uncalibrated tokens of one message."""
-        return self.message_chars(message) / self.chars_per_token + _MESSAGE_OVERHEAD
+    def tool_chars(self, tool: ToolSpec) -> int:
+        """The characters of one tool definition (cached: registries hand out equal specs)."""
+        key = (tool.name, tool.description, id(tool.parameters))
+        hit = self._tool_chars.get(key)
+        if hit is not None and hit[0] is tool.parameters:
+            return hit[1]
+        n = len(tool.name) + len(tool.description) + len(json.dumps(tool.parameters, default=str))
+        if len(self._tool_chars) >= _CACHE_LIMIT:
+            self._tool_chars.clear()
+        self._tool_chars[key] = (tool.parameters, n)
+        return n
 
-    def raw_tools(self, tools: Iterable[ToolSpec]) -> float:
+    # -- raw (uncalibrated) figures -------------------------------------------------------------
+
+    def raw_messages_from(self, chars: int, count: int) -> float:
+        """Uncalibrated tokens of ``count`` messages holding ``chars`` characters in all."""
+        return chars / self.chars_per_token + _MESSAGE_OVERHEAD * count
+
+    def raw_messages(self, messages: Iterable[Message]) -> float:
+        """Uncalibrated tokens of messages."""
+        chars = count = 0
+        for m in messages:
+            chars += self.message_chars(m)
+            count += 1
+        return self.raw_messages_from(chars, count)
+
+    def raw_tools(self, tools: Sequence[ToolSpec]) -> float:
         """Uncalibrated tokens of tool definitions."""
-        total = 0.0
-        for t in tools:
-            chars = len(t.name) + len(t.description) + len(json.dumps(t.parameters, default=str))
-            total += chars / self.chars_per_token + _TOOL_OVERHEAD
-        return total
+        return sum(self.tool_chars(t) for t in tools) / self.chars_per_token + _TOOL_OVERHEAD * len(tools)
 
     def raw_system(self, system: str | None) -> float:
         """Uncalibrated tokens of a system prompt."""
@@ -107,39 +131,37 @@ class TokenCounter:
 
     def raw_request(self, request: ModelRequest) -> float:
         """Uncalibrated input tokens of a whole request."""
-        return (
-            self.raw_system(request.system)
-            + self.raw_tools(request.tools)
-            + sum(self.raw_message(m) for m in request.messages)
-        )
+        return self.raw_system(request.system) + self.raw_tools(request.tools) + self.raw_messages(request.messages)
 
     # -- calibrated estimates -------------------------------------------------------------------
 
-    def _tokens(self, raw: float) -> int:
+    def tokens(self, raw: float) -> int:
+        """The calibrated estimate of a raw figure."""
         return math.ceil(raw * self.scale) if raw > 0 else 0
 
     def text(self, text: str) -> int:
         """Estimated tokens of plain text."""
-        return self._tokens(len(text) / self.chars_per_token)
+        return self.tokens(len(text) / self.chars_per_token)
 
     def message(self, message: Message) -> int:
         """Estimated tokens of one message."""
-        return self._tokens(self.raw_message(message))
+        return self.tokens(self.raw_messages_from(self.message_chars(message), 1))
 
     def messages(self, messages: Iterable[Message]) -> int:
-        """Estimated tokens of messages: the sum of ``message`` over them."""
-        return sum(self.message(m) for m in messages)
+        """Estimated tokens of messages, taken together."""
+        return self.tokens(self.raw_messages(messages))
 
     def system(self, system: str | None) -> int:
         """Estimated tokens of a system prompt."""
-        return self._tokens(self.raw_system(system))
+        return self.tokens(self.raw_system(system))
 
     def tools(self, tools: Sequence[ToolSpec]) -> int:
         """Estimated tokens of tool definitions."""
-        return self._tokens(self.raw_tools(tools))
+        return self.tokens(self.raw_tools(tools))
 
     def request(self, request: ModelRequest) -> int:
-        """Estimated input tokens of a request: system + tools + messages, each as above."""
+        """Estimated input tokens of a request: system + tools + messages, each estimated alone
+        (so the parts an assembly reports add up to this)."""
         return self.system(request.system) + self.tools(request.tools) + self.messages(request.messages)
 
     # -- calibration ----------------------------------------------------------------------------
