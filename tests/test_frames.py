@@ -221,7 +221,7 @@ def many_deltas(count: int) -> list[AgentEvent]:
     head, tail = events[:5], events[5:]
     deltas = [
         AgentEvent(0, T0 + 0.1 + i * 1e-5, "s_frames", "r_frames", "t_first", None, 0, EventType.TEXT_DELTA,
-                   {"text": f"tok{i} \u00e9\"\\n" if i % 7 else f"{i}", **({"n": i} if i % 3 == 0 else {})})
+                   {"text": f"tok{i} \u00e9\"\\n" if i % 7 else f"{i}", "signature": None, **({"n": i} if i % 3 == 0 else {})})
         for i in range(count)
     ]
     return [AgentEvent(seq, e.ts, e.session_id, e.run_id, e.turn_id, e.parent_turn_id, e.iteration, e.type, e.data, e.agent_id)
@@ -248,6 +248,7 @@ def test_the_fast_reader_gives_the_frame_the_event_list_gives(tmp_path: Path, mo
     assert arrow_reads
     pd.testing.assert_frame_equal(fast, events_df(events))
     assert fast["n"].dtype == "Int64" and fast["n"].notna().sum() == 1000
+    assert fast["signature"].dtype == object and fast["signature"].isna().all()
 
 
 def test_a_journal_in_another_json_layout_reads_the_same(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ import pytest
 from agent_kernel import Agent, ToolContext, tool
 from agent_kernel.context import ContextManager
 from agent_kernel.events import AgentEvent, EventType
-from agent_kernel.journal import INTERRUPTED_RESULT, rebuild, read_events
+from agent_kernel.journal import INTERRUPTED_RESULT, read_events, rebuild, turn_history
 from agent_kernel.messages import Message, TextBlock, ToolResultBlock
 from agent_kernel.models.scripted import FunctionModel, ScriptedModel, fail, text, thinking, tool_call
 from agent_kernel.state import TurnState
@@ -37,9 +37,11 @@ def agent_for(model: Any, tools: Any, tmp_path: Path, **kwargs: Any) -> Agent:
 def assert_rebuilds(agent: Agent, tmp_path: Path) -> None:
     """The journal alone gives back the agent's conversation, last TurnState and last seq."""
     agent.close()
-    messages, turn_state, seq = rebuild(read_events(tmp_path / "run.jsonl"))
+    events = read_events(tmp_path / "run.jsonl")
+    messages, turn_state, seq = rebuild(events)
     assert messages == agent.messages
     assert turn_state == (agent.history[-1] if agent.history else None)
+    assert turn_history(events) == agent.history
     assert seq == agent.events[-1].seq
 
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from .journal import JOURNAL_SCHEMA, SESSIONS_DIR, Journal, session_path
 from .reader import TornLineWarning, read_events, read_header
 from .replay import replay
-from .resume import INTERRUPTED_RESULT, Resumed, list_sessions, rebuild, resolve_journal_path
+from .resume import INTERRUPTED_RESULT, Resumed, list_sessions, rebuild, resolve_journal_path, turn_history
 
 if TYPE_CHECKING:
     from .frames import events_df, load_journals, messages_df, tool_calls_df, turns_df, usage_df
@@ -37,6 +37,7 @@ __all__ = [
     "session_path",
     "timeline",
     "tool_calls_df",
+    "turn_history",
     "turns_df",
     "usage_df",
 ]

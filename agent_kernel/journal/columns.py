@@ -123,10 +123,7 @@ class _Builder:
 
     def add_table(self, rows: np.ndarray, table: pa.Table) -> None:
         for name in table.column_names:
-            column = table.column(name).combine_chunks()
-            if column.null_count == len(column):
-                continue  # a key missing on every row of this type
-            self.data.setdefault(name, []).append(DataPiece(rows, column))
+            self.data.setdefault(name, []).append(DataPiece(rows, table.column(name).combine_chunks()))
 
     def merge(self, part: _Part | None) -> None:
         """Appends one chunk's columns after those merged so far."""

@@ -45,6 +45,7 @@ __all__ = [
     "list_sessions",
     "rebuild",
     "resolve_journal_path",
+    "turn_history",
 ]
 
 INTERRUPTED_RESULT = "The run was interrupted before this tool call finished (resumed from the journal)."
@@ -172,10 +173,10 @@ class Conversation:
             self._partial.add(event)
         if kind is EventType.RUN_START:
             self.close_dangling()
-            self._set_turn_state(data.get("turn_state"))
+            self._set_turn_state(data.get("turn_state"), new_turn=False)  # its first iteration_start follows
             self._prompt(data.get("prompt"), event)
         elif kind is EventType.ITERATION_START:
-            self._set_turn_state(data.get("turn_state"))
+            self._set_turn_state(data.get("turn_state"), new_turn=True)
         elif kind is EventType.LLM_START:
             self._partial = _Partial()
             self._results = {}
@@ -220,10 +221,11 @@ class Conversation:
         self._append(message, kind, event)
         self._pending = [block.id for block in message.tool_uses]
 
-    def _set_turn_state(self, value: Any) -> None:
+    def _set_turn_state(self, value: Any, *, new_turn: bool) -> None:
         if isinstance(value, dict):
             self.turn_state = TurnState.from_dict(value)
-            self.turn_states.append(self.turn_state)
+            if new_turn:
+                self.turn_states.append(self.turn_state)
 
     def _compact(self, data: dict[str, Any], event: AgentEvent) -> None:
         from ..context.compaction import compacted_history  # the compactor's own construction
@@ -241,7 +243,8 @@ class Conversation:
         self.current = [*entries, *keep]
         if self.turn_state is not None and self.turn_state.turn_id == event.turn_id:
             self.turn_state = self.turn_state.with_compacted()
-            self.turn_states[-1] = self.turn_state
+            if self.turn_states and self.turn_states[-1].turn_id == event.turn_id:
+                self.turn_states[-1] = self.turn_state
 
     def close_dangling(self) -> None:
         """Answers tool calls that never reached a ``recursion`` (see the module docstring)."""
@@ -267,6 +270,15 @@ def rebuild(events: list[AgentEvent]) -> Resumed:
         conversation.add(event)
     conversation.close_dangling()
     return Resumed(conversation.messages, conversation.turn_state, conversation.seq)
+
+
+def turn_history(events: list[AgentEvent]) -> list[TurnState]:
+    """The TurnState of every turn of the top-level agent, as ``Agent.history`` holds them
+    (a turn that compacted the history is marked ``compacted``)."""
+    conversation = Conversation()
+    for event in events:
+        conversation.add(event)
+    return conversation.turn_states
 
 
 def list_sessions(working_dir: str | os.PathLike[str] | None = None) -> list[str]:
