@@ -10,12 +10,14 @@ from typing import Any
 
 from .agent import Agent, RunResult
 from .approvals import Approval, ApprovalBroker, ApprovalRequest
+from .crew import Crew, CrewResult, Task, TaskOutput
 from .errors import AgentKernelError, ModelError, RunCancelled, StopRun, ToolError, UserError
 from .events import AgentEvent, EventType
 from .hooks import HookContext, HookPoint, Hooks
 from .loop import tt
 from .messages import Message
 from .permissions import Permissions
+from .subagents import Subagent
 from .state import ExecutionContext, LoopState, LoopStats, TerminationReason, TurnState
 from .tools.tool import Tool, ToolContext, tool
 
@@ -28,6 +30,8 @@ __all__ = [
     "Approval",
     "ApprovalBroker",
     "ApprovalRequest",
+    "Crew",
+    "CrewResult",
     "EventType",
     "ExecutionContext",
     "HookContext",
@@ -41,6 +45,9 @@ __all__ = [
     "RunCancelled",
     "RunResult",
     "StopRun",
+    "Subagent",
+    "Task",
+    "TaskOutput",
     "TerminationReason",
     "Tool",
     "ToolContext",

@@ -90,7 +90,7 @@ class Agent:
     """An LLM agent with tools, streaming every step as an ``AgentEvent``.
 
     Args:
-        model: a model string (``"anthropic:claude-sonnet-4-5"``, ``"openai:gpt-4.1"``,
+        model: a model string (``"anthropic:claude-sonnet-4-6"``, ``"openai:gpt-4.1"``,
             ``"offline"``), a ``Model`` object, or None for the default (``AGENT_KERNEL_MODEL``,
             else Anthropic or OpenAI if their key is set, else the offline model).
         tools: ``@tool`` objects, plain functions, or names of built-in tools.
@@ -172,10 +172,13 @@ class Agent:
         self.stats.cost_usd = 0.0
         self.tool_extras: dict[str, Any] = {}
         self._seq = itertools.count(1)
-        self._journal = _open_journal(journal, self.session_id, self.working_dir)
+        # The journal file is opened on first use, so an agent that never runs (a sub-agent, a
+        # crew member) leaves no empty journal behind; a Journal object passed in is used as is.
+        self._journal_spec = journal
+        self._journal: Any = None
         self._sinks: list[EventSink] = [_Recorder(self.events)]
-        if self._journal is not None:
-            self._sinks.append(self._journal)
+        if journal is not None and not isinstance(journal, (str, os.PathLike, _Default)):
+            self._attach_journal(journal)
         self._context: ExecutionContext | None = None
         self.subagents: dict[str, Any] = {}
         for sub_name, sub in (subagents or {}).items():
@@ -198,8 +201,14 @@ class Agent:
 
     @property
     def journal(self) -> Any:
-        """The journal events are recorded in, or None."""
+        """The journal events are recorded in (opened on first use), or None when off."""
+        if self._journal is None and self._journal_spec is not None:
+            self._attach_journal(_open_journal(self._journal_spec, self.session_id, self.working_dir))
         return self._journal
+
+    def _attach_journal(self, journal: Any) -> None:
+        self._journal = journal
+        self._sinks.append(journal)
 
     def _new_context(self) -> ExecutionContext:
         ctx = ExecutionContext(
@@ -242,6 +251,7 @@ class Agent:
         """
         if self._context is not None:
             raise UserError("This agent is already running; await that run or call agent.cancel() first.")
+        _ = self.journal  # open it before the emitter copies the sinks
         ctx = self._new_context()
         self._context = ctx
         em: Emitter = ctx.extras["emitter"]
@@ -310,6 +320,7 @@ class Agent:
             raise UserError("Context management is off for this agent (context=None); create it with the default context to compact.")
         if self._context is not None:
             raise UserError("Cannot compact while a run is in progress; wait for it to finish.")
+        _ = self.journal
         em = Emitter(self.session_id, new_id("r_"), self._seq, self._sinks)
         em.turn = self.history[-1] if self.history else None
         before = len(self.events)
@@ -372,14 +383,87 @@ class Agent:
         self.events.clear()
         self.stats = LoopStats()
         self._seq = itertools.count(1)
-        journal_was_on = self._journal is not None
-        self._journal = _open_journal(DEFAULT if journal_was_on else None, self.session_id, self.working_dir)
-        self._sinks = [_Recorder(self.events)] + ([self._journal] if self._journal is not None else [])
+        self._journal = None
+        self._journal_spec = DEFAULT if self._journal_spec is not None else None
+        self._sinks = [_Recorder(self.events)]
 
     def close(self) -> None:
         """Flushes and closes the journal."""
         if self._journal is not None:
             self._journal.close()
+
+    # -- journal: resume and DataFrames -----------------------------------------------------
+
+    @classmethod
+    def resume(cls, session_id_or_path: str | os.PathLike[str], **agent_kwargs: Any) -> Agent:
+        """Rebuilds an agent from its journal and continues the conversation there.
+
+        The conversation (compactions included), the TurnState history and the ``seq`` counter
+        come back; a run that was killed mid-tool has its dangling tool calls closed with a
+        synthetic result. ``agent_kwargs`` are those of ``Agent`` (another ``model``, more
+        ``tools``, ...); without ``model`` the recorded provider and model are used when they can
+        be rebuilt from a string, else the default model.
+
+        Raises:
+            JournalError: no such session or journal (the message lists those that exist).
+
+        Example:
+            >>> agent = Agent.resume("s_1a2b3c4d5e6f", model="offline")  # doctest: +SKIP
+            >>> agent.run_sync("Carry on.")  # doctest: +SKIP
+        """
+        from .journal import Journal, read_events, rebuild, resolve_journal_path
+
+        path = resolve_journal_path(session_id_or_path, agent_kwargs.get("working_dir"))
+        events = read_events(path)
+        messages, _, last_seq = rebuild(events)
+        own = [e for e in events if e.agent_id is None]
+        session_id = own[0].session_id if own else path.stem
+        if "model" not in agent_kwargs:
+            agent_kwargs["model"] = _recorded_model(own)
+        if agent_kwargs.get("journal", DEFAULT) is DEFAULT:
+            agent_kwargs["journal"] = Journal(path, session_id=session_id)
+        agent = cls(session_id=session_id, **agent_kwargs)
+        agent.messages[:] = messages
+        agent.history[:] = [TurnState.from_dict(e.data["turn_state"]) for e in own if e.type is EventType.ITERATION_START]
+        agent.events[:] = events
+        agent._seq = itertools.count(last_seq + 1)
+        return agent
+
+    def events_df(self) -> Any:
+        """``journal.frames.events_df`` of this session (a run in progress included)."""
+        from .journal.frames import events_df
+
+        return events_df(self.events)
+
+    def turns_df(self) -> Any:
+        """``journal.frames.turns_df`` of this session: one row per turn."""
+        from .journal.frames import turns_df
+
+        return turns_df(self.events)
+
+    def tool_calls_df(self) -> Any:
+        """``journal.frames.tool_calls_df`` of this session: one row per tool call."""
+        from .journal.frames import tool_calls_df
+
+        return tool_calls_df(self.events)
+
+    def usage_df(self) -> Any:
+        """``journal.frames.usage_df`` of this session: one row per model call."""
+        from .journal.frames import usage_df
+
+        return usage_df(self.events)
+
+    def messages_df(self) -> Any:
+        """``journal.frames.messages_df`` of this session: the conversation, one row per message."""
+        from .journal.frames import messages_df
+
+        return messages_df(self.events)
+
+    def timeline(self) -> Any:
+        """A picture of this session's runs over time (``journal.timeline``)."""
+        from .journal.timeline import timeline
+
+        return timeline(self.events)
 
     def _merge_stats(self, run: LoopStats) -> None:
         s = self.stats
@@ -421,7 +505,7 @@ class Agent:
 def _resolve_model(model: str | Model | None) -> Model:
     if model is not None and not isinstance(model, str):
         if not hasattr(model, "stream"):
-            raise UserError(f"{model!r} is not a model: pass a model string such as 'anthropic:claude-sonnet-4-5', 'offline', or an object with a stream() method.")
+            raise UserError(f"{model!r} is not a model: pass a model string such as 'anthropic:claude-sonnet-4-6', 'offline', or an object with a stream() method.")
         return model
     from .models.registry import resolve_model
 
@@ -449,6 +533,19 @@ def _build_redactor() -> Any:
 
     redactor = Redactor.from_environ()
     return redactor if redactor.active else None
+
+
+def _recorded_model(events: Sequence[AgentEvent]) -> str | None:
+    """The model string of the last recorded run, when one can rebuild it (not scripted ones)."""
+    for event in reversed(events):
+        if event.type is EventType.RUN_START:
+            provider, name = event.data.get("provider"), event.data.get("model")
+            if provider == "offline":
+                return "offline"
+            if provider in ("anthropic", "openai") and name:
+                return f"{provider}:{name}"
+            return None
+    return None
 
 
 def _open_journal(journal: Any, session_id: str, working_dir: Path) -> Any:

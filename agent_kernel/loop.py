@@ -150,9 +150,16 @@ class _Loop:
                     final = turn.is_final
                     request = self._request(final)
                     await self._hook(HookPoint.BEFORE_CONTEXT_ASSEMBLY, turn, request=request)
-                    if ctx.context_manager is not None:
-                        async for ev in self._drive(self._prepare_context(turn, request)):
-                            yield ev
+                    cm = ctx.context_manager
+                    if cm is not None:
+                        if getattr(cm, "due", None) is None or cm.due(request, self.model):
+                            # Compaction calls a model: run it as a task so its events stream live.
+                            async for ev in self._drive(self._prepare_context(turn, request)):
+                                yield ev
+                        else:
+                            await self._prepare_context(turn, request)  # no model call: no task needed
+                            for ev in em.drain():
+                                yield ev
                         request, turn = self._prepared
                     await self._hook(HookPoint.AFTER_CONTEXT_ASSEMBLY, turn, request=request)
                     self._check_cancelled()
