@@ -318,11 +318,11 @@ def _views(buf: np.ndarray, data: pa.Buffer, begin: np.ndarray, end: np.ndarray)
     words[:, 0] = length
     long = length > 12
     if long.all():
-        words[:, 1] = _words(buf, "<i4")[begin]
+        words[:, 1] = _prefix(buf, begin)
         words[:, 3] = begin
     else:
         at = begin[long]
-        words[long, 1] = _words(buf, "<i4")[at]
+        words[long, 1] = _prefix(buf, at)
         words[long, 3] = at
         short = ~long
         at, size = begin[short], length[short].astype(np.int64)
@@ -333,6 +333,14 @@ def _views(buf: np.ndarray, data: pa.Buffer, begin: np.ndarray, end: np.ndarray)
         inline[:, 3] = high.view(np.int32)
         words[short] = inline
     return pa.Array.from_buffers(pa.binary_view(), n, [None, pa.py_buffer(words), data])
+
+
+def _prefix(buf: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """The four bytes at each of ``at`` as int32 (aligned byte reads beat unaligned word reads)."""
+    word = buf[at].astype(np.uint32)
+    for k in (1, 2, 3):
+        word |= buf[at + k].astype(np.uint32) << np.uint32(8 * k)
+    return word.view(np.int32)
 
 
 def _low_bytes(count: np.ndarray) -> np.ndarray:
@@ -453,7 +461,11 @@ def _arrow_table(buf: np.ndarray, data: pa.Buffer, begin: np.ndarray, end: np.nd
     offsets = lines.buffers()[1]
     first, last = np.frombuffer(offsets, np.int32)[[lines.offset, lines.offset + len(lines)]]
     try:
-        table = pa_json.read_json(pa.BufferReader(lines.buffers()[2][int(first) : int(last)]))
+        # Chunks already parse in parallel: Arrow's own threads would only compete with them.
+        table = pa_json.read_json(
+            pa.BufferReader(lines.buffers()[2][int(first) : int(last)]),
+            read_options=pa_json.ReadOptions(use_threads=False, block_size=max(1 << 20, int(last - first) + 1)),
+        )
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
     if table.num_rows != len(begin):

@@ -287,15 +287,23 @@ def _data_column(pieces: list[Any], n: int) -> Any:
     except (pa.ArrowInvalid, OverflowError):  # an integer beyond int64: keep the Python values
         return _object_column(pieces, n)
     values = pa.concat_arrays(arrays)
-    where = np.full(n, -1, np.int64)
-    where[np.concatenate([p.rows for p in pieces])] = np.arange(len(values))
-    column = values.take(pa.array(where, mask=where < 0))
-    if kind == "str":
-        return pd.arrays.ArrowStringArray(column)
+    rows = np.concatenate([p.rows for p in pieces])
+    if kind == "str":  # Arrow gathers the strings into row order, missing rows null
+        where = np.full(n, -1, np.int64)
+        where[rows] = np.arange(len(values))
+        return pd.arrays.ArrowStringArray(values.take(pa.array(where, mask=where < 0)))
+    # Numbers and booleans scatter into NumPy arrays with a missing-value mask.
+    present = values.is_valid().to_numpy(zero_copy_only=False)
+    filled = values.fill_null(False if kind == "bool" else 0).to_numpy(zero_copy_only=False)
+    missing = np.ones(n, bool)
+    missing[rows[present]] = False
     if kind == "float":
-        return column.to_numpy(zero_copy_only=False)
-    mapper = {pa.int64(): pd.Int64Dtype(), pa.bool_(): pd.BooleanDtype()}.get
-    return column.to_pandas(types_mapper=mapper).array
+        out = np.full(n, np.nan)
+        out[rows[present]] = filled[present]
+        return out
+    out = np.zeros(n, bool if kind == "bool" else np.int64)
+    out[rows] = filled
+    return pd.arrays.BooleanArray(out, missing) if kind == "bool" else pd.arrays.IntegerArray(out, missing)
 
 
 def _object_column(pieces: list[Any], n: int) -> np.ndarray:
