@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .emitter import Emitter, EventSink
+from .emitter import Emitter, EventRecorder, EventSink
 from .errors import UserError
 from .events import AgentEvent, EventType
 from .hooks import Hooks
@@ -75,15 +75,6 @@ class RunResult:
         # A sub-agent's calls are in ``events`` too (tagged with its agent_id); these are the run's own.
         return [e.data for e in self.events if e.type is EventType.TOOL_RESULT and e.run_id == self.run_id]
 
-
-class _Recorder(EventSink):
-    """Keeps every event of the session in memory (``agent.events``) for live DataFrames."""
-
-    def __init__(self, events: list[AgentEvent]) -> None:
-        self.events = events
-
-    def write(self, event: AgentEvent) -> None:
-        self.events.append(event)
 
 
 class Agent:
@@ -176,7 +167,7 @@ class Agent:
         # crew member) leaves no empty journal behind; a Journal object passed in is used as is.
         self._journal_spec = journal
         self._journal: Any = None
-        self._sinks: list[EventSink] = [_Recorder(self.events)]
+        self._sinks: list[EventSink] = [EventRecorder(self.events)]
         if journal is not None and not isinstance(journal, (str, os.PathLike, _Default)):
             self._attach_journal(journal)
         self._context: ExecutionContext | None = None
@@ -385,7 +376,7 @@ class Agent:
         self._seq = itertools.count(1)
         self._journal = None
         self._journal_spec = DEFAULT if self._journal_spec is not None else None
-        self._sinks = [_Recorder(self.events)]
+        self._sinks = [EventRecorder(self.events)]
 
     def close(self) -> None:
         """Flushes and closes the journal."""

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .agent import DEFAULT, Agent, _open_journal
-from .emitter import Emitter, EventSink
+from .emitter import Emitter, EventRecorder, EventSink
 from .errors import UserError
 from .events import AgentEvent, EventType
 from .models.base import Usage
@@ -139,13 +139,6 @@ class CrewResult:
         return self.outputs[task]
 
 
-class _Recorder(EventSink):
-    def __init__(self, events: list[AgentEvent]) -> None:
-        self.events = events
-
-    def write(self, event: AgentEvent) -> None:
-        self.events.append(event)
-
 
 @dataclass(eq=False)
 class _Run:
@@ -217,7 +210,7 @@ class Crew:
         self.stats = LoopStats()
         self._seq = itertools.count(1)
         self._journal = _open_journal(journal, self.session_id, self.working_dir)
-        self._sinks: list[EventSink] = [_Recorder(self.events)] + ([self._journal] if self._journal is not None else [])
+        self._sinks: list[EventSink] = [EventRecorder(self.events)] + ([self._journal] if self._journal is not None else [])
         self._run: _Run | None = None
 
     def __repr__(self) -> str:

@@ -22,7 +22,7 @@ from typing import Any
 from .events import AgentEvent, EventType
 from .state import TurnState
 
-__all__ = ["Emitter", "EventSink"]
+__all__ = ["Emitter", "EventRecorder", "EventSink"]
 
 
 class EventSink:
@@ -42,6 +42,17 @@ class EventSink:
 
     def close(self) -> None:
         """Releases the sink."""
+
+
+class EventRecorder(EventSink):
+    """Keeps every event in a list (``agent.events``), so DataFrames work on a run in progress."""
+
+    def __init__(self, events: list[AgentEvent]) -> None:
+        self.events = events
+
+    def write(self, event: AgentEvent) -> None:
+        """Appends the event."""
+        self.events.append(event)
 
 
 class Emitter:
