@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from agent_kernel.journal import (
     resolve_journal_path,
     session_path,
 )
+from agent_kernel.journal.journal import CANONICAL_FIELDS
 from agent_kernel.models.scripted import ScriptedModel, text, thinking, tool_call
 
 from .journal_events import recorded_run
@@ -240,6 +242,23 @@ def test_data_json_cannot_hold_is_written_as_text_not_a_failure(tmp_path: Path) 
         journal.write(event(1, EventType.TOOL_RESULT, content=Path("/tmp/x"), tags={"b"}, pair=(1, 2), codes={1: "one"}))
     [back] = read_events(path)
     assert back.data == {"content": "/tmp/x", "tags": ["b"], "pair": [1, 2], "codes": {"1": "one"}}
+
+
+def test_the_fast_line_format_writes_every_field_of_an_event() -> None:
+    # If AgentEvent gains a field, the journal falls back to to_dict() for every line (correct but
+    # slower, and the fast reader no longer applies): teach journal.CANONICAL_FIELDS the field.
+    assert tuple(f.name for f in dataclasses.fields(AgentEvent)) == CANONICAL_FIELDS
+
+
+def test_without_the_fast_format_events_still_round_trip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent_kernel.journal import journal as journal_module
+
+    monkeypatch.setattr(journal_module, "_FAST", False)
+    events = recorded_run()
+    with Journal(tmp_path / "j.jsonl") as journal:
+        for e in events:
+            journal.write(e)
+    assert read_events(tmp_path / "j.jsonl") == events
 
 
 def test_the_synthetic_run_round_trips_through_a_file(tmp_path: Path) -> None:

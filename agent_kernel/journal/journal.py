@@ -39,6 +39,7 @@ path (in this process or another) is refused with a ``JournalError`` instead of 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import re
@@ -72,6 +73,10 @@ SESSIONS_DIR = Path(".agent_kernel") / "sessions"
 # The only events that wait in the buffer: they come per token (or per progress report).
 _BUFFERED = frozenset({EventType.TEXT_DELTA, EventType.THINKING_DELTA, EventType.TOOL_CALL_DELTA, EventType.TOOL_PROGRESS})
 _TYPE_NAMES = {kind: kind.value for kind in EventType}
+# The fields the fast line format writes. If AgentEvent ever gains a field, every event is written
+# through AgentEvent.to_dict() instead (correct, slower) until the format here learns it.
+CANONICAL_FIELDS = ("seq", "ts", "session_id", "run_id", "turn_id", "parent_turn_id", "iteration", "type", "data", "agent_id")
+_FAST = tuple(f.name for f in dataclasses.fields(AgentEvent)) == CANONICAL_FIELDS
 _HEADER_KEYS = frozenset({"schema", "session_id", "created"})
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
@@ -340,6 +345,11 @@ class Journal:
         """
         if self._closed:
             raise JournalError(f"{self.path} is closed; open a new Journal to keep writing this session.")
+        if not _FAST:
+            self._buffer.append(_encode_safely(event.to_dict()) + "\n")
+            self.last_seq = event.seq
+            self.flush()
+            return
         # The hot path (a text_delta per token): every step here is measured by benchmarks/journal.py.
         # The id fields only change between turns, so their JSON is cached per combination.
         key = (event.session_id, event.run_id, event.turn_id, event.parent_turn_id, event.iteration, event.agent_id)
