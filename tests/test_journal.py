@@ -293,3 +293,16 @@ def test_an_unknown_session_names_the_ones_that_exist(tmp_path: Path) -> None:
 def test_a_session_id_that_cannot_be_a_file_name_is_refused(tmp_path: Path, bad: str) -> None:
     with pytest.raises(JournalError, match="cannot name a journal file"):
         session_path(bad, tmp_path)
+
+
+def test_the_journal_package_exports_what_all_lists_and_loads_pandas_lazily() -> None:
+    import subprocess
+    import sys
+
+    import agent_kernel.journal as package
+
+    assert package.__all__ == sorted(package.__all__)
+    assert all(getattr(package, name) is not None for name in package.__all__)
+    assert set(package.__all__) <= set(dir(package))
+    code = "import sys, agent_kernel.journal; print('pandas' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"

@@ -20,9 +20,9 @@ if TYPE_CHECKING:
 __all__ = [
     "INTERRUPTED_RESULT",
     "JOURNAL_SCHEMA",
-    "SESSIONS_DIR",
     "Journal",
     "Resumed",
+    "SESSIONS_DIR",
     "Timeline",
     "TornLineWarning",
     "events_df",
@@ -62,3 +62,7 @@ def __getattr__(name: str) -> Any:
     from importlib import import_module
 
     return getattr(import_module(f"{__name__}.{module}"), name)
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
