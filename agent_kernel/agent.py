@@ -452,7 +452,7 @@ class Agent:
 
     def timeline(self) -> Any:
         """A picture of this session's runs over time (``journal.timeline``)."""
-        from .journal.timeline import timeline
+        from .journal import timeline
 
         return timeline(self.events)
 
