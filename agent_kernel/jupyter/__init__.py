@@ -1,4 +1,4 @@
-"""jupyter — the notebook surfaces: the live view, the static summary (and, later, the magics).
+"""jupyter — the notebook surfaces: the live view, the static summary, the magics and the runner.
 
 This is the only package that imports IPython, ipykernel or widgets, and it does so lazily:
 ``import agent_kernel`` never pulls them in, and ``agent_kernel.jupyter.AgentView`` imports
@@ -10,9 +10,10 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__all__ = ["AgentView", "RunSummary"]
+__all__ = ["AgentMagics", "AgentView", "RunHandle", "RunSummary", "run_cell", "start_run"]
 
-_LAZY = {"AgentView": ".view", "RunSummary": ".summary"}
+_LAZY = {"AgentMagics": ".magics", "AgentView": ".view", "RunHandle": ".runner", "RunSummary": ".summary",
+         "run_cell": ".runner", "start_run": ".runner"}
 
 
 def __getattr__(name: str) -> Any:
