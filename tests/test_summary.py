@@ -119,3 +119,103 @@ def test_long_arguments_are_shortened_to_one_line():
     line = RunSummary.from_events(events).tool_calls[0]
     assert len(line.arguments) == 80 and line.arguments.endswith("…")
     assert "\n" not in line.arguments
+
+
+def delegating_run(ts: float = 1_700_000_000.0, duration: float = 1.5) -> list[AgentEvent]:
+    """A run whose two sub-agents work side by side; one of them starts a sub-agent of its own.
+
+    Their ids differ between otherwise equal runs (as ``new_id`` makes them), like timings do.
+    """
+    seq = 0
+    researcher, writer, checker = (f"{name}-{ts:.0f}" for name in ("researcher", "writer", "math"))
+
+    def ev(type: EventType, agent: str | None = None, **data: Any) -> AgentEvent:
+        nonlocal seq
+        seq += 1
+        return AgentEvent(seq, ts + seq, "s1", f"r_{ts}", f"t_{ts}", None, 0, type, data, agent)
+
+    def link(agent: str, name: str, parent: str | None, call_id: str) -> dict[str, Any]:
+        return {"agent_id": agent, "name": name, "parent_agent_id": parent, "parent_call_id": call_id}
+
+    def finish(agent: str, name: str, parent: str | None, call_id: str, text: str,
+               **extra: Any) -> AgentEvent:
+        return ev(T.SUBAGENT_FINISH, agent, **link(agent, name, parent, call_id), text=text,
+                  reason=extra.pop("reason", "end_turn"),
+                  usage={"input_tokens": 500, "output_tokens": 20}, cost_usd=0.001, turns=2,
+                  tool_calls=1, duration_s=duration, **extra)
+
+    return [
+        ev(T.RUN_START, prompt="Summarise the notes", model="scripted", max_iterations=5),
+        ev(T.TOOL_CALL_READY, call_id="p1", name="task", arguments={"agent": "researcher"}, index=0),
+        ev(T.TOOL_CALL_READY, call_id="p2", name="task", arguments={"agent": "writer"}, index=1),
+        ev(T.SUBAGENT_START, researcher, **link(researcher, "researcher", None, "p1"), prompt="Find"),
+        ev(T.SUBAGENT_START, writer, **link(writer, "writer", None, "p2"), prompt="Draft"),
+        ev(T.TOOL_CALL_READY, writer, call_id="call_1_0", name="write_file",
+           arguments={"path": "draft.md"}, index=0),
+        ev(T.TOOL_CALL_READY, researcher, call_id="call_1_0", name="task",
+           arguments={"agent": "math"}, index=0),
+        ev(T.SUBAGENT_START, checker, **link(checker, "math", researcher, "call_1_0"), prompt="1+1"),
+        ev(T.TOOL_CALL_READY, checker, call_id="call_1_0", name="add", arguments={"a": 1, "b": 1},
+           index=0),
+        ev(T.TOOL_RESULT, checker, call_id="call_1_0", name="add", content="2", is_error=False,
+           duration_s=duration),
+        finish(checker, "math", researcher, "call_1_0", "2"),
+        ev(T.TOOL_RESULT, researcher, call_id="call_1_0", name="task", content="2",
+           is_error=False, duration_s=duration),
+        ev(T.TOOL_RESULT, writer, call_id="call_1_0", name="write_file", content="denied",
+           is_error=True, duration_s=duration),
+        finish(writer, "writer", None, "p2", "", reason="error", error="ModelError: overloaded"),
+        finish(researcher, "researcher", None, "p1",
+               "The notes cover three topics: planning, budget and hiring.\nDetails follow."),
+        ev(T.TOOL_RESULT, call_id="p1", name="task", content="...", is_error=False, duration_s=duration),
+        ev(T.TOOL_RESULT, call_id="p2", name="task", content="...", is_error=True, duration_s=duration),
+        ev(T.RUN_FINISH, reason="end_turn", text="Three topics.",
+           stats={"turns": 2, "input_tokens": 2000, "output_tokens": 90, "cost_usd": 0.004,
+                  "duration": duration}),
+    ]
+
+
+def test_plain_text_lists_sub_agents_as_a_tree_with_result_previews_and_their_tool_calls():
+    text = RunSummary.from_events(delegating_run()).text
+    assert text == (
+        "Answer:\n"
+        "Three topics.\n"
+        "\n"
+        "Tool calls (2):\n"
+        '  1. task(agent="researcher") - done\n'
+        '  2. task(agent="writer") - error\n'
+        "\n"
+        "Sub-agents (3):\n"
+        "  1. researcher - done: The notes cover three topics: planning, budget and hiring. …\n"
+        '     - task(agent="math") - done\n'
+        "    1.1. math - done: 2\n"
+        "       - add(a=1, b=1) - done\n"
+        "  2. writer - error: ModelError: overloaded\n"
+        '     - write_file(path="draft.md") - error\n'
+        "\n"
+        "Usage: 2,000 tokens in · 90 out · $0.0040 · 2 turns · scripted · ended: end_turn"
+    )
+
+
+def test_sub_agents_in_plain_text_are_identical_for_runs_that_differ_in_ids_and_timing():
+    first = RunSummary.from_events(delegating_run(ts=1_700_000_000.0, duration=1.5)).text
+    second = RunSummary.from_events(delegating_run(ts=1_800_000_000.0, duration=44.0)).text
+    assert first == second
+    assert "1700000000" not in first
+
+
+def test_markdown_and_html_tabulate_sub_agents_with_usage_and_timings():
+    summary = RunSummary.from_events(delegating_run(duration=1.5))
+    assert "| 1.1 | math | done | add | 2 | 500 in · 20 out · $0.0010 | 1.5 s |" in summary.markdown
+    assert ("<td>writer</td><td>error</td><td>write_file</td><td>ModelError: overloaded</td>"
+            in summary.html)
+    assert summary.html.count("<tr><td>") == 2 + 3  # tool calls and sub-agents
+
+
+def test_a_long_sub_agent_answer_is_shortened_to_one_line():
+    events = delegating_run()
+    long = "word " * 60
+    events[14] = AgentEvent(15, 0.0, "s1", "r", "t", None, 0, T.SUBAGENT_FINISH,
+                            {**events[14].data, "text": long}, events[14].agent_id)
+    line = RunSummary.from_events(events).subagents[0]
+    assert line.name == "researcher" and len(line.result) == 100 and line.result.endswith("…")

@@ -99,6 +99,10 @@ class Events:
         self.seq = 0
 
     def __call__(self, type: EventType, agent_id: str | None = None, **data: Any) -> AgentEvent:
+        return self.make(type, agent_id, data)
+
+    def make(self, type: EventType, agent_id: str | None, data: dict[str, Any]) -> AgentEvent:
+        """An event whose ``data`` may hold any key (``agent_id`` too, as sub-agent events do)."""
         self.seq += 1
         return AgentEvent(self.seq, 1_700_000_000.0 + self.seq, "s1", "r1", "t1", None, 0, type, data,
                           agent_id)
@@ -125,7 +129,8 @@ def replay(messages: list[dict[str, Any]]) -> dict[str, Any]:
                 items[op["item"]["id"]] = dict(op["item"])
                 order.append(op["item"]["id"])
             elif op["op"] == "append":
-                items[op["id"]]["text"] += op["text"]
+                for item_id, text in op["texts"].items():
+                    items[item_id]["text"] += text
             elif op["op"] == "set":
                 items[op["id"]].update(op["patch"])
             elif op["op"] == "status":
@@ -324,18 +329,196 @@ def test_status_follows_turns_usage_and_the_final_stats(make_view):
     assert view.snapshot["status"]["elapsed_s"] == 3.5
 
 
-def test_subagent_events_are_kept_apart_and_do_not_end_the_run(make_view):
+# -- sub-agents ----------------------------------------------------------------------------------
+
+
+def call_tool(view: AgentView, ev: Events, call_id: str, name: str, arguments: dict[str, Any],
+              agent: str | None = None) -> None:
+    """Agent ``agent`` calls ``name`` and the call starts running."""
+    view.handle(ev(T.TOOL_CALL_READY, agent, call_id=call_id, name=name, arguments=arguments,
+                   index=0))
+    view.handle(ev(T.TOOL_START, agent, call_id=call_id, name=name))
+
+
+def start_subagent(view: AgentView, ev: Events, agent_id: str, name: str, prompt: str, *,
+                   call_id: str | None, parent: str | None = None) -> None:
+    """The events that open a sub-agent's run, as subagents.run_subagent emits them."""
+    view.handle(ev.make(T.SUBAGENT_START, agent_id, {
+        "agent_id": agent_id, "name": name, "parent_agent_id": parent, "parent_call_id": call_id,
+        "parent_turn_id": "t1", "prompt": prompt, "model": "scripted"}))
+    view.handle(ev(T.RUN_START, agent_id, prompt=prompt, model="scripted", max_iterations=3,
+                   agent_name=name))
+    view.handle(ev(T.ITERATION_START, agent_id, turn_state={"turn_counter": 0, "max_iterations": 3}))
+
+
+def finish_subagent(view: AgentView, ev: Events, agent_id: str, name: str, text: str, *,
+                    call_id: str | None, parent: str | None = None, reason: str = "end_turn",
+                    error: str | None = None) -> None:
+    """The events that close a sub-agent's run."""
+    view.handle(ev(T.RUN_FINISH, agent_id, reason=reason, text=text, stats={"turns": 2}))
+    view.handle(ev.make(T.SUBAGENT_FINISH, agent_id, {
+        "agent_id": agent_id, "name": name, "parent_agent_id": parent, "parent_call_id": call_id,
+        "text": text, "reason": reason, "usage": {"input_tokens": 300, "output_tokens": 40},
+        "cost_usd": 0.0021, "turns": 2, "tool_calls": 1, "duration_s": 1.5, "error": error}))
+
+
+def test_a_sub_agent_card_sits_under_the_call_that_started_it_and_shows_its_outcome_at_the_end(
+        make_view):
+    clock, ev = Clock(), Events()
+    view = make_view(clock=clock)
+    start(view, ev)
+    view.handle(ev(T.TEXT_DELTA, text="Delegating."))
+    call_tool(view, ev, "p1", "task", {"agent": "researcher", "instructions": "Find the notes."})
+    start_subagent(view, ev, "a1", "researcher", "Find the notes.", call_id="p1")
+    view.handle(ev(T.TEXT_DELTA, "a1", text="Looking"))
+    view.handle(ev(T.TEXT_DELTA, "a1", text=" around."))
+    call_tool(view, ev, "c1", "read_file", {"path": "notes.md"}, agent="a1")
+    view.handle(ev(T.TOOL_RESULT, "a1", call_id="c1", name="read_file", content="# Notes",
+                   is_error=False, duration_s=0.1))
+    clock.now += 1
+    view.flush()
+
+    shown = replay(view.comm.batches())["items"]
+    assert [(i["kind"], i["agent"]) for i in shown] == [
+        ("text", None), ("tool", None), ("subagent", None), ("text", "a1"), ("tool", "a1")]
+    card = shown[2]
+    assert {k: card[k] for k in ("agent_id", "name", "parent_call_id", "status", "prompt")} == {
+        "agent_id": "a1", "name": "researcher", "parent_call_id": "p1", "status": "running",
+        "prompt": "Find the notes."}
+    assert card["input_tokens"] is None and card["result"] is None  # not known while it runs
+    assert (shown[3]["text"], shown[4]["call_id"], shown[4]["status"]) == ("Looking around.", "c1",
+                                                                           "done")
+
+    finish_subagent(view, ev, "a1", "researcher", "The notes are in notes.md.", call_id="p1")
+    assert view.transcript.status.phase == "running"  # its run_finish is not the run's
+    view.handle(ev(T.TOOL_RESULT, call_id="p1", name="task", content="The notes are in notes.md.",
+                   is_error=False, duration_s=1.6))
+    view.handle(ev(T.ITERATION_START, turn_state={"turn_counter": 1, "max_iterations": 5}))
+    view.handle(ev(T.TEXT_DELTA, text="Found them."))
+    view.handle(ev(T.RUN_FINISH, reason="end_turn", text="Found them.", stats={"turns": 2}))
+
+    final = {i["id"]: i for i in view.snapshot["items"]}[card["id"]]
+    assert {k: final[k] for k in ("status", "result", "reason", "input_tokens", "output_tokens",
+                                   "cost_usd", "turns", "tool_calls", "duration_s")} == {
+        "status": "done", "result": "The notes are in notes.md.", "reason": "end_turn",
+        "input_tokens": 300, "output_tokens": 40, "cost_usd": 0.0021, "turns": 2, "tool_calls": 1,
+        "duration_s": 1.5}
+    assert replay(view.comm.batches())["items"] == view.snapshot["items"]  # reload shows the same
+    assert view.transcript.final_text == "Found them."
+
+
+def test_concurrent_sub_agents_keep_their_text_and_cards_apart_even_with_equal_call_ids(make_view):
     ev = Events()
     view = make_view(clock=Clock())
     start(view, ev)
-    view.handle(ev(T.TEXT_DELTA, text="Delegating."))
-    view.handle(ev(T.SUBAGENT_START, agent_id="a1", name="researcher"))
-    view.handle(ev(T.TEXT_DELTA, agent_id="a1", text="Searching."))
-    view.handle(ev(T.RUN_FINISH, agent_id="a1", reason="end_turn", text="Found it.", stats={}))
-    view.handle(ev(T.TEXT_DELTA, text=" Back."))
-    assert view.transcript.status.phase == "running"
-    blocks = [(i.agent, i.text) for i in view.transcript.items if i.kind == "text"]
-    assert blocks == [(None, "Delegating. Back."), ("a1", "Searching.")]
+    call_tool(view, ev, "p1", "task", {"agent": "worker", "instructions": "A"})
+    call_tool(view, ev, "p2", "task", {"agent": "worker", "instructions": "B"})
+    start_subagent(view, ev, "w1", "worker", "A", call_id="p1")
+    start_subagent(view, ev, "w2", "worker", "B", call_id="p2")
+    for agent, chunk in [("w1", "A says "), ("w2", "B says "), ("w1", "one."), ("w2", "two.")]:
+        view.handle(ev(T.TEXT_DELTA, agent, text=chunk))
+    # Each worker's model numbers its calls from the start: the ids are equal.
+    call_tool(view, ev, "call_1_0", "add", {"a": 1, "b": 1}, agent="w1")
+    call_tool(view, ev, "call_1_0", "add", {"a": 2, "b": 2}, agent="w2")
+    view.handle(ev(T.TOOL_RESULT, "w2", call_id="call_1_0", name="add", content="4", is_error=False,
+                   duration_s=0.0))
+    finish_subagent(view, ev, "w2", "worker", "", call_id="p2", reason="error",
+                    error="ModelError: overloaded")
+    view.handle(ev(T.TOOL_RESULT, "w1", call_id="call_1_0", name="add", content="2", is_error=False,
+                   duration_s=0.0))
+    finish_subagent(view, ev, "w1", "worker", "2", call_id="p1")
+
+    texts = {i.agent: i.text for i in view.transcript.items if i.kind == "text"}
+    assert texts == {"w1": "A says one.", "w2": "B says two."}
+    one, two = view.transcript.card("call_1_0", "w1"), view.transcript.card("call_1_0", "w2")
+    assert (one.arguments, one.result) == (json.dumps({"a": 1, "b": 1}, indent=2), "2")
+    assert (two.arguments, two.result) == (json.dumps({"a": 2, "b": 2}, indent=2), "4")
+    cards = {c.agent_id: c for c in view.transcript.subagents}
+    assert (cards["w1"].parent_call_id, cards["w1"].status, cards["w1"].result) == ("p1", "done", "2")
+    assert (cards["w2"].parent_call_id, cards["w2"].status, cards["w2"].error) == (
+        "p2", "error", "ModelError: overloaded")
+
+
+def test_a_sub_agent_of_a_sub_agent_hangs_under_its_parents_call_and_ends_with_the_run(make_view):
+    ev = Events()
+    view = make_view(clock=Clock())
+    start(view, ev)
+    call_tool(view, ev, "p1", "task", {"agent": "lead", "instructions": "Plan."})
+    start_subagent(view, ev, "a1", "lead", "Plan.", call_id="p1")
+    call_tool(view, ev, "m1", "task", {"agent": "math", "instructions": "1+1"}, agent="a1")
+    start_subagent(view, ev, "g1", "math", "1+1", call_id="m1", parent="a1")
+    call_tool(view, ev, "g-c1", "slow_add", {"a": 1, "b": 1}, agent="g1")
+    view.handle(ev(T.CANCELLED, reason="kernel interrupt"))
+    view.handle(ev(T.RUN_FINISH, reason="user_interrupt", text="", stats={"turns": 1}))
+
+    inner = view.transcript.subagent("g1")
+    assert (inner.agent, inner.parent_call_id) == ("a1", "m1")
+    assert view.transcript.card("m1", "a1") is not None
+    assert [c.status for c in view.transcript.subagents] == ["cancelled", "cancelled"]
+    assert view.transcript.card("g-c1", "g1").status == "cancelled"
+
+
+def test_an_approval_click_on_a_sub_agents_card_resolves_that_call_through_on_decision(make_view):
+    decisions: list[tuple[str, str, str | None]] = []
+    ev = Events()
+    view = make_view(clock=Clock(), on_decision=lambda *args: decisions.append(args))
+    start(view, ev)
+    call_tool(view, ev, "p1", "task", {"agent": "scribe", "instructions": "Note x."})
+    start_subagent(view, ev, "s1", "scribe", "Note x.", call_id="p1")
+    view.handle(ev(T.TOOL_CALL_READY, "s1", call_id="c1", name="record", arguments={"note": "x"},
+                   index=0))
+    sent = len(view.comm.batches())
+    view.handle(ev(T.APPROVAL_REQUIRED, "s1", call_id="c1", tool="record", arguments={"note": "x"},
+                   key="record", reason="record asks"))
+    assert len(view.comm.batches()) == sent + 1  # a person is waited on: sent at once
+    waiting = replay(view.comm.batches())["items"][-1]
+    assert (waiting["agent"], waiting["call_id"], waiting["status"]) == (
+        "s1", "c1", "awaiting_approval")
+
+    front_end(view, {"type": "approval", "call_id": "c1", "agent": "s1", "decision": "approve",
+                     "reason": None})
+    front_end(view, {"type": "approval", "call_id": "c1", "agent": "s1", "decision": "reject",
+                     "reason": "changed my mind"})
+    assert decisions == [("c1", "approve", None)]  # the broker's callback, once
+    view.handle(ev(T.APPROVAL_DECISION, "s1", call_id="c1", decision="approve",
+                   decided_by="person", reason=None))
+    assert view.transcript.card("c1", "s1").status == "queued"
+
+    # A later sub-agent whose call has the same id is answered on its own card; a front-end that
+    # does not say whose card it is still reaches the one waiting.
+    start_subagent(view, ev, "s2", "scribe", "Note y.", call_id="p1")
+    view.handle(ev(T.APPROVAL_REQUIRED, "s2", call_id="c1", tool="record", arguments={"note": "y"},
+                   key="record", reason="record asks"))
+    front_end(view, {"type": "approval", "call_id": "c1", "decision": "reject", "reason": "no"})
+    assert decisions[1:] == [("c1", "reject", "no")]
+
+
+async def test_a_scripted_delegation_through_the_view_nests_the_child_and_lists_it(make_view):
+    from agent_kernel import Agent, tool
+    from agent_kernel.models.scripted import ScriptedModel, text, tool_call
+
+    @tool(read_only=True)
+    def add(a: int, b: int) -> int:
+        """Adds two numbers."""
+        return a + b
+
+    child = Agent(ScriptedModel([tool_call("add", {"a": 2, "b": 3}, id="c1"), "2 + 3 = 5"]),
+                  tools=[add], name="math", journal=None, context=None, permissions="bypass")
+    parent = Agent(ScriptedModel([[text("Asking math."), tool_call(
+        "task", {"agent": "math", "instructions": "Add 2 and 3."}, id="p1")], "It is 5."]),
+        subagents={"math": child}, journal=None, context=None, permissions="bypass")
+    view = make_view()
+    async for event in parent.stream("What is 2 + 3?"):
+        view.handle(event)
+
+    (card,) = view.transcript.subagents
+    assert (card.name, card.agent, card.parent_call_id, card.status, card.result) == (
+        "math", None, "p1", "done", "2 + 3 = 5")
+    assert view.transcript.card("c1", card.agent_id).status == "done"
+    assert view.transcript.card("c1") is None  # the child's call is not the parent's
+    assert view.transcript.status.phase == "finished"
+    assert "Sub-agents (1):\n  1. math - done: 2 + 3 = 5\n     - add(a=2, b=3) - done" in \
+        view.summary().text
 
 
 # -- messages from the front-end -----------------------------------------------------------------
@@ -547,105 +730,211 @@ Plain **bold**, *em*, `code` and snake_case_names.
 """
 
 
-@pytest.mark.browser
-@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs Chromium (make chromium)")
-def test_the_front_end_renders_streamed_markdown_safely_and_sends_clicks_back(make_view, tmp_path):
-    from playwright.sync_api import sync_playwright
+class BrowserPage:
+    """agent_view.js on a page of headless Chromium, wired to ``view`` through a fake model."""
 
-    decisions: list[tuple[str, str, str | None]] = []
-    clock, ev = Clock(), Events()
-    view = make_view(clock=clock, on_decision=lambda *args: decisions.append(args))
+    def __init__(self, browser: Any, view: AgentView) -> None:
+        self.view = view
+        self.page = page = browser.new_page()
+        self.requests: list[str] = []
+        self.errors: list[str] = []
+        self._forwarded = 0
+        page.on("request", lambda request: self.requests.append(request.url))
+        page.on("pageerror", lambda exc: self.errors.append(str(exc)))
+        page.route("**/*", self._serve)
+        page.goto("http://view.test/")
+        page.wait_for_function("window.ready === true")
+
+    @staticmethod
+    def _serve(route: Any) -> None:
+        files = {"agent_view.js": "text/javascript", "agent_view.css": "text/css"}
+        name = route.request.url.rsplit("/", 1)[-1]
+        if name in files:
+            route.fulfill(body=(REPO / "widgets" / name).read_text(), content_type=files[name])
+        elif route.request.url == "http://view.test/":
+            route.fulfill(body=PAGE, content_type="text/html")
+        else:
+            route.abort()  # nothing else may be fetched (an <img> from model output, say)
+
+    def pump(self) -> None:
+        """Carries messages both ways until both sides are quiet."""
+        view, page = self.view, self.page
+        while True:
+            for message in view.comm.messages[self._forwarded:]:
+                self._forwarded += 1
+                if message["method"] == "custom":
+                    page.evaluate("m => window.model.emit(m)", message["content"])
+                elif message["method"] == "update":
+                    for key, value in message["state"].items():
+                        page.evaluate("([k, v]) => window.model.set(k, v)", [key, value])
+            replies = page.evaluate("window.sent.splice(0)")
+            for reply in replies:
+                front_end(view, reply)
+            if not replies and self._forwarded == len(view.comm.messages):
+                return
+
+    def render_saved(self, element_id: str) -> None:
+        """Renders the view again from its saved snapshot trait alone, as a page with no kernel."""
+        self.page.evaluate("""(id) => {
+            const saved = new window.Model();
+            saved.state.snapshot = window.model.get("snapshot");
+            const el = document.createElement("div");
+            el.id = id;
+            document.body.appendChild(el);
+            window.widget.render({ model: saved, el });
+        }""", element_id)
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Any]:
+    """One headless Chromium for the browser tests of this module (each gets its own page)."""
+    if not Path(CHROMIUM).exists():
+        pytest.skip("needs Chromium (make chromium)")
+    from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=[
             "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
             "--disable-component-update", "--disable-sync", "--no-first-run"])
-        page = browser.new_page()
-        files = {"agent_view.js": "text/javascript", "agent_view.css": "text/css"}
-
-        def serve(route: Any) -> None:
-            name = route.request.url.rsplit("/", 1)[-1]
-            if name in files:
-                route.fulfill(body=(REPO / "widgets" / name).read_text(), content_type=files[name])
-            elif route.request.url == "http://view.test/":
-                route.fulfill(body=PAGE, content_type="text/html")
-            else:
-                route.abort()  # nothing else may be fetched (an <img> from model output, say)
-
-        requests: list[str] = []
-        page.on("request", lambda request: requests.append(request.url))
-        errors: list[str] = []
-        page.on("pageerror", lambda exc: errors.append(str(exc)))
-        page.route("**/*", serve)
-        page.goto("http://view.test/")
-        page.wait_for_function("window.ready === true")
-        forwarded = 0
-
-        def pump() -> None:
-            """Carries messages both ways until both sides are quiet."""
-            nonlocal forwarded
-            while True:
-                for message in view.comm.messages[forwarded:]:
-                    forwarded += 1
-                    if message["method"] == "custom":
-                        page.evaluate("m => window.model.emit(m)", message["content"])
-                    elif message["method"] == "update":
-                        for key, value in message["state"].items():
-                            page.evaluate("([k, v]) => window.model.set(k, v)", [key, value])
-                replies = page.evaluate("window.sent.splice(0)")
-                for reply in replies:
-                    front_end(view, reply)
-                if not replies and forwarded == len(view.comm.messages):
-                    return
-
-        start(view, ev)
-        pump()
-        for i in range(0, len(HOSTILE), 5):
-            clock.now += 0.05
-            view.handle(ev(T.TEXT_DELTA, text=HOSTILE[i:i + 5]))
-            pump()
-        assert page.inner_text(".ak-text h1") == "Report"
-        assert page.locator(".ak-text a").evaluate_all("links => links.map(a => a.href)") == [
-            "https://example.com/docs"]
-        assert page.locator(".ak-text script, .ak-text img").count() == 0
-        assert "<script>alert(2)</script>" in page.inner_text(".ak-text")
-        assert page.inner_text(".ak-text pre code") == "<script>alert(4)</script>"
-        assert page.inner_text(".ak-text em") == "em"  # not the underscores of snake_case_names
-
-        view.handle(ev(T.TOOL_CALL_READY, call_id="c1", name="bash", arguments={"command": "ls"},
-                       index=0))
-        view.handle(ev(T.APPROVAL_REQUIRED, call_id="c1", tool="bash", arguments={"command": "ls"},
-                       key="bash(ls)", reason="bash asks for approval"))
-        pump()
-        card = page.locator(".ak-tool")
-        assert card.locator(".ak-badge").inner_text() == "awaiting approval"
-        assert "waiting for your approval" in page.inner_text(".ak-phase")
-        page.screenshot(path=str(tmp_path / "agent_view_awaiting_approval.png"), full_page=True)
-        card.locator(".ak-reason").fill("list only the notes folder")
-        card.locator(".ak-reject").click()
-        pump()
-        assert decisions == [("c1", "reject", "list only the notes folder")]
-
-        view.handle(ev(T.APPROVAL_DECISION, call_id="c1", decision="reject", decided_by="person",
-                       reason="list only the notes folder"))
-        view.handle(ev(T.RUN_FINISH, reason="end_turn", text=HOSTILE, stats={"turns": 1}))
-        pump()
-        assert card.locator(".ak-badge").inner_text() == "rejected"
-        assert page.locator(".ak-approval").is_hidden()
-        assert page.inner_text(".ak-phase") == "finished"
-
-        # A page opened later, with no kernel, rebuilds the run from the saved snapshot trait.
-        page.evaluate("""() => {
-            const saved = new window.Model();
-            saved.state.snapshot = window.model.get("snapshot");
-            const el = document.createElement("div");
-            el.id = "saved";
-            document.body.appendChild(el);
-            window.widget.render({ model: saved, el });
-        }""")
-        assert page.inner_text("#saved .ak-text h1") == "Report"
-        assert page.inner_text("#saved .ak-tool .ak-badge") == "rejected"
-        assert page.evaluate("window.alerts") == 0
-        assert errors == []
-        assert all(url.startswith("http://view.test/") for url in requests)
+        yield browser
         browser.close()
+
+
+@pytest.mark.browser
+def test_the_front_end_renders_streamed_markdown_safely_and_sends_clicks_back(make_view, tmp_path,
+                                                                              chromium):
+    decisions: list[tuple[str, str, str | None]] = []
+    clock, ev = Clock(), Events()
+    view = make_view(clock=clock, on_decision=lambda *args: decisions.append(args))
+    browser = BrowserPage(chromium, view)
+    page, pump = browser.page, browser.pump
+    start(view, ev)
+    pump()
+    for i in range(0, len(HOSTILE), 5):
+        clock.now += 0.05
+        view.handle(ev(T.TEXT_DELTA, text=HOSTILE[i:i + 5]))
+        pump()
+    assert page.inner_text(".ak-text h1") == "Report"
+    assert page.locator(".ak-text a").evaluate_all("links => links.map(a => a.href)") == [
+        "https://example.com/docs"]
+    assert page.locator(".ak-text script, .ak-text img").count() == 0
+    assert "<script>alert(2)</script>" in page.inner_text(".ak-text")
+    assert page.inner_text(".ak-text pre code") == "<script>alert(4)</script>"
+    assert page.inner_text(".ak-text em") == "em"  # not the underscores of snake_case_names
+
+    view.handle(ev(T.TOOL_CALL_READY, call_id="c1", name="bash", arguments={"command": "ls"},
+                   index=0))
+    view.handle(ev(T.APPROVAL_REQUIRED, call_id="c1", tool="bash", arguments={"command": "ls"},
+                   key="bash(ls)", reason="bash asks for approval"))
+    pump()
+    card = page.locator(".ak-tool")
+    assert card.locator(".ak-badge").inner_text() == "awaiting approval"
+    assert "waiting for your approval" in page.inner_text(".ak-phase")
+    page.screenshot(path=str(tmp_path / "agent_view_awaiting_approval.png"), full_page=True)
+    card.locator(".ak-reason").fill("list only the notes folder")
+    card.locator(".ak-reject").click()
+    pump()
+    assert decisions == [("c1", "reject", "list only the notes folder")]
+
+    view.handle(ev(T.APPROVAL_DECISION, call_id="c1", decision="reject", decided_by="person",
+                   reason="list only the notes folder"))
+    view.handle(ev(T.RUN_FINISH, reason="end_turn", text=HOSTILE, stats={"turns": 1}))
+    pump()
+    assert card.locator(".ak-badge").inner_text() == "rejected"
+    assert page.locator(".ak-approval").is_hidden()
+    assert page.inner_text(".ak-phase") == "finished"
+
+    # A page opened later, with no kernel, rebuilds the run from the saved snapshot trait.
+    browser.render_saved("saved")
+    assert page.inner_text("#saved .ak-text h1") == "Report"
+    assert page.inner_text("#saved .ak-tool .ak-badge") == "rejected"
+    assert page.evaluate("window.alerts") == 0
+    assert browser.errors == []
+    assert all(url.startswith("http://view.test/") for url in browser.requests)
+    page.close()
+
+
+@pytest.mark.browser
+def test_the_front_end_nests_sub_agent_cards_that_fold_when_done_and_take_approvals(make_view,
+                                                                                  tmp_path,
+                                                                                  chromium):
+    decisions: list[tuple[str, str, str | None]] = []
+    clock, ev = Clock(), Events()
+    view = make_view(clock=clock, on_decision=lambda *args: decisions.append(args))
+    browser = BrowserPage(chromium, view)
+    page, pump = browser.page, browser.pump
+    cards = """() => [...document.querySelectorAll("#out .ak-agent-card")].map((card) => ({
+        agent: card.dataset.agentId,
+        open: card.open,
+        under: card.parentElement.closest(".ak-tool")?.dataset.callId ?? null,
+        badge: card.querySelector(".ak-badge").textContent,
+        text: [...card.querySelectorAll(":scope > .ak-agent-items > .ak-text")]
+            .map((t) => t.innerText).join("|"),
+        calls: [...card.querySelectorAll(":scope > .ak-agent-items > .ak-tool")]
+            .map((t) => t.dataset.callId),
+    }))"""
+    card = lambda agent: page.locator(f'#out .ak-agent-card[data-agent-id="{agent}"]')  # noqa: E731
+
+    start(view, ev)
+    call_tool(view, ev, "p1", "task", {"agent": "researcher", "instructions": "Find the notes."})
+    call_tool(view, ev, "p2", "task", {"agent": "writer", "instructions": "Draft it."})
+    start_subagent(view, ev, "a1", "researcher", "Find the notes.", call_id="p1")
+    start_subagent(view, ev, "a2", "writer", "Draft it.", call_id="p2")
+    view.handle(ev(T.TEXT_DELTA, "a1", text="Looking **around**."))
+    view.handle(ev(T.TEXT_DELTA, "a2", text="Drafting."))
+    view.handle(ev(T.TOOL_CALL_READY, "a2", call_id="c1", name="write_file",
+                   arguments={"path": "draft.md"}, index=0))
+    clock.now += 1
+    view.flush()
+    pump()
+    assert page.evaluate(cards) == [
+        {"agent": "a1", "open": True, "under": "p1", "badge": "running", "text": "Looking around.",
+         "calls": []},
+        {"agent": "a2", "open": True, "under": "p2", "badge": "running", "text": "Drafting.",
+         "calls": ["c1"]}]
+    assert card("a1").locator("strong").inner_text() == "around"
+    assert "Task: Find the notes." in card("a1").inner_text()
+
+    # Folded by the person while it runs, the writer's card opens again to ask for approval.
+    card("a2").locator(".ak-agent-summary").click()
+    assert page.evaluate(cards)[1]["open"] is False
+    view.handle(ev(T.APPROVAL_REQUIRED, "a2", call_id="c1", tool="write_file",
+                   arguments={"path": "draft.md"}, key="write_file(draft.md)", reason="asks"))
+    pump()
+    assert page.evaluate(cards)[1]["open"] is True
+    assert "waiting for your approval" in page.inner_text(".ak-phase")
+    page.screenshot(path=str(tmp_path / "agent_view_sub_agents.png"), full_page=True)
+    card("a2").locator(".ak-approve").click()
+    pump()
+    assert decisions == [("c1", "approve", None)]
+    assert view._decided == {("a2", "c1")}  # the click named the writer's card
+
+    view.handle(ev(T.APPROVAL_DECISION, "a2", call_id="c1", decision="approve",
+                   decided_by="person", reason=None))
+    view.handle(ev(T.TOOL_RESULT, "a2", call_id="c1", name="write_file", content="wrote",
+                   is_error=False, duration_s=0.1))
+    finish_subagent(view, ev, "a2", "writer", "Draft written to draft.md.\nIt has two parts.",
+                    call_id="p2")
+    clock.now += 1
+    view.flush()
+    pump()
+    writer = page.evaluate(cards)[1]
+    assert (writer["open"], writer["badge"]) == (False, "done")  # folded once it is done
+    head = card("a2").locator(".ak-agent-summary").inner_text()
+    assert "300 in · 40 out · $0.0021 · 1 tool call · 1.5 s" in head
+    assert "Draft written to draft.md. …" in head  # its answer, one line, seen while folded
+
+    card("a2").locator(".ak-agent-summary").click()  # the person opens it again ...
+    finish_subagent(view, ev, "a1", "researcher", "In notes.md.", call_id="p1")
+    view.handle(ev(T.RUN_FINISH, reason="end_turn", text="Done.", stats={"turns": 2}))
+    pump()  # ... and the view, rebuilt from the final snapshot, keeps it open
+    assert [(c["agent"], c["open"], c["badge"], c["under"]) for c in page.evaluate(cards)] == [
+        ("a1", False, "done", "p1"), ("a2", True, "done", "p2")]
+    page.screenshot(path=str(tmp_path / "agent_view_sub_agents_done.png"), full_page=True)
+
+    browser.render_saved("saved")  # no kernel: the snapshot alone rebuilds the nesting
+    saved = page.locator('#saved .ak-tool[data-call-id="p1"] .ak-agent-card[data-agent-id="a1"]')
+    assert saved.locator(".ak-badge").inner_text() == "done"
+    assert saved.locator(".ak-agent-items .ak-text").text_content() == "Looking around."  # folded
+    assert browser.errors == []
+    page.close()

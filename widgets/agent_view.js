@@ -1,10 +1,18 @@
 // agent_view.js — the front-end of agent_kernel.jupyter.view.AgentView: the live view of one run.
 //
 // Plain ES module: no imports, no build step, nothing fetched. The wire protocol is described in
-// view.py. Model output is turned into DOM nodes with textContent and createElement, never
+// view.py. A sub-agent's items (those whose `agent` is its `agent_id`) are drawn inside its card,
+// and its card inside the tool card of the call that started it, so nesting goes to any depth. Model output is turned into DOM nodes with textContent and createElement, never
 // innerHTML, so nothing it contains can run as script; links are kept only for http(s) and mailto.
 
 const STORES = new WeakMap();
+
+const AGENT_STATUS_LABELS = {
+  running: "running",
+  done: "done",
+  error: "error",
+  cancelled: "cancelled",
+};
 
 const STATUS_LABELS = {
   queued: "queued",
@@ -96,10 +104,12 @@ class RunStore {
         this.items.set(op.item.id, { ...op.item });
         change.added.push(op.item.id);
       } else if (op.op === "append") {
-        const item = this.items.get(op.id);
-        if (item) {
-          item.text = (item.text || "") + op.text;
-          change.changed.add(op.id);
+        for (const [id, text] of Object.entries(op.texts || {})) {
+          const item = this.items.get(id);
+          if (item) {
+            item.text = (item.text || "") + text;
+            change.changed.add(id);
+          }
         }
       } else if (op.op === "set") {
         const item = this.items.get(op.id);
@@ -489,12 +499,13 @@ function toolItem(model, item, store) {
   approval.append(ask, reason, buttons);
 
   const decision = h("div", "ak-decision ak-muted");
+  const children = h("div", "ak-children"); // cards of sub-agents this call started
   const resultPreview = h("pre", "ak-pre ak-result-preview");
   const result = h("details", "ak-result");
   const resultSummary = h("summary", null, "Full result");
   const resultBody = h("pre", "ak-pre");
   result.append(resultSummary, resultBody);
-  root.append(head, args, progress, approval, decision, resultPreview, result);
+  root.append(head, args, progress, approval, decision, children, resultPreview, result);
 
   let current = item;
   let sentAt = 0;
@@ -506,6 +517,7 @@ function toolItem(model, item, store) {
     model.send({
       type: "approval",
       call_id: current.call_id,
+      agent: current.agent || null, // sub-agents may number their calls alike
       decision: choice,
       reason: choice === "reject" && text ? text : null,
     });
@@ -528,9 +540,11 @@ function toolItem(model, item, store) {
   let wasAwaiting = false;
   return {
     root,
+    children,
     update(it) {
       current = it;
       root.dataset.status = it.status;
+      root.dataset.callId = it.call_id;
       name.textContent = it.name;
       badge.textContent = STATUS_LABELS[it.status] || it.status;
       badge.className = "ak-badge ak-status-" + it.status;
@@ -614,6 +628,74 @@ function compactionItem(model, item) {
   };
 }
 
+// A sub-agent's card: open while it runs, closed once it ends, unless the person has opened or
+// closed it themselves (remembered in `toggled`, which outlives a rebuild from a snapshot).
+function subagentItem(model, item, store, toggled) {
+  const root = h("details", "ak-item ak-card ak-agent-card");
+  const summary = h("summary", "ak-agent-summary");
+  const head = h("div", "ak-card-head");
+  const name = h("span", "ak-tool-name");
+  const role = h("span", "ak-muted", "sub-agent");
+  const badge = h("span", "ak-badge");
+  const figures = h("span", "ak-muted ak-agent-figures");
+  head.append(name, role, badge, figures);
+  const outcome = h("div", "ak-agent-outcome ak-muted");
+  summary.append(head, outcome);
+  const task = h("div", "ak-agent-task ak-muted");
+  const items = h("div", "ak-items ak-agent-items");
+  root.append(summary, task, items);
+
+  let current = item;
+  let touched = toggled.has(item.agent_id);
+  let wasRunning = null;
+  summary.addEventListener("click", () => { touched = true; });
+  root.addEventListener("toggle", () => {
+    if (touched) toggled.set(current.agent_id, root.open);
+  });
+  return {
+    root,
+    items,
+    item: () => current,
+    expand() {
+      // Opened for a person to answer: from here the view folds it again when it ends.
+      touched = false;
+      toggled.delete(current.agent_id);
+      root.open = true;
+    },
+    update(it) {
+      current = it;
+      const running = it.status === "running";
+      if (wasRunning === null) root.open = touched ? toggled.get(it.agent_id) : running;
+      else if (wasRunning && !running && !touched) root.open = false;
+      wasRunning = running;
+      root.dataset.status = it.status;
+      root.dataset.agentId = it.agent_id;
+      name.textContent = it.name + (it.task ? " · " + it.task : "");
+      badge.textContent = AGENT_STATUS_LABELS[it.status] || it.status;
+      badge.className = "ak-badge ak-status-" + it.status;
+      const parts = [];
+      if (!running) {
+        if (typeof it.input_tokens === "number" || typeof it.output_tokens === "number") {
+          parts.push(fmtInt(it.input_tokens) + " in · " + fmtInt(it.output_tokens) + " out");
+          parts.push(fmtCost(it.cost_usd));
+        }
+        if (typeof it.tool_calls === "number") {
+          parts.push(it.tool_calls + " tool call" + (it.tool_calls === 1 ? "" : "s"));
+        }
+        if (typeof it.duration_s === "number") parts.push(fmtSeconds(it.duration_s));
+      }
+      figures.textContent = parts.join(" · ");
+      const said = it.status === "error" && it.error ? it.error : (it.result || "");
+      outcome.textContent = running ? "" : preview(said, 1, 200);
+      outcome.hidden = running || !said;
+      outcome.classList.toggle("ak-error", it.status === "error");
+      task.textContent = it.prompt ? "Task: " + preview(it.prompt, 3, 300) : "";
+      task.title = it.prompt || "";
+      task.hidden = !it.prompt;
+    },
+  };
+}
+
 function noticeItem(model, item) {
   const root = h("div", "ak-item ak-notice");
   return {
@@ -627,7 +709,7 @@ function noticeItem(model, item) {
 }
 
 const BUILDERS = { text: textItem, thinking: thinkingItem, tool: toolItem,
-  compaction: compactionItem, notice: noticeItem };
+  compaction: compactionItem, notice: noticeItem, subagent: subagentItem };
 
 // ---------------------------------------------------------------------------------------------
 // The view.
@@ -651,7 +733,11 @@ function render({ model, el }) {
   root.append(list, bar);
   el.appendChild(root);
 
-  let views = new Map();
+  let views = new Map(); // item id -> its view
+  let agents = new Map(); // sub-agent id -> the view of its card
+  let calls = new Map(); // agent and call id -> the view of its tool card
+  const toggled = new Map(); // sub-agent id -> open, once the person has toggled its card
+  const callKey = (agent, callId) => (agent || "") + "\u0000" + callId;
   let stopSent = false;
   stop.addEventListener("click", () => {
     stopSent = true;
@@ -659,18 +745,42 @@ function render({ model, el }) {
     model.send({ type: "stop" });
   });
 
+  // Where an item goes: a sub-agent's card under the call that started it; any other item of a
+  // sub-agent inside that sub-agent's card; the rest in the run's own list.
+  const containerFor = (item) => {
+    if (item.kind === "subagent" && item.parent_call_id) {
+      const call = calls.get(callKey(item.agent, item.parent_call_id));
+      if (call) return call.children;
+    }
+    const owner = item.agent ? agents.get(item.agent) : null;
+    return owner ? owner.items : list;
+  };
+
+  // Opens the cards around a sub-agent's call that waits for a person.
+  const reveal = (agent) => {
+    for (let depth = 0; agent && depth < 64; depth++) {
+      const owner = agents.get(agent);
+      if (!owner) return;
+      owner.expand();
+      agent = owner.item().agent;
+    }
+  };
+
   const addItem = (id) => {
     const item = store.items.get(id);
     const build = item && BUILDERS[item.kind];
     if (!build) return;
-    const view = build(model, item, store);
-    if (item.agent) {
-      view.root.classList.add("ak-subagent");
+    const view = build(model, item, store, toggled);
+    if (item.agent && !agents.has(item.agent)) {
+      view.root.classList.add("ak-subagent"); // its card is unknown: label it where it stands
       view.root.dataset.agent = item.agent;
     }
     view.update(item);
     views.set(id, view);
-    list.appendChild(view.root);
+    if (item.kind === "tool") calls.set(callKey(item.agent, item.call_id), view);
+    if (item.kind === "subagent") agents.set(item.agent_id, view);
+    containerFor(item).appendChild(view.root);
+    if (item.status === "awaiting_approval") reveal(item.agent);
   };
 
   const awaitingCount = () => {
@@ -709,6 +819,8 @@ function render({ model, el }) {
 
   const rebuild = () => {
     views = new Map();
+    agents = new Map();
+    calls = new Map();
     list.replaceChildren();
     for (const id of store.order) addItem(id);
     drawStatus();
@@ -721,7 +833,9 @@ function render({ model, el }) {
     }
     for (const id of change.changed) {
       const view = views.get(id);
-      if (view) view.update(store.items.get(id));
+      const item = store.items.get(id);
+      if (view) view.update(item);
+      if (item.status === "awaiting_approval") reveal(item.agent);
     }
     if (change.status) stopSent = false; // the kernel has answered: its status says it all
     for (const id of change.added) {

@@ -1,8 +1,11 @@
 """jupyter.summary — the static summary of a finished run, as HTML, Markdown and plain text.
 
 The live view needs a running kernel (or saved widget state); this summary does not. Displayed
-when a run ends, it keeps the answer, the tool calls and the usage visible in nbconvert output,
-on GitHub, under nbval and in a notebook saved without widget state.
+when a run ends, it keeps the answer, the tool calls, the sub-agent runs and the usage visible in
+nbconvert output, on GitHub, under nbval and in a notebook saved without widget state.
+
+Sub-agents are listed as a tree (a sub-agent under the one that started it, siblings in the
+order they started) and numbered by their place in it (``1``, ``1.1``, ``2``), never by their ids.
 
 ``text/plain`` is deterministic for a deterministic (scripted) run: no timestamps, durations,
 ids or memory addresses, so nbval can compare it. Timings appear only in the HTML and Markdown.
@@ -21,12 +24,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..events import AgentEvent
-from .transcript import ToolCard, Transcript
+from .items import SubagentCard, ToolCard
+from .transcript import Transcript
 
-__all__ = ["RunSummary", "ToolCallLine", "markdown_to_html"]
+__all__ = ["RunSummary", "SubagentLine", "ToolCallLine", "markdown_to_html"]
 
 #: Longest argument line shown per tool call (characters).
 ARGS_SHORT = 80
+#: Longest result preview shown per sub-agent (characters).
+RESULT_SHORT = 100
 _SAFE_LINK = re.compile(r"^(https?://|mailto:)", re.IGNORECASE)
 
 
@@ -39,6 +45,38 @@ class ToolCallLine:
     status: str
     duration_s: float | None
     reason: str | None
+
+
+@dataclass(frozen=True)
+class SubagentLine:
+    """One sub-agent run as the summary lists it.
+
+    ``number`` is its place in the tree of sub-agents (``"1"``, ``"1.2"``), ``depth`` how far
+    below the top-level agent it ran (0: started by it), ``result`` a one-line preview of its
+    answer (or of its error).
+    """
+
+    number: str
+    depth: int
+    name: str
+    task: str | None
+    status: str
+    result: str
+    tool_calls: tuple[ToolCallLine, ...]
+    input_tokens: int | None
+    output_tokens: int | None
+    cost_usd: float | None
+    duration_s: float | None
+
+    @property
+    def label(self) -> str:
+        """Its name, with the crew task it worked on if any."""
+        return f"{self.name} [{self.task}]" if self.task else self.name
+
+    @property
+    def outcome(self) -> str:
+        """Its status, with the result preview when there is one."""
+        return f"{self.status}: {self.result}" if self.result else self.status
 
 
 @dataclass(frozen=True)
@@ -60,6 +98,7 @@ class RunSummary:
     turns: int
     model: str | None
     duration_s: float | None
+    subagents: tuple[SubagentLine, ...] = ()
 
     @classmethod
     def from_transcript(cls, transcript: Transcript) -> RunSummary:
@@ -76,6 +115,7 @@ class RunSummary:
             turns=transcript.turns,
             model=status.model,
             duration_s=transcript.elapsed(),
+            subagents=_subagent_lines(transcript),
         )
 
     @classmethod
@@ -102,6 +142,14 @@ class RunSummary:
         for n, call in enumerate(self.tool_calls, 1):
             outcome = call.status + (f": {call.reason}" if call.reason else "")
             lines.append(f"  {n}. {call.name}({call.arguments}) - {outcome}")
+        if self.subagents:
+            lines += ["", f"Sub-agents ({len(self.subagents)}):"]
+        for sub in self.subagents:
+            indent = "  " * (sub.depth + 1)
+            lines.append(f"{indent}{sub.number}. {sub.label} - {sub.outcome}")
+            for call in sub.tool_calls:
+                outcome = call.status + (f": {call.reason}" if call.reason else "")
+                lines.append(f"{indent}   - {call.name}({call.arguments}) - {outcome}")
         lines += ["", "Usage: " + " · ".join(self._usage_parts(timed=False))]
         return "\n".join(lines)
 
@@ -116,6 +164,14 @@ class RunSummary:
                 outcome = call.status + (f": {call.reason}" if call.reason else "")
                 parts.append(f"| {n} | {_md_cell(call.name)} | {_md_code(call.arguments)} | "
                              f"{_md_cell(outcome)} | {_duration(call.duration_s)} |")
+            parts.append("")
+        if self.subagents:
+            parts += ["**Sub-agents**", "", "| # | Sub-agent | Status | Tool calls | Result | Usage | "
+                      "Duration |", "|---|---|---|---|---|---|---|"]
+            for sub in self.subagents:
+                parts.append(f"| {sub.number} | {_md_cell(sub.label)} | {_md_cell(sub.status)} | "
+                             f"{_md_cell(_call_names(sub))} | {_md_cell(sub.result or '–')} | "
+                             f"{_sub_usage(sub)} | {_duration(sub.duration_s)} |")
             parts.append("")
         parts.append("**Usage** " + " · ".join(self._usage_parts(timed=True)))
         return "\n".join(parts)
@@ -136,6 +192,17 @@ class RunSummary:
                 out.append(f"<tr><td>{n}</td><td>{esc(call.name)}</td>"
                            f"<td><code>{esc(call.arguments)}</code></td><td>{esc(outcome)}</td>"
                            f"<td>{_duration(call.duration_s)}</td></tr>")
+            out.append("</tbody></table>")
+        if self.subagents:
+            out.append("<div><strong>Sub-agents</strong></div>")
+            out.append("<table><thead><tr><th>#</th><th>Sub-agent</th><th>Status</th>"
+                       "<th>Tool calls</th><th>Result</th><th>Usage</th><th>Duration</th></tr>"
+                       "</thead><tbody>")
+            for sub in self.subagents:
+                out.append(f"<tr><td>{sub.number}</td><td>{esc(sub.label)}</td>"
+                           f"<td>{esc(sub.status)}</td><td>{esc(_call_names(sub))}</td>"
+                           f"<td>{esc(sub.result or '–')}</td><td>{esc(_sub_usage(sub))}</td>"
+                           f"<td>{_duration(sub.duration_s)}</td></tr>")
             out.append("</tbody></table>")
         out.append(f"<p><strong>Usage</strong> {esc(' · '.join(self._usage_parts(timed=True)))}</p>")
         out.append("</div>")
@@ -172,6 +239,59 @@ def _line(card: ToolCard) -> ToolCallLine:
         args = args[: ARGS_SHORT - 1] + "…"
     reason = card.reason if card.status == "rejected" else None
     return ToolCallLine(card.name, args, card.status, card.duration_s, reason)
+
+
+def _subagent_lines(transcript: Transcript) -> tuple[SubagentLine, ...]:
+    """The sub-agent runs as a tree, depth first, siblings in the order they started."""
+    cards = transcript.subagents
+    known = {card.agent_id for card in cards}
+    children: dict[str | None, list[SubagentCard]] = {}
+    for card in cards:
+        # One whose parent never appeared (a journal read from the middle) is listed at the top.
+        children.setdefault(card.agent if card.agent in known else None, []).append(card)
+    calls: dict[str | None, list[ToolCard]] = {}
+    for tool in transcript.tool_cards:
+        calls.setdefault(tool.agent, []).append(tool)
+    lines: list[SubagentLine] = []
+
+    def walk(parent: str | None, prefix: str, depth: int) -> None:
+        for n, card in enumerate(children.get(parent, ()), 1):
+            number = f"{prefix}{n}"
+            lines.append(_subagent_line(card, number, depth, calls.get(card.agent_id, [])))
+            walk(card.agent_id, number + ".", depth + 1)
+
+    walk(None, "", 0)
+    return tuple(lines)
+
+
+def _subagent_line(card: SubagentCard, number: str, depth: int,
+                   calls: list[ToolCard]) -> SubagentLine:
+    said = card.error if card.status == "error" and card.error else (card.result or "")
+    return SubagentLine(number, depth, card.name, card.task, card.status, _one_line(said),
+                        tuple(_line(call) for call in calls), card.input_tokens,
+                        card.output_tokens, card.cost_usd, card.duration_s)
+
+
+def _one_line(text: str) -> str:
+    """The first non-blank line of ``text``, shortened; ``…`` marks anything left out."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    if not lines:
+        return ""
+    first = " ".join(lines[0].split())
+    if len(first) > RESULT_SHORT:
+        return first[: RESULT_SHORT - 1] + "…"
+    return first + (" …" if len(lines) > 1 else "")
+
+
+def _call_names(sub: SubagentLine) -> str:
+    return ", ".join(call.name for call in sub.tool_calls) or "–"
+
+
+def _sub_usage(sub: SubagentLine) -> str:
+    if sub.input_tokens is None and sub.output_tokens is None:
+        return "–"
+    cost = "cost unknown" if sub.cost_usd is None else f"${sub.cost_usd:.4f}"
+    return f"{sub.input_tokens or 0:,} in · {sub.output_tokens or 0:,} out · {cost}"
 
 
 def _duration(seconds: float | None) -> str:

@@ -1,12 +1,17 @@
 """jupyter.transcript — the live picture of one run, folded from its AgentEvents.
 
-A ``Transcript`` turns the event stream into what a person looks at: blocks of streamed text and
-thinking, a card per tool call, compaction cards, notices, and a status line (turn, tokens, cost,
-model, phase). It knows nothing about widgets or comms: the live view observes it through
+A ``Transcript`` turns the event stream into what a person looks at (the items of ``items.py``):
+blocks of streamed text and thinking, a card per tool call, compaction cards, notices, and a
+status line (turn, tokens, cost, model, phase). It knows nothing about widgets or comms: the live view observes it through
 ``TranscriptObserver`` (to send only what changed) and the static summary reads its final state.
 
 Every item carries the ``agent`` that produced it (``None`` for the top-level agent), so events
-of a sub-agent stay apart and can later be nested into a card of their own.
+of a sub-agent stay apart. A sub-agent run is itself an item, a ``SubagentCard``, whose ``agent``
+is the agent that started it and whose ``agent_id`` is the one its own items carry: a front-end
+nests those items inside the card, and the card under the tool card of the call that started it
+(``parent_call_id``), which gives any depth of nesting and keeps concurrent sub-agents apart.
+Tool cards are keyed by agent and call id, so two sub-agents whose models number their calls
+alike still get a card each.
 """
 
 from __future__ import annotations
@@ -14,153 +19,40 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol, Union
+from typing import Any, Protocol
 
 from ..events import AgentEvent, EventType
+from .items import (
+    ANSWER_CAP,
+    PROMPT_CAP,
+    RESULT_CAP,
+    TERMINAL_STATUSES,
+    CompactionCard,
+    Item,
+    Notice,
+    RunStatus,
+    SubagentCard,
+    TextBlock,
+    ToolCard,
+    pretty_arguments,
+)
 
 __all__ = [
     "CompactionCard",
     "Item",
     "Notice",
     "RunStatus",
+    "SubagentCard",
     "TextBlock",
     "ToolCard",
     "Transcript",
     "TranscriptObserver",
 ]
 
-#: Longest tool result kept (characters); the rest is counted, not kept.
-RESULT_CAP = 20_000
-#: Longest pretty-printed arguments kept (characters).
-ARGUMENTS_CAP = 10_000
-#: Tool statuses after which a card no longer changes.
-TERMINAL_STATUSES = frozenset({"done", "error", "rejected", "cancelled"})
 _REJECTING = frozenset({"reject", "rejected", "deny", "denied"})
 _PHASE_BY_REASON = {"user_interrupt": "cancelled", "error": "error"}
-
-
-@dataclass
-class TextBlock:
-    """A run of streamed text (``kind="text"``) or thinking (``kind="thinking"``)."""
-
-    id: str
-    kind: str
-    agent: str | None
-    chunks: list[str] = field(default_factory=list)
-    discarded: bool = False
-
-    @property
-    def text(self) -> str:
-        """The text so far (joined once and cached as a single chunk)."""
-        if len(self.chunks) > 1:
-            self.chunks[:] = ["".join(self.chunks)]
-        return self.chunks[0] if self.chunks else ""
-
-    def to_json(self) -> dict[str, Any]:
-        """The item as the front-end sees it."""
-        return {"id": self.id, "kind": self.kind, "agent": self.agent, "text": self.text,
-                "discarded": self.discarded}
-
-
-@dataclass
-class ToolCard:
-    """One tool call, from the model naming it to its result."""
-
-    kind: ClassVar[str] = "tool"
-    id: str
-    call_id: str
-    name: str
-    agent: str | None
-    status: str = "queued"
-    arguments: str = ""
-    raw_arguments: dict[str, Any] | None = None
-    approval_reason: str | None = None
-    decision: str | None = None
-    decided_by: str | None = None
-    reason: str | None = None
-    progress: str | None = None
-    fraction: float | None = None
-    duration_s: float | None = None
-    result: str | None = None
-    result_chars: int = 0
-    is_error: bool = False
-
-    _WIRE = ("call_id", "name", "status", "arguments", "approval_reason", "decision", "decided_by",
-             "reason", "progress", "fraction", "duration_s", "result", "result_chars", "is_error")
-
-    def to_json(self) -> dict[str, Any]:
-        """The item as the front-end sees it (without the raw arguments dict)."""
-        out: dict[str, Any] = {"id": self.id, "kind": "tool", "agent": self.agent}
-        out.update((name, getattr(self, name)) for name in self._WIRE)
-        return out
-
-
-@dataclass
-class CompactionCard:
-    """One compaction of the conversation, with the summary that replaced older messages."""
-
-    kind: ClassVar[str] = "compaction"
-    id: str
-    agent: str | None
-    status: str = "running"
-    tokens_before: int | None = None
-    tokens_after: int | None = None
-    messages_removed: int | None = None
-    summary: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        """The item as the front-end sees it."""
-        return {"id": self.id, "kind": "compaction", "agent": self.agent, "status": self.status,
-                "tokens_before": self.tokens_before, "tokens_after": self.tokens_after,
-                "messages_removed": self.messages_removed, "summary": self.summary}
-
-
-@dataclass
-class Notice:
-    """A one-line notice: retry, model fallback, stall, error, cancellation, sub-agent."""
-
-    kind: ClassVar[str] = "notice"
-    id: str
-    agent: str | None
-    topic: str
-    level: str
-    message: str
-
-    def to_json(self) -> dict[str, Any]:
-        """The item as the front-end sees it."""
-        return {"id": self.id, "kind": "notice", "agent": self.agent, "topic": self.topic,
-                "level": self.level, "message": self.message}
-
-
-Item = Union[TextBlock, ToolCard, CompactionCard, Notice]
-
-
-@dataclass
-class RunStatus:
-    """The status line: phase, turn, usage, model; ``final_text`` once the run has finished.
-
-    ``phase`` is ``idle``, ``running``, ``finished``, ``cancelled`` or ``error``.
-    """
-
-    phase: str = "idle"
-    reason: str | None = None
-    turn: int = 0
-    max_turns: int | None = None
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float | None = 0.0
-    model: str | None = None
-    stopping: bool = False
-    final_text: str | None = None
-
-    _WIRE = ("phase", "reason", "turn", "max_turns", "input_tokens", "output_tokens", "cost_usd",
-             "model", "stopping")
-
-    def to_json(self) -> dict[str, Any]:
-        """The status as the front-end sees it, less ``elapsed_s`` (the transcript adds it) and
-        the final text (which travels in the text blocks)."""
-        return {name: getattr(self, name) for name in self._WIRE}
+#: A sub-agent's card status by how its run ended (anything else: ``done``).
+_SUBAGENT_STATUS_BY_REASON = {"user_interrupt": "cancelled", "error": "error"}
 
 
 class TranscriptObserver(Protocol):
@@ -177,14 +69,6 @@ class TranscriptObserver(Protocol):
 
     def status_changed(self, fields: Iterable[str]) -> None:
         """``fields`` of the status changed."""
-
-
-def pretty_arguments(arguments: Any) -> str:
-    """Tool arguments as indented JSON, capped at ``ARGUMENTS_CAP`` characters."""
-    text = json.dumps(arguments, indent=2, ensure_ascii=False, default=str, sort_keys=False)
-    if len(text) > ARGUMENTS_CAP:
-        text = text[:ARGUMENTS_CAP] + f"\n… ({len(text) - ARGUMENTS_CAP:,} more characters)"
-    return text
 
 
 class Transcript:
@@ -208,7 +92,8 @@ class Transcript:
         self._observer = observer
         self._clock = clock
         self._started: float | None = None
-        self._cards: dict[str, ToolCard] = {}
+        self._cards: dict[tuple[str | None, str], ToolCard] = {}
+        self._subagents: dict[str, SubagentCard] = {}
         self._last: dict[str | None, Item] = {}
         self._next_id = 0
 
@@ -219,9 +104,22 @@ class Transcript:
         """The tool cards, in the order the model made the calls."""
         return [item for item in self.items if isinstance(item, ToolCard)]
 
-    def card(self, call_id: str) -> ToolCard | None:
-        """The card of tool call ``call_id``, if there is one."""
-        return self._cards.get(call_id)
+    def card(self, call_id: str, agent: str | None = None) -> ToolCard | None:
+        """The card of tool call ``call_id`` made by ``agent`` (``None``: the top-level agent)."""
+        return self._cards.get((agent, call_id))
+
+    def cards(self, call_id: str) -> list[ToolCard]:
+        """Every card of a call named ``call_id``, whichever agent made it, oldest first."""
+        return [card for (_, cid), card in self._cards.items() if cid == call_id]
+
+    @property
+    def subagents(self) -> list[SubagentCard]:
+        """The sub-agent runs, in the order they started (nested ones included)."""
+        return list(self._subagents.values())
+
+    def subagent(self, agent_id: str) -> SubagentCard | None:
+        """The card of the sub-agent whose events carry ``agent_id``, if there is one."""
+        return self._subagents.get(agent_id)
 
     @property
     def final_text(self) -> str:
@@ -425,10 +323,53 @@ class Transcript:
         if event.agent_id is None:
             self._set_status(phase="cancelled", stopping=False)
 
-    def _on_subagent(self, event: AgentEvent, data: dict[str, Any]) -> None:
-        verb = "started" if event.type is EventType.SUBAGENT_START else "finished"
-        name = data.get("name") or data.get("agent_id") or "sub-agent"
-        self._notice(event, event.type.value, "info", f"Sub-agent {name} {verb}")
+    def _on_subagent_start(self, event: AgentEvent, data: dict[str, Any]) -> None:
+        card = self._subagent_card(event, data)
+        prompt = str(data.get("prompt") or "")
+        if len(prompt) > PROMPT_CAP:
+            prompt = prompt[:PROMPT_CAP] + f"… ({len(prompt) - PROMPT_CAP:,} more characters)"
+        task = data.get("task")
+        self._set(card, prompt=prompt, model=data.get("model") or card.model,
+                  task=task if isinstance(task, str) else None)
+
+    def _on_subagent_finish(self, event: AgentEvent, data: dict[str, Any]) -> None:
+        card = self._subagent_card(event, data)
+        for tool in self.tool_cards:  # its calls still open when it stopped were cut off
+            if tool.agent == card.agent_id and tool.status not in TERMINAL_STATUSES:
+                self._set(tool, status="cancelled")
+        reason = data.get("reason")
+        usage = data.get("usage") or {}
+        text = data.get("text")
+        self._set(card, status=_SUBAGENT_STATUS_BY_REASON.get(str(reason), "done"),
+                  reason=reason, error=data.get("error"),
+                  result=text[:ANSWER_CAP] if isinstance(text, str) else None,
+                  input_tokens=usage.get("input_tokens"),
+                  output_tokens=usage.get("output_tokens"), cost_usd=data.get("cost_usd"),
+                  turns=data.get("turns"), tool_calls=data.get("tool_calls"),
+                  duration_s=data.get("duration_s"))
+
+    def _subagent_card(self, event: AgentEvent, data: dict[str, Any]) -> SubagentCard:
+        """The card of the sub-agent ``event`` is about, made on first sight."""
+        agent_id = str(data.get("agent_id") or event.agent_id or "")
+        card = self._subagents.get(agent_id)
+        if card is not None:
+            return card
+        parent = data.get("parent_agent_id")
+        call_id = data.get("parent_call_id")
+        card = SubagentCard(self._new_id(), agent_id, str(data.get("name") or agent_id),
+                            parent if isinstance(parent, str) else None,
+                            parent_call_id=call_id if isinstance(call_id, str) else None)
+        self._subagents[agent_id] = card
+        # Under the card of the call that started it, the card does not end the parent's
+        # current text block; standing on its own in the parent's items, it does.
+        before = self._last.get(card.agent)
+        self._add(card)
+        if card.parent_call_id is not None and self.card(card.parent_call_id, card.agent):
+            if before is None:
+                self._last.pop(card.agent, None)
+            else:
+                self._last[card.agent] = before
+        return card
 
     def _on_run_finish(self, event: AgentEvent, data: dict[str, Any]) -> None:
         if event.agent_id is not None:
@@ -438,6 +379,9 @@ class Transcript:
         for card in self.tool_cards:
             if card.status not in TERMINAL_STATUSES:
                 self._set(card, status="cancelled")
+        for sub in self._subagents.values():
+            if sub.status == "running":
+                self._set(sub, status="cancelled")
         changes: dict[str, Any] = {
             "phase": _PHASE_BY_REASON.get(str(reason), "finished"),
             "reason": reason, "stopping": False, "final_text": data.get("text"),
@@ -466,10 +410,10 @@ class Transcript:
         self._add(Notice(self._new_id(), event.agent_id, topic, level, message))
 
     def _tool_card(self, event: AgentEvent, call_id: str, name: str | None) -> ToolCard:
-        card = self._cards.get(call_id)
+        card = self._cards.get((event.agent_id, call_id))
         if card is None:
             card = ToolCard(self._new_id(), call_id, name or "tool", event.agent_id)
-            self._cards[call_id] = card
+            self._cards[(event.agent_id, call_id)] = card
             self._add(card)
         elif name and card.name != name:
             self._set(card, name=name)
@@ -524,7 +468,7 @@ _HANDLERS: dict[EventType, _Handler] = {
     EventType.MAX_ITERATIONS_REACHED: Transcript._on_max_iterations,
     EventType.ERROR: Transcript._on_error,
     EventType.CANCELLED: Transcript._on_cancelled,
-    EventType.SUBAGENT_START: Transcript._on_subagent,
-    EventType.SUBAGENT_FINISH: Transcript._on_subagent,
+    EventType.SUBAGENT_START: Transcript._on_subagent_start,
+    EventType.SUBAGENT_FINISH: Transcript._on_subagent_finish,
     EventType.RUN_FINISH: Transcript._on_run_finish,
 }

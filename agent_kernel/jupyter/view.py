@@ -6,17 +6,25 @@ The runner calls ``view.handle(event)`` for every event of a run. The view folds
 * Python → JS ``{"type": "batch", "v": n, "ops": [...]}`` at most once per ``flush_interval``
   (45 ms, so at most ~22 a second whatever the token rate), plus at once for what a person must
   see at once (an approval is needed, a decision was taken, the run ended). Ops are
-  ``{"op": "add", "item"}``, ``{"op": "append", "id", "text"}`` (only the new text),
-  ``{"op": "set", "id", "patch"}`` and ``{"op": "status", "patch"}``. Bytes therefore grow
-  linearly with the text, where setting a string trait per token would resend it all each time.
+  ``{"op": "add", "item"}``, ``{"op": "append", "texts": {id: text}}`` (only the new text, of
+  every block that grew, in one op so that sub-agents streaming side by side cost little more
+  than one agent), ``{"op": "set", "id", "patch"}`` and ``{"op": "status", "patch"}``. Bytes
+  therefore grow linearly with the text, where setting a string trait per token would resend it
+  all each time.
+  Sub-agents travel the same way: an item's ``agent`` says which agent it belongs to, and an
+  item of kind ``subagent`` is the card whose ``agent_id`` those items carry; the front-end
+  nests them (see ``transcript.py``), so nesting costs no extra messages.
 * JS → Python ``{"type": "sync"}`` when a view renders (or sees a gap in ``v``): the reply is
   ``{"type": "snapshot", "v": n, "state": {...}}``, the whole transcript. Custom messages sent
   before a view existed are lost, so a late or reloaded view rebuilds from this. A ``sync`` is
   also the first sign that a front-end is showing the view (headless clients never send one).
 * The synced ``snapshot`` trait holds the whole transcript once the run has ended, so saved
   widget state and exported HTML show the finished run with no kernel.
-* JS → Python ``{"type": "approval", "call_id", "decision", "reason"}`` (decision ``approve``,
-  ``reject`` or ``always_allow``) and ``{"type": "stop"}`` call ``on_decision`` / ``on_stop``.
+* JS → Python ``{"type": "approval", "call_id", "agent", "decision", "reason"}`` (decision
+  ``approve``, ``reject`` or ``always_allow``; ``agent`` the card's agent, which tells apart
+  sub-agents whose calls have equal ids) and ``{"type": "stop"}`` call ``on_decision`` /
+  ``on_stop``. A sub-agent's call is answered like any other: its approvals go through the top
+  run's broker, so ``on_decision(call_id, ...)`` is the same callback.
 
 Comm callbacks may arrive on another thread (a kernel subshell), so the transcript and the
 pending changes are guarded by one lock, and the callbacks given to the view must be thread-safe.
@@ -37,8 +45,9 @@ import traitlets
 import agent_kernel
 
 from ..events import AgentEvent, EventType
+from .items import TERMINAL_STATUSES, Item, TextBlock
 from .summary import RunSummary
-from .transcript import TERMINAL_STATUSES, Item, TextBlock, Transcript
+from .transcript import Transcript
 
 __all__ = ["AgentView", "DecisionCallback", "StopCallback"]
 
@@ -112,7 +121,7 @@ class AgentView(anywidget.AnyWidget):  # type: ignore[misc]
         self._changed: dict[str, tuple[Item, set[str]]] = {}
         # The first batch carries the whole status; later ones only what changed.
         self._status_changed: set[str] = set(self.transcript.status.to_json())
-        self._decided: set[str] = set()
+        self._decided: set[tuple[str | None, str]] = set()
         self._stop_sent = False
         self.on_msg(self._on_front_end_msg)
 
@@ -126,7 +135,7 @@ class AgentView(anywidget.AnyWidget):  # type: ignore[misc]
             if event.type is EventType.APPROVAL_DECISION:
                 # Answers to a person (or a policy) waiting on the card; not the rule approvals
                 # that come with every allowed call.
-                card = self.transcript.card(str(event.data.get("call_id")))
+                card = self.transcript.card(str(event.data.get("call_id")), event.agent_id)
                 urgent = card is not None and card.status == "awaiting_approval"
             if event.type is EventType.RUN_START and event.agent_id is None:
                 self._decided.clear()  # a view reused for a new run takes new clicks
@@ -217,8 +226,9 @@ class AgentView(anywidget.AnyWidget):  # type: ignore[misc]
     def _take_ops(self) -> list[dict[str, Any]]:
         ops: list[dict[str, Any]] = [{"op": "add", "item": item.to_json()}
                                      for item in self._new.values()]
-        for item_id, chunks in self._appended.items():
-            ops.append({"op": "append", "id": item_id, "text": "".join(chunks)})
+        if self._appended:
+            ops.append({"op": "append", "texts": {item_id: "".join(chunks)
+                                                  for item_id, chunks in self._appended.items()}})
         for item_id, (item, fields) in self._changed.items():
             wire = item.to_json()
             ops.append({"op": "set", "id": item_id,
@@ -258,22 +268,32 @@ class AgentView(anywidget.AnyWidget):  # type: ignore[misc]
         decision = content.get("decision")
         reason = content.get("reason")
         reason = str(reason)[:REASON_CAP] if reason else None
+        agent = content.get("agent")
+        agent = agent if isinstance(agent, str) else None
         with self._lock:
-            card = self.transcript.card(call_id)
+            if "agent" in content:
+                card = self.transcript.card(call_id, agent)
+            else:  # a front-end that does not say whose card: the one waiting, else any
+                cards = self.transcript.cards(call_id)
+                card = next((c for c in cards if c.status == "awaiting_approval"),
+                            cards[0] if cards else None)
+            if card is not None:
+                agent = card.agent
             decided = card is not None and (card.decision is not None
                                             or card.status in TERMINAL_STATUSES)
-            if decision not in DECISIONS or not call_id or decided or call_id in self._decided \
+            key = (agent, call_id)
+            if decision not in DECISIONS or not call_id or decided or key in self._decided \
                     or self.on_decision is None:
                 return  # a repeated or stale click: this call has been answered already
             # A call the view has not heard of yet goes through too: whoever asked (the approval
             # broker) knows its pending calls, and ignores ids it does not know.
-            self._decided.add(call_id)
+            self._decided.add(key)
             name = card.name if card is not None else call_id
         try:
             self.on_decision(call_id, str(decision), reason)
         except Exception as exc:  # the click must not vanish silently
             with self._lock:
-                self._decided.discard(call_id)
+                self._decided.discard(key)
                 self.transcript.add_notice(
                     "error", "error", f"Could not deliver the decision on {name}: {exc}")
                 self.flush()

@@ -1,0 +1,213 @@
+"""jupyter.items — what a run's transcript is made of: text blocks, cards, notices, the status.
+
+Plain dataclasses the ``Transcript`` fills in and the live view and static summary read. Each
+has ``to_json``, the shape the front-end (``widgets/agent_view.js``) receives; an item's ``agent``
+is the agent that produced it (``None`` for the top-level agent).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Union
+
+__all__ = [
+    "ANSWER_CAP",
+    "ARGUMENTS_CAP",
+    "PROMPT_CAP",
+    "RESULT_CAP",
+    "TERMINAL_STATUSES",
+    "CompactionCard",
+    "Item",
+    "Notice",
+    "RunStatus",
+    "SubagentCard",
+    "TextBlock",
+    "ToolCard",
+    "pretty_arguments",
+]
+
+#: Longest tool result kept (characters); the rest is counted, not kept.
+RESULT_CAP = 20_000
+#: Longest pretty-printed arguments kept (characters).
+ARGUMENTS_CAP = 10_000
+#: Longest sub-agent task kept (characters).
+PROMPT_CAP = 4_000
+#: Longest start of a sub-agent's answer kept on its card (characters): the card shows a preview;
+#: the whole answer is already in its text and in the result of the call that started it.
+ANSWER_CAP = 1_000
+#: Tool statuses after which a card no longer changes.
+TERMINAL_STATUSES = frozenset({"done", "error", "rejected", "cancelled"})
+
+
+@dataclass
+class TextBlock:
+    """A run of streamed text (``kind="text"``) or thinking (``kind="thinking"``)."""
+
+    id: str
+    kind: str
+    agent: str | None
+    chunks: list[str] = field(default_factory=list)
+    discarded: bool = False
+
+    @property
+    def text(self) -> str:
+        """The text so far (joined once and cached as a single chunk)."""
+        if len(self.chunks) > 1:
+            self.chunks[:] = ["".join(self.chunks)]
+        return self.chunks[0] if self.chunks else ""
+
+    def to_json(self) -> dict[str, Any]:
+        """The item as the front-end sees it."""
+        return {"id": self.id, "kind": self.kind, "agent": self.agent, "text": self.text,
+                "discarded": self.discarded}
+
+
+@dataclass
+class ToolCard:
+    """One tool call, from the model naming it to its result."""
+
+    kind: ClassVar[str] = "tool"
+    id: str
+    call_id: str
+    name: str
+    agent: str | None
+    status: str = "queued"
+    arguments: str = ""
+    raw_arguments: dict[str, Any] | None = None
+    approval_reason: str | None = None
+    decision: str | None = None
+    decided_by: str | None = None
+    reason: str | None = None
+    progress: str | None = None
+    fraction: float | None = None
+    duration_s: float | None = None
+    result: str | None = None
+    result_chars: int = 0
+    is_error: bool = False
+
+    _WIRE = ("call_id", "name", "status", "arguments", "approval_reason", "decision", "decided_by",
+             "reason", "progress", "fraction", "duration_s", "result", "result_chars", "is_error")
+
+    def to_json(self) -> dict[str, Any]:
+        """The item as the front-end sees it (without the raw arguments dict)."""
+        out: dict[str, Any] = {"id": self.id, "kind": "tool", "agent": self.agent}
+        out.update((name, getattr(self, name)) for name in self._WIRE)
+        return out
+
+
+@dataclass
+class CompactionCard:
+    """One compaction of the conversation, with the summary that replaced older messages."""
+
+    kind: ClassVar[str] = "compaction"
+    id: str
+    agent: str | None
+    status: str = "running"
+    tokens_before: int | None = None
+    tokens_after: int | None = None
+    messages_removed: int | None = None
+    summary: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The item as the front-end sees it."""
+        return {"id": self.id, "kind": "compaction", "agent": self.agent, "status": self.status,
+                "tokens_before": self.tokens_before, "tokens_after": self.tokens_after,
+                "messages_removed": self.messages_removed, "summary": self.summary}
+
+
+@dataclass
+class Notice:
+    """A one-line notice: retry, model fallback, stall, error, cancellation."""
+
+    kind: ClassVar[str] = "notice"
+    id: str
+    agent: str | None
+    topic: str
+    level: str
+    message: str
+
+    def to_json(self) -> dict[str, Any]:
+        """The item as the front-end sees it."""
+        return {"id": self.id, "kind": "notice", "agent": self.agent, "topic": self.topic,
+                "level": self.level, "message": self.message}
+
+
+@dataclass
+class SubagentCard:
+    """One sub-agent run inside this one, from ``subagent_start`` to ``subagent_finish``.
+
+    ``agent`` is the agent that started it (``None`` for the top-level agent); ``agent_id`` is
+    the id its own items carry; ``task`` names the crew task it works on, if any. ``status`` is
+    ``running``, ``done``, ``error`` or ``cancelled``; the outcome fields (result, usage, cost,
+    counts, duration) are set when it ends, ``result`` being the start of its answer (up to
+    ``ANSWER_CAP`` characters).
+    """
+
+    kind: ClassVar[str] = "subagent"
+    id: str
+    agent_id: str
+    name: str
+    agent: str | None
+    parent_call_id: str | None = None
+    status: str = "running"
+    task: str | None = None
+    prompt: str = ""
+    model: str | None = None
+    result: str | None = None
+    reason: str | None = None
+    error: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
+    turns: int | None = None
+    tool_calls: int | None = None
+    duration_s: float | None = None
+
+    _WIRE = ("agent_id", "name", "parent_call_id", "status", "task", "prompt", "model", "result",
+             "reason", "error", "input_tokens", "output_tokens", "cost_usd", "turns",
+             "tool_calls", "duration_s")
+
+    def to_json(self) -> dict[str, Any]:
+        """The item as the front-end sees it."""
+        out: dict[str, Any] = {"id": self.id, "kind": "subagent", "agent": self.agent}
+        out.update((name, getattr(self, name)) for name in self._WIRE)
+        return out
+
+
+Item = Union[TextBlock, ToolCard, CompactionCard, Notice, SubagentCard]
+
+
+@dataclass
+class RunStatus:
+    """The status line: phase, turn, usage, model; ``final_text`` once the run has finished.
+
+    ``phase`` is ``idle``, ``running``, ``finished``, ``cancelled`` or ``error``.
+    """
+
+    phase: str = "idle"
+    reason: str | None = None
+    turn: int = 0
+    max_turns: int | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = 0.0
+    model: str | None = None
+    stopping: bool = False
+    final_text: str | None = None
+
+    _WIRE = ("phase", "reason", "turn", "max_turns", "input_tokens", "output_tokens", "cost_usd",
+             "model", "stopping")
+
+    def to_json(self) -> dict[str, Any]:
+        """The status as the front-end sees it, less ``elapsed_s`` (the transcript adds it) and
+        the final text (which travels in the text blocks)."""
+        return {name: getattr(self, name) for name in self._WIRE}
+
+
+def pretty_arguments(arguments: Any) -> str:
+    """Tool arguments as indented JSON, capped at ``ARGUMENTS_CAP`` characters."""
+    text = json.dumps(arguments, indent=2, ensure_ascii=False, default=str, sort_keys=False)
+    if len(text) > ARGUMENTS_CAP:
+        text = text[:ARGUMENTS_CAP] + f"\n… ({len(text) - ARGUMENTS_CAP:,} more characters)"
+    return text
