@@ -68,8 +68,26 @@ class LabServer:
             text = reply.read().decode()
         return json.loads(text) if text else None
 
-    def page_url(self, notebook: str) -> str:
-        return f"{self.url}/lab/tree/{notebook}?token={self.token}&reset"
+    def page_url(self, notebook: str, app: str = "lab") -> str:
+        """The notebook's page in JupyterLab (``lab``) or Notebook 7 (``notebooks``)."""
+        if app == "lab":
+            return f"{self.url}/lab/tree/{notebook}?token={self.token}&reset"
+        return f"{self.url}/notebooks/{notebook}?token={self.token}"
+
+    def wait_for_kernel(self, notebook: str, timeout: float = 90) -> None:
+        """Waits until the server reports the notebook's kernel started and idle.
+
+        The page's own indicator reads "idle" for a moment before the kernel even starts, so
+        the server is asked first; the page then shows idle once it has connected.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            sessions = self.api("/api/sessions")
+            if any(s["path"].endswith(notebook) and s["kernel"]["execution_state"] == "idle" for s in sessions):
+                return
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the kernel of {notebook} did not start in {timeout} s: {sessions}")
+            time.sleep(0.2)  # polling a starting kernel; nothing to race
 
     def shutdown_kernels(self) -> None:
         """Stops every kernel (each test's notebook starts a fresh one)."""

@@ -9,6 +9,7 @@ sent on kernel subshells). Screenshots of the view go to ``test-artifacts/browse
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import Iterator
@@ -50,18 +51,18 @@ CELLS = {
     "stopped?": "print(stopped.termination_reason.value, notes)",
     "subshells?": "print('subshells:', len(get_ipython().kernel.shell_channel_thread.manager.list_subshell()))",
 }
-NAMES = list(CELLS)
 
 
 class Notebook:
     """One open notebook page, addressed by cell name."""
 
-    def __init__(self, page: Page, mode: str) -> None:
+    def __init__(self, page: Page, mode: str, names: list[str]) -> None:
         self.page = page
         self.mode = mode
+        self.names = names
 
     def cell(self, name: str) -> Locator:
-        return self.page.locator(".jp-Notebook .jp-Cell").nth(NAMES.index(name))
+        return self.page.locator(".jp-Notebook .jp-Cell").nth(self.names.index(name))
 
     def prompt(self, name: str) -> str:
         return self.cell(name).locator(".jp-InputPrompt").inner_text().strip()
@@ -86,11 +87,11 @@ class Notebook:
         return self.cell(name).locator(".ak-view")
 
 
-def _write_notebook(path: Path) -> None:
+def _write_notebook(path: Path, cells: dict[str, str]) -> None:
     notebook = {
-        "cells": [{"cell_type": "code", "execution_count": None, "id": name.strip("?") + str(n),
+        "cells": [{"cell_type": "code", "execution_count": None, "id": f"cell-{n}",
                    "metadata": {}, "outputs": [], "source": source}
-                  for n, (name, source) in enumerate(CELLS.items())],
+                  for n, source in enumerate(cells.values())],
         "metadata": {"kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python",
                                     "name": "python3"}, "language_info": {"name": "python"}},
         "nbformat": 4, "nbformat_minor": 5,
@@ -98,33 +99,44 @@ def _write_notebook(path: Path) -> None:
     path.write_text(json.dumps(notebook, indent=1))
 
 
-@pytest.fixture(scope="module", params=["disabled", "perCommTarget"])
-def notebook(request: pytest.FixtureRequest, lab: LabServer, browser: Any) -> Iterator[Notebook]:
-    """The test notebook open in a fresh page, with ``commsOverSubshells`` set as the param says
-    (``perCommTarget`` is JupyterLab's default: the user setting is left empty for it)."""
-    mode = request.param
-    # A user setting, as a person would set it in the Settings Editor; none for the default.
+def _set_comms_over_subshells(lab: LabServer, mode: str) -> None:
+    """Sets JupyterLab's ``commsOverSubshells`` as a person would in the Settings Editor (a user
+    setting; none for the default, ``perCommTarget``) and checks what a page will load."""
     user = {} if mode == "perCommTarget" else {"commsOverSubshells": mode}
     lab.api(f"/lab/api/settings/{KERNEL_SETTINGS}", method="PUT", body={"raw": json.dumps(user)})
     settings = lab.api(f"/lab/api/settings/{KERNEL_SETTINGS}")
-    # What the page will load: the user's setting (none here) over the overridden default.
     default = settings["schema"]["properties"]["commsOverSubshells"]["default"]
     assert settings["settings"].get("commsOverSubshells", default) == mode
-    name = f"agent-{mode}.ipynb"
-    _write_notebook(lab.root / name)
+
+
+@contextlib.contextmanager
+def _open(lab: LabServer, browser: Any, name: str, cells: dict[str, str], mode: str,
+          app: str = "lab") -> Iterator[Notebook]:
+    """Writes the notebook, opens it in a fresh page, waits for its kernel, runs the first cell."""
+    _set_comms_over_subshells(lab, mode)
+    _write_notebook(lab.root / name, cells)
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = context.new_page()
     try:
-        page.goto(lab.page_url(name))
-        expect(page.locator(".jp-Notebook .jp-Cell")).to_have_count(len(CELLS), timeout=60_000)
-        # Keys pressed before the kernel is up are not all honoured: wait for it, as a person would.
-        expect(page.locator(".jp-StatusBar-Widget")).to_contain_text("| Idle", timeout=90_000)
-        book = Notebook(page, mode)
-        book.run_and_wait("setup")
+        page.goto(lab.page_url(name, app))
+        expect(page.locator(".jp-Notebook .jp-Cell")).to_have_count(len(cells), timeout=60_000)
+        # Keys pressed before the page has connected to the kernel are not all honoured.
+        lab.wait_for_kernel(name)
+        expect(page.locator(".jp-Notebook-ExecutionIndicator").first).to_have_attribute(
+            "data-status", "idle", timeout=60_000)
+        book = Notebook(page, mode, list(cells))
+        book.run_and_wait(next(iter(cells)))
         yield book
     finally:
         context.close()
         lab.shutdown_kernels()
+
+
+@pytest.fixture(scope="module", params=["disabled", "perCommTarget"])
+def notebook(request: pytest.FixtureRequest, lab: LabServer, browser: Any) -> Iterator[Notebook]:
+    """The test notebook open in JupyterLab, with ``commsOverSubshells`` as the param says."""
+    with _open(lab, browser, f"agent-{request.param}.ipynb", CELLS, request.param) as book:
+        yield book
 
 
 def _record_text_growth(view: Locator) -> None:
@@ -201,3 +213,51 @@ def test_stop_cancels_the_run_and_the_cell_completes(notebook: Notebook, artifac
     expect(view.locator(".ak-phase")).to_contain_text("cancelled")
     view.screenshot(path=str(artifacts / f"{notebook.mode}-stopped.png"))
     assert notebook.run_and_wait("stopped?").strip() == "user_interrupt ['hello']"
+
+
+# ---- Notebook 7, and a detached run --------------------------------------------------------
+
+
+def test_in_notebook_7_approve_while_the_cell_is_busy_lets_the_run_finish(
+        lab: LabServer, browser: Any, artifacts: Path) -> None:
+    cells = {name: CELLS[name] for name in ("setup", "approving", "approve", "approved?")}
+    with _open(lab, browser, "agent-notebook7.ipynb", cells, "perCommTarget", app="notebooks") as book:
+        book.run_and_wait("approving")
+        book.run("approve")
+        approve = book.view("approve").locator(".ak-approve")
+        expect(approve).to_be_visible(timeout=30_000)
+        assert book.prompt("approve") == "[*]:"
+        book.view("approve").screenshot(path=str(artifacts / "notebook7-awaiting-approval.png"))
+
+        approve.click()
+
+        book.wait_done("approve")
+        assert book.run_and_wait("approved?").strip() == "['hello'] The note is saved."
+
+
+DETACHED = {
+    "setup": SETUP,
+    "approving": CELLS["approving"],
+    "detached": "%%agent -m approving --tools write_note --detach -o later\nWrite a note saying hello.",
+    "wait": "%agent wait\nprint(notes, later.text)",
+}
+
+
+def test_a_detached_cell_returns_at_once_and_a_later_click_still_decides(
+        lab: LabServer, browser: Any, artifacts: Path) -> None:
+    with _open(lab, browser, "agent-detached.ipynb", DETACHED, "perCommTarget") as book:
+        book.run_and_wait("approving")
+        book.run("detached")
+        book.wait_done("detached")  # the cell has finished; the run goes on
+        view = book.view("detached")
+        approve = view.locator(".ak-approve")
+        expect(approve).to_be_visible(timeout=30_000)
+        output = book.cell("detached").locator(".jp-OutputArea")
+        expect(output).to_contain_text("its summary appears here when it ends")
+
+        approve.click()
+
+        expect(output.locator(".agent-kernel-summary")).to_contain_text("The note is saved.", timeout=30_000)
+        expect(output).not_to_contain_text("its summary appears here")
+        view.screenshot(path=str(artifacts / "detached-approved.png"))
+        assert book.run_and_wait("wait").strip() == "['hello'] The note is saved."
