@@ -495,3 +495,36 @@ def test_in_a_real_kernel_an_interrupt_cancels_the_run_and_fails_the_cell(kernel
                            ".agent.events[-1].data['reason'])")
     kernel.reply(check)
     assert ("stream", "user_interrupt\n") in kernel.outputs(check)
+
+
+def test_under_nbclient_nobody_is_asked_and_the_policy_or_a_refusal_decides(tmp_path: Path) -> None:
+    import nbformat
+    from nbclient import NotebookClient
+
+    cells = [
+        "%load_ext agent_kernel\n"
+        "from agent_kernel import tool\n"
+        "from agent_kernel.models.scripted import ScriptedModel, text, tool_call\n"
+        "@tool\n"
+        "def touch(name: str) -> str:\n"
+        "    '''Touches a file.'''\n"
+        "    return f'touched {name}'\n"
+        "model = ScriptedModel([[tool_call('touch', {'name': 'a'})], 'Refused.', "
+        "[tool_call('touch', {'name': 'b'})], 'Approved.'])",
+        "%%agent -m model --tools touch -o refused\nTouch a",
+        "import os; os.environ['AGENT_KERNEL_APPROVAL'] = 'auto_approve'",
+        "%%agent --new -o approved\nTouch b",
+        "print(refused.tool_calls[0]['is_error'], approved.tool_calls[0]['content'])",
+    ]
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    client = NotebookClient(notebook, kernel_name="python3", timeout=60,
+                            resources={"metadata": {"path": str(tmp_path)}})
+
+    client.execute()  # a click that never comes would time this out
+
+    plain = [[o.get("data", {}).get("text/plain", o.get("text", "")) for o in cell.outputs]
+             for cell in notebook.cells]
+    assert plain[1][0] == "AgentView(waiting for a run)"  # deterministic for notebook checkers
+    assert "AGENT_KERNEL_APPROVAL" in plain[1][1] and "rejected" in plain[1][1]
+    assert 'touch(name="b") - done' in plain[3][1]
+    assert plain[4] == ["True touched b\n"]
