@@ -294,16 +294,21 @@ def _words(buf: np.ndarray, dtype: str) -> np.ndarray:
     return np.ndarray((len(buf) - size + 1,), dtype=dtype, buffer=buf, strides=(1,))
 
 
-def _matches(buf: np.ndarray, positions: np.ndarray, pattern: bytes) -> bool:
-    """True if every one of ``positions`` starts an occurrence of ``pattern`` in ``buf``."""
+def _matches_each(buf: np.ndarray, positions: np.ndarray, pattern: bytes) -> np.ndarray:
+    """For each of ``positions``, whether ``pattern`` starts there in ``buf``."""
     words = _words(buf, "<u8")
     padded = pattern + bytes(-len(pattern) % 8)
+    ok = np.ones(len(positions), bool)
     for k in range(0, len(pattern), 8):
         expected = np.frombuffer(padded[k : k + 8], "<u8")[0]
         mask = np.uint64((1 << (8 * min(8, len(pattern) - k))) - 1)
-        if not ((words[positions + k] & mask) == expected).all():
-            return False
-    return True
+        ok &= (words[positions + k] & mask) == expected
+    return ok
+
+
+def _matches(buf: np.ndarray, positions: np.ndarray, pattern: bytes) -> bool:
+    """True if every one of ``positions`` starts an occurrence of ``pattern`` in ``buf``."""
+    return bool(_matches_each(buf, positions, pattern).all())
 
 
 def _views(buf: np.ndarray, data: pa.Buffer, begin: np.ndarray, end: np.ndarray) -> pa.Array:
@@ -412,7 +417,9 @@ def _parse_chunk(chunk: bytearray, size: int) -> _Part | None:
     # A payload line for Arrow is the data object then the record's closing brace, blanked to a
     # space, then the newline: "{...} \n". The json slices stop before that brace.
     buf[ends - 1] = 32
-    tables, json_rows, payloads = _payloads(chunk, buf, data, codes, data_at + 9, ends - 1)
+    head = buf[:size]
+    marks = np.flatnonzero((head == 34) | (head == 92))  # quotes and backslashes
+    tables, json_rows, payloads = _payloads(chunk, buf, data, marks, codes, data_at + 9, ends - 1)
     return _Part(n, seq, ts, ids.dictionary.to_pylist(), ids.indices.to_numpy(), codes, tables, json_rows, payloads)
 
 
@@ -425,14 +432,28 @@ def _types(encoded: pa.DictionaryArray) -> np.ndarray:
 
 
 def _payloads(
-    chunk: bytearray, buf: np.ndarray, data: pa.Buffer, codes: np.ndarray, begin: np.ndarray, end: np.ndarray
+    chunk: bytearray,
+    buf: np.ndarray,
+    data: pa.Buffer,
+    marks: np.ndarray,
+    codes: np.ndarray,
+    begin: np.ndarray,
+    end: np.ndarray,
 ) -> tuple[list[tuple[np.ndarray, pa.Table]], np.ndarray, list[dict[str, Any]]]:
-    """The payloads: Arrow tables for frequent flat types, json for the rest."""
+    """The payloads: plain strings read in place, Arrow tables for frequent flat types, json for
+    the rest."""
     counts = np.bincount(codes, minlength=len(EVENT_TYPES))
     tables: list[tuple[np.ndarray, pa.Table]] = []
     slow: list[np.ndarray] = [np.flatnonzero(counts[codes] < _ARROW_MIN_ROWS)]
     for code in np.flatnonzero(counts >= _ARROW_MIN_ROWS).tolist():
         local = np.flatnonzero(codes == code)
+        plain = _plain_strings(buf, data, marks, begin[local], end[local])
+        if plain is not None:
+            key, ok, values = plain
+            tables.append((local[ok], pa.table({key: values})))
+            local = local[~ok]
+            if not len(local):
+                continue
         short = end[local] - begin[local] <= _MAX_FAST_PAYLOAD
         table = _arrow_table(buf, data, begin[local[short]], end[local[short]]) if short.any() else None
         if table is None:
@@ -453,6 +474,37 @@ def _payloads(
     if len(payloads) != len(rows) or not all(isinstance(p, dict) for p in payloads):
         raise _NotCanonical
     return tables, rows, payloads
+
+
+def _plain_strings(
+    buf: np.ndarray, data: pa.Buffer, marks: np.ndarray, begin: np.ndarray, end: np.ndarray
+) -> tuple[str, np.ndarray, pa.Array] | None:
+    """Payloads of the shape ``{"key":"text"}`` whose text holds no quote and no escape.
+
+    That is most per-token deltas, and for them the text is the raw bytes (the writer escapes
+    every non-ASCII character), so it is read in place, with no JSON parser. Returns the key,
+    which rows have that shape, and their texts; None when the first payload is not of it.
+    """
+    first = bytes(buf[begin[0] : end[0]])
+    close = first.find(b'":"', 2)
+    if not first.startswith(b'{"') or close < 0:
+        return None
+    prefix = first[: close + 3]
+    key = prefix[2:-3]
+    if b'"' in key or b"\\" in key:
+        return None
+    body_begin, body_end = begin + len(prefix), end - 2
+    ok = body_end >= body_begin
+    ok &= (buf[end - 1] == 125) & (buf[end - 2] == 34)  # the text's closing quote, then "}"
+    ok &= _matches_each(buf, begin, prefix)
+    # No quote and no backslash inside the text: the first of either after its start is the
+    # closing quote (``marks`` holds the positions of both, sorted).
+    after = np.minimum(np.searchsorted(marks, body_begin), len(marks) - 1)
+    ok &= marks[after] == body_end
+    if not ok.any():
+        return None
+    texts = _views(buf, data, body_begin[ok], body_end[ok]).cast(pa.string_view()).cast(pa.large_string())
+    return key.decode(), ok, texts
 
 
 def _arrow_table(buf: np.ndarray, data: pa.Buffer, begin: np.ndarray, end: np.ndarray) -> pa.Table | None:
@@ -513,7 +565,7 @@ def arrow_kind(array: pa.Array) -> str:
         return "int"
     if pa.types.is_float64(kind):
         return "float"
-    if pa.types.is_string(kind):
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
         return "str"
     if pa.types.is_null(kind):
         return "null"

@@ -243,7 +243,8 @@ def events_df(source: Any) -> pd.DataFrame:
 
 
 def _string_take(values: list[Any], codes: np.ndarray) -> pd.arrays.ArrowStringArray:
-    dictionary = pa.array([None if v is None else str(v) for v in values], pa.string())
+    # large_string: what pandas stores, so wrapping the result copies nothing.
+    dictionary = pa.array([None if v is None else str(v) for v in values], pa.large_string())
     return pd.arrays.ArrowStringArray(dictionary.take(pa.array(codes)))
 
 
@@ -265,7 +266,7 @@ def _events_frame(columns: EventColumns) -> pd.DataFrame:
     return pd.DataFrame(out, copy=False)
 
 
-_ARROW_TYPES = {"bool": pa.bool_(), "int": pa.int64(), "float": pa.float64(), "str": pa.string()}
+_ARROW_TYPES = {"bool": pa.bool_(), "int": pa.int64(), "float": pa.float64(), "str": pa.large_string()}
 
 
 def _data_column(pieces: list[Any], n: int) -> Any:
