@@ -216,39 +216,51 @@ async def test_frames_of_a_live_agent_while_a_tool_runs(tmp_path: Path) -> None:
 # -- the fast file reader ---------------------------------------------------------------------
 
 
+def delta(i: int) -> AgentEvent:
+    """Text deltas (half plain text, half with escapes) alternating with argument deltas."""
+    if i % 2:
+        return AgentEvent(0, T0 + 0.1 + i * 1e-5, "s_frames", "r_frames", "t_first", None, 0, EventType.TEXT_DELTA,
+                          {"text": f"tok {i}" if i % 4 == 1 else f"t\u00e9\"{i}\\n"})
+    return AgentEvent(0, T0 + 0.1 + i * 1e-5, "s_frames", "r_frames", "t_first", None, 0, EventType.TOOL_CALL_DELTA,
+                      {"call_id": "c1", "delta": f'{{"n": {i}', "signature": None, **({"n": i} if i % 3 == 0 else {})})
+
+
 def many_deltas(count: int) -> list[AgentEvent]:
     events = recorded_run()
     head, tail = events[:5], events[5:]
-    deltas = [
-        AgentEvent(0, T0 + 0.1 + i * 1e-5, "s_frames", "r_frames", "t_first", None, 0, EventType.TEXT_DELTA,
-                   {"text": f"tok{i} \u00e9\"\\n" if i % 7 else f"{i}", "signature": None, **({"n": i} if i % 3 == 0 else {})})
-        for i in range(count)
-    ]
+    deltas = [delta(i) for i in range(count)]
     return [AgentEvent(seq, e.ts, e.session_id, e.run_id, e.turn_id, e.parent_turn_id, e.iteration, e.type, e.data, e.agent_id)
             for seq, e in enumerate(head + deltas + tail, 1)]
 
 
 def test_the_fast_reader_gives_the_frame_the_event_list_gives(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    events = many_deltas(3000)  # enough for the per-token payloads to take the Arrow path
+    events = many_deltas(3000)  # enough per type for the fast payload paths
     path = write(tmp_path / "j.jsonl", events)
-    arrow_reads: list[object] = []
-    read_json = columns.pa_json.read_json
+    used: dict[str, int] = {"arrow": 0, "in place": 0}
+    read_json, plain_strings = columns.pa_json.read_json, columns._plain_strings
 
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        arrow_reads.append(args)
+    def counted_read_json(*args: Any, **kwargs: Any) -> Any:
+        used["arrow"] += 1
         return read_json(*args, **kwargs)
 
-    def no_plain_reading(*args: Any, **kwargs: Any) -> Any:
+    def counted_plain_strings(*args: Any) -> Any:
+        found = plain_strings(*args)
+        used["in place"] += found is not None
+        return found
+
+    def no_line_by_line_reading(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("a canonical journal must not need the line-by-line reader")
 
-    monkeypatch.setattr(columns.pa_json, "read_json", counted)
-    monkeypatch.setattr(columns, "read_records", no_plain_reading)
+    monkeypatch.setattr(columns.pa_json, "read_json", counted_read_json)
+    monkeypatch.setattr(columns, "_plain_strings", counted_plain_strings)
+    monkeypatch.setattr(columns, "read_records", no_line_by_line_reading)
     fast = events_df(path)
     monkeypatch.undo()
-    assert arrow_reads
+    assert used["arrow"] and used["in place"]
     pd.testing.assert_frame_equal(fast, events_df(events))
-    assert fast["n"].dtype == "Int64" and fast["n"].notna().sum() == 1000
+    assert fast["n"].dtype == "Int64" and fast["n"].notna().sum() == 500
     assert fast["signature"].dtype == object and fast["signature"].isna().all()
+    assert fast["text"].str.startswith("tok ").sum() == 750
 
 
 def test_a_journal_in_another_json_layout_reads_the_same(tmp_path: Path) -> None:
