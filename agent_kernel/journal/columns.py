@@ -110,16 +110,8 @@ class _Builder:
 
     def add_rows(self, rows: np.ndarray, payloads: list[Any]) -> None:
         """Adds data dicts for ``rows`` (global row numbers), one piece per key."""
-        keys: dict[str, tuple[list[int], list[Any]]] = {}
-        for row, payload in zip(rows.tolist(), payloads):
-            for key, value in payload.items():
-                slot = keys.get(key)
-                if slot is None:
-                    slot = keys[key] = ([], [])
-                slot[0].append(row)
-                slot[1].append(value)
-        for key, (where, values) in keys.items():
-            self.data.setdefault(key, []).append(DataPiece(np.asarray(where, np.int64), values))
+        for key, piece in _pivot(rows, payloads).items():
+            self.data.setdefault(key, []).append(piece)
 
     def add_table(self, rows: np.ndarray, table: pa.Table) -> None:
         for name in table.column_names:
@@ -138,7 +130,8 @@ class _Builder:
         self.length += part.length
         for rows, table in part.tables:
             self.add_table(rows + base, table)
-        self.add_rows(part.json_rows + base, part.json_payloads)
+        for key, piece in part.json_pieces.items():
+            self.data.setdefault(key, []).append(DataPiece(piece.rows + base, piece.values))
 
     def _group(self, text: bytes) -> int:
         """The group of a canonical id section (``,"session_id":...,"agent_id":...``)."""
@@ -169,6 +162,19 @@ class _Builder:
             cat(self.type_code, np.int16),
             self.data,
         )
+
+
+def _pivot(rows: np.ndarray, payloads: list[Any]) -> dict[str, DataPiece]:
+    """Data dicts of ``rows`` turned into one piece per key."""
+    keys: dict[str, tuple[list[int], list[Any]]] = {}
+    for row, payload in zip(rows.tolist(), payloads):
+        for key, value in payload.items():
+            slot = keys.get(key)
+            if slot is None:
+                slot = keys[key] = ([], [])
+            slot[0].append(row)
+            slot[1].append(value)
+    return {key: DataPiece(np.asarray(where, np.int64), values) for key, (where, values) in keys.items()}
 
 
 def _field(record: Any, name: str) -> Any:
@@ -367,8 +373,7 @@ class _Part:
     id_codes: np.ndarray
     type_code: np.ndarray
     tables: list[tuple[np.ndarray, pa.Table]]
-    json_rows: np.ndarray
-    json_payloads: list[dict[str, Any]]
+    json_pieces: dict[str, DataPiece]
 
 
 def _parse_chunk(chunk: bytearray, size: int) -> _Part | None:
@@ -420,7 +425,8 @@ def _parse_chunk(chunk: bytearray, size: int) -> _Part | None:
     head = buf[:size]
     marks = np.flatnonzero((head == 34) | (head == 92))  # quotes and backslashes
     tables, json_rows, payloads = _payloads(chunk, buf, data, marks, codes, data_at + 9, ends - 1)
-    return _Part(n, seq, ts, ids.dictionary.to_pylist(), ids.indices.to_numpy(), codes, tables, json_rows, payloads)
+    pieces = _pivot(json_rows, payloads)  # here, so parallel chunks share this Python work
+    return _Part(n, seq, ts, ids.dictionary.to_pylist(), ids.indices.to_numpy(), codes, tables, pieces)
 
 
 def _types(encoded: pa.DictionaryArray) -> np.ndarray:
