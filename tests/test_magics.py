@@ -197,10 +197,17 @@ def test_output_stores_the_run_result(cells: Cells) -> None:
     assert "not a variable name" in str(cells.error("%%agent -o 2x\nHello"))
 
 
+HANG = ("import asyncio\nfrom agent_kernel.models.scripted import FunctionModel\n"
+        "async def _hang(messages, tools):\n    await asyncio.Event().wait()\n"
+        "hang = FunctionModel(_hang)")
+
+
 def test_a_running_session_refuses_a_second_prompt_with_the_way_out(cells: Cells) -> None:
-    cells.run("%%agent -m model --detach\nFirst")
+    cells.run(HANG)
+    cells.run("%%agent -m hang --detach\nFirst")
     error = cells.error("%%agent\nSecond")
     assert "%agent wait" in str(error) and "--session" in str(error)
+    cells.run("%agent cancel")
     cells.run("%agent wait")
 
 
@@ -355,9 +362,7 @@ def test_detach_returns_a_handle_and_wait_sequences_the_next_cell(cells: Cells) 
 
 
 def test_cancel_stops_a_detached_run(cells: Cells) -> None:
-    cells.run("import asyncio\nfrom agent_kernel.models.scripted import FunctionModel\n"
-              "async def _hang(messages, tools):\n    await asyncio.Event().wait()\n"
-              "hang = FunctionModel(_hang)")
+    cells.run(HANG)
     result, _ = cells.run("%%agent -m hang --detach\nThink forever")
     _, captured = cells.run("%agent cancel")
     cells.run("%agent wait")

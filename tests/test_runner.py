@@ -378,6 +378,11 @@ def test_vs_code_and_colab_run_detached(environ: dict[str, str], modules: dict[s
     assert mode == ExecutionMode(False, mode.reason) and words in mode.reason
 
 
+def test_jupyterlab_started_from_a_vs_code_terminal_still_blocks() -> None:
+    environ = {"VSCODE_PID": "123", "JPY_SESSION_NAME": "/home/me/analysis.ipynb"}
+    assert detect_mode(fake_shell(NewKernel()), environ=environ, modules={}).blocking
+
+
 def test_without_autoawait_or_with_another_loop_runner_runs_are_detached() -> None:
     assert "autoawait" in detect_mode(fake_shell(NewKernel(), autoawait=False), environ={}, modules={}).reason
     assert "asyncio" in detect_mode(fake_shell(NewKernel(), runner=object()), environ={}, modules={}).reason

@@ -20,7 +20,11 @@ interactive. Until that message arrives (nbval, papermill, nbconvert and other h
 never send it) a call needing approval goes to the headless policy (``AGENT_KERNEL_APPROVAL``) or
 is refused with a message naming that policy, so no run waits forever for a click. Because a view
 may render a moment after the first call asks, the runner gives it ``RENDER_GRACE_S`` to appear
-before the question falls through.
+before the question falls through (only when the policy would not decide anyway).
+
+**What a cell shows.** The live view while the run goes on, then the ``RunSummary`` (HTML,
+Markdown, deterministic plain text) so nbconvert, GitHub and nbval show the answer. ``quiet``
+drops the view and keeps the summary; ``display=False`` shows nothing (the caller renders).
 """
 
 from __future__ import annotations
@@ -61,13 +65,14 @@ __all__ = [
 RENDER_GRACE_S = 3.0
 #: Seconds a cancelled run gets to record how it ended before the interrupt is reported anyway.
 CANCEL_GRACE_S = 10.0
+#: The cancel reasons the journal records for the Stop button and for a kernel interrupt.
+STOP_REASON = "stopped from the live view"
+INTERRUPT_REASON = "kernel interrupt"
 #: Environment variables whose presence means the kernel was started by VS Code.
 _VSCODE_ENV = ("VSCODE_PID", "VSCODE_CWD", "VSCODE_IPC_HOOK_CLI")
-STOP_REASON = "stopped from the live view"
 #: The task of each agent's latest run: ``agent.running`` turns True only once the task has
 #: started, so two runs started in the same moment are told apart here. Weak: no agent is kept.
 _IN_FLIGHT: weakref.WeakKeyDictionary[Agent, asyncio.Task[Any]] = weakref.WeakKeyDictionary()
-INTERRUPT_REASON = "kernel interrupt"
 
 
 # ---- which mode ----------------------------------------------------------------------------
@@ -117,9 +122,11 @@ def detect_mode(shell: Any = None, *, environ: Mapping[str, str] | None = None,
     Detached when: the shell cannot run top-level ``await`` on its own asyncio loop (autoawait
     off, or another loop runner such as trio); the front-end is Colab (``google.colab`` is
     imported) or VS Code (``VSCODE_PID``/``VSCODE_CWD``/``VSCODE_IPC_HOOK_CLI`` in the kernel's
-    environment), whose widget managers load the view from a CDN and may never render it; or the
-    kernel does not handle widget messages while a cell awaits (``kernel_handles_comms_while_awaiting``).
-    Blocking otherwise, including plain IPython with no kernel (there is no widget to click).
+    environment, unless ``JPY_SESSION_NAME`` says a Jupyter server started it, as when JupyterLab
+    runs from a VS Code terminal), whose widget managers load the view from a CDN and may never
+    render it; or the kernel does not handle widget messages while a cell awaits
+    (``kernel_handles_comms_while_awaiting``). Blocking otherwise, including plain IPython with no
+    kernel (there is no widget to click). ``%config AgentMagics.execution`` overrides this.
     """
     env = os.environ if environ is None else environ
     mods = sys.modules if modules is None else modules
@@ -134,7 +141,7 @@ def detect_mode(shell: Any = None, *, environ: Mapping[str, str] | None = None,
         return ExecutionMode(False, "the shell's loop runner is not asyncio")
     if "google.colab" in mods:
         return ExecutionMode(False, "Colab's front-end: the view may not render while a cell runs")
-    if any(env.get(name) for name in _VSCODE_ENV):
+    if any(env.get(name) for name in _VSCODE_ENV) and not env.get("JPY_SESSION_NAME"):
         return ExecutionMode(False, "VS Code's front-end: the view may not render while a cell runs")
     kernel = getattr(shell, "kernel", None)
     if kernel is None:
