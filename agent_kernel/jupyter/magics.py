@@ -158,7 +158,7 @@ class AgentMagics(Magics):
 
     # -- %%agent ---------------------------------------------------------------------------------
 
-    @magic_arguments()
+    @magic_arguments(name="%agent")  # the usage line reads %%agent
     @argument("-m", "--model", help="a model string, or the name of a Model object in the notebook")
     @argument("--system", help="the system prompt")
     @argument("--tools", nargs="+", metavar="TOOL", help=(
