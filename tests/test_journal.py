@@ -131,6 +131,23 @@ async def test_inside_an_event_loop_a_timer_flushes_a_quiet_buffer(tmp_path: Pat
     journal.close()
 
 
+def test_a_timer_left_in_a_finished_event_loop_does_not_stop_the_next_one(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "j.jsonl")
+
+    async def write_then_leave(seq: int) -> None:
+        journal.write(event(seq))  # arms a timer in this loop, which ends before it fires
+
+    async def write_then_wait(seq: int) -> None:
+        journal.write(event(seq))
+        await asyncio.sleep(journal.flush_interval * 1.5)
+
+    asyncio.run(write_then_leave(1))
+    journal.flush()
+    asyncio.run(write_then_wait(2))
+    assert [json.loads(line)["seq"] for line in lines(journal.path)[1:]] == [1, 2]
+    journal.close()
+
+
 def test_close_flushes_and_a_closed_journal_refuses_writes(tmp_path: Path) -> None:
     journal = Journal(tmp_path / "j.jsonl", clock=Clock())
     journal.write(event(1))

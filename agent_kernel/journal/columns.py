@@ -533,33 +533,22 @@ def _arrow_table(buf: np.ndarray, data: pa.Buffer, begin: np.ndarray, end: np.nd
     return table
 
 
+_KINDS = {bool: "bool", int: "int", float: "float", str: "str"}
+
+
 def data_kind(values: Sequence[Any]) -> str:
     """The column kind of Python JSON values: ``bool``, ``int``, ``float``, ``str`` or ``object``.
 
     Missing values (None) do not count; only None gives ``null``.
     """
-    kinds = set()
-    for value in values:
-        if value is None:
-            continue
-        kind = type(value)
-        if kind is bool:
-            kinds.add("bool")
-        elif kind is int:
-            kinds.add("int")
-        elif kind is float:
-            kinds.add("float")
-        elif kind is str:
-            kinds.add("str")
-        else:
-            return "object"
-        if len(kinds) > 1 and kinds != {"int", "float"}:
-            return "object"
+    types = set(map(type, values))  # one pass in C
+    types.discard(type(None))
+    kinds = {_KINDS.get(t, "object") for t in types}
     if not kinds:
         return "null"
     if kinds == {"int", "float"}:
         return "float"
-    return kinds.pop()
+    return kinds.pop() if len(kinds) == 1 else "object"
 
 
 def arrow_kind(array: pa.Array) -> str:

@@ -170,6 +170,7 @@ class Journal:
         self._buffer: list[str] = []
         self._mids: dict[tuple[Any, ...], str] = {}
         self._timer: asyncio.TimerHandle | None = None
+        self._timer_loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
@@ -366,10 +367,12 @@ class Journal:
         self.last_seq = event.seq
         if kind not in _BUFFERED or self._clock() - self._flushed_at >= self.flush_interval:
             self.flush()
-        elif self._timer is None:
+        else:
             loop = _get_running_loop()
-            if loop is not None:
+            # A timer armed in another loop (one run_sync closed, say) will never fire here.
+            if loop is not None and (self._timer is None or self._timer_loop is not loop):
                 self._timer = loop.call_later(self.flush_interval, self._on_timer)
+                self._timer_loop = loop
 
     def _line_safely(self, event: AgentEvent) -> str:
         """The line for an event the fast path refused (an int ``ts``, data JSON cannot hold)."""
@@ -411,9 +414,9 @@ class Journal:
         if self._closed:
             return
         self.flush()
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+        if self._timer is not None and self._timer_loop is _get_running_loop():
+            self._timer.cancel()  # a handle belongs to its loop's thread; others just find it closed
+        self._timer = None
         with self._lock:
             self._closed = True
             os.close(self._fd)  # closing the descriptor releases the flock
