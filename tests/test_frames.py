@@ -263,14 +263,16 @@ def test_the_fast_reader_gives_the_frame_the_event_list_gives(tmp_path: Path, mo
     assert fast["text"].str.startswith("tok ").sum() == 750
 
 
-def test_a_journal_in_another_json_layout_reads_the_same(tmp_path: Path) -> None:
-    events = many_deltas(600)
+@pytest.mark.parametrize("frame", [events_df, turns_df, tool_calls_df, messages_df, usage_df])
+def test_a_journal_in_another_json_layout_reads_the_same(tmp_path: Path, frame: Any) -> None:
+    events = many_deltas(1200)
     path = tmp_path / "other.jsonl"
     with open(path, "w") as f:  # spaces after separators and to_dict's own key order
         f.write(json.dumps({"schema": 1, "session_id": "s_frames", "created": T0}) + "\n")
         for e in events:
             f.write(json.dumps(e.to_dict(), ensure_ascii=False) + "\n")
-    pd.testing.assert_frame_equal(events_df(path), events_df(events))
+    pd.testing.assert_frame_equal(frame(path), frame(events))
+    pd.testing.assert_frame_equal(frame(write(tmp_path / "canonical.jsonl", events)), frame(events))
 
 
 def test_data_values_choose_their_column_dtype(tmp_path: Path) -> None:

@@ -40,7 +40,15 @@ from ..errors import JournalError
 from ..events import AgentEvent, EventType
 from .reader import TornLineWarning, parse_header, read_records
 
-__all__ = ["EVENT_TYPES", "ID_FIELDS", "DataPiece", "EventColumns", "columns_from_events", "columns_from_file"]
+__all__ = [
+    "EVENT_TYPES",
+    "ID_FIELDS",
+    "DataPiece",
+    "EventColumns",
+    "columns_from_events",
+    "columns_from_file",
+    "records_from_file",
+]
 
 EVENT_TYPES: tuple[str, ...] = tuple(kind.value for kind in EventType)
 ID_FIELDS = ("session_id", "run_id", "turn_id", "parent_turn_id", "agent_id")
@@ -269,20 +277,75 @@ def _read_canonical(path: Path) -> EventColumns:
                 builder.merge(pending.popleft().result())
         while pending:
             builder.merge(pending.popleft().result())
-    if tail.strip():
-        try:
-            json.loads(tail)
-        except ValueError:
-            warnings.warn(
-                TornLineWarning(
-                    f"{path}: skipped a torn last line ({len(tail)} bytes), left by a crash mid-write; "
-                    "every complete record before it was read."
-                ),
-                stacklevel=4,
-            )
-        else:
-            builder.merge(_parse_chunk(bytearray(tail + b"\n" + bytes(_PAD)), len(tail) + 1))
+    if _complete_tail(tail, path):
+        builder.merge(_parse_chunk(bytearray(tail + b"\n" + bytes(_PAD)), len(tail) + 1))
     return builder.finish()
+
+
+def _complete_tail(tail: bytes, path: Path) -> bool:
+    """Whether the unterminated last line is a whole record (else it is torn: warn, skip it)."""
+    if not tail.strip():
+        return False
+    try:
+        json.loads(tail)
+    except ValueError:
+        warnings.warn(
+            TornLineWarning(
+                f"{path}: skipped a torn last line ({len(tail)} bytes), left by a crash mid-write; "
+                "every complete record before it was read."
+            ),
+            stacklevel=5,
+        )
+        return False
+    return True
+
+
+def records_from_file(path: str | os.PathLike[str], skip_types: Iterable[str] = ()) -> list[dict[str, Any]]:
+    """The event records of a journal as dicts, leaving out ``skip_types``.
+
+    On a canonical file the types are found column-wise, so only the records kept are parsed:
+    the per-token deltas, nine in ten lines of a long session, cost next to nothing. Other files
+    go through ``reader.read_records``. A torn last line is skipped with a ``TornLineWarning``.
+    """
+    skip = np.asarray(sorted(_TYPE_CODE[str(kind)] for kind in skip_types), np.int16)
+    try:
+        return _canonical_records(Path(path), skip)
+    except _NotCanonical:
+        return read_records(path, skip_types=skip_types)[1]
+
+
+def _canonical_records(path: Path, skip: np.ndarray) -> list[dict[str, Any]]:
+    if sys.byteorder != "little":
+        raise _NotCanonical
+    try:
+        f = open(path, "rb")
+    except FileNotFoundError:
+        raise JournalError(f"no journal at {path}; check the path, or list sessions with list_sessions().") from None
+    records: list[dict[str, Any]] = []
+    with f:
+        for block, size in _blocks(f):
+            if size < 0:
+                if _complete_tail(bytes(block), path):
+                    records.extend(_kept_records(bytearray(bytes(block) + b"\n" + bytes(_PAD)), len(block) + 1, skip))
+                break
+            records.extend(_kept_records(block, size, skip))
+    return records
+
+
+def _kept_records(chunk: bytearray, size: int, skip: np.ndarray) -> list[dict[str, Any]]:
+    lines = _locate(chunk, size)
+    if lines is None:
+        return []
+    keep = np.flatnonzero(~np.isin(lines.codes, skip))
+    view = memoryview(chunk)
+    joined = b",".join([view[b:e] for b, e in zip(lines.starts[keep].tolist(), lines.ends[keep].tolist())])
+    try:
+        records = json.loads(b"[" + joined + b"]")
+    except ValueError:
+        raise _NotCanonical from None
+    if len(records) != len(keep):
+        raise _NotCanonical
+    return records
 
 
 _PAD = 64  # zero bytes after a chunk, so a fixed-width window never runs past the buffer
@@ -376,8 +439,23 @@ class _Part:
     json_pieces: dict[str, DataPiece]
 
 
-def _parse_chunk(chunk: bytearray, size: int) -> _Part | None:
-    """Parses ``chunk[:size]`` (whole canonical lines, then at least ``_PAD`` zero bytes).
+@dataclass
+class _Lines:
+    """Where the fields of each canonical line of a chunk are (byte positions, int64 arrays)."""
+
+    buf: np.ndarray
+    data: pa.Buffer
+    starts: np.ndarray
+    ends: np.ndarray
+    ts_at: np.ndarray
+    ids_at: np.ndarray
+    type_at: np.ndarray
+    data_at: np.ndarray
+    codes: np.ndarray  # int16 indices into EVENT_TYPES
+
+
+def _locate(chunk: bytearray, size: int) -> _Lines | None:
+    """Finds the fields of ``chunk[:size]`` (whole canonical lines, then ``_PAD`` zero bytes).
 
     A canonical line has exactly eight top-level commas before its payload: after ``seq``,
     ``ts`` and each id field, before ``type`` and before ``data`` (ids never hold a comma in
@@ -412,13 +490,24 @@ def _parse_chunk(chunk: bytearray, size: int) -> _Part | None:
     )
     if not ok or (type_at - ids_at > _MAX_IDS).any():
         raise _NotCanonical
+    codes = _types(pc.dictionary_encode(_views(buf, data, type_at + 9, data_at)))
+    return _Lines(buf, data, starts, ends, ts_at, ids_at, type_at, data_at, codes)
+
+
+def _parse_chunk(chunk: bytearray, size: int) -> _Part | None:
+    """The columns of ``chunk[:size]`` (see ``_locate``)."""
+    lines = _locate(chunk, size)
+    if lines is None:
+        return None
+    buf, data, starts, ends = lines.buf, lines.data, lines.starts, lines.ends
+    ts_at, ids_at, type_at, data_at, codes = lines.ts_at, lines.ids_at, lines.type_at, lines.data_at, lines.codes
+    n = len(ends)
     try:
         seq = pc.cast(_views(buf, data, starts + 7, ts_at).cast(pa.string_view()), pa.int64()).to_numpy()
         ts = pc.cast(_views(buf, data, ts_at + 6, ids_at).cast(pa.string_view()), pa.float64()).to_numpy()
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         raise _NotCanonical from None
     ids = pc.dictionary_encode(_views(buf, data, ids_at, type_at))
-    codes = _types(pc.dictionary_encode(_views(buf, data, type_at + 9, data_at)))
     # A payload line for Arrow is the data object then the record's closing brace, blanked to a
     # space, then the newline: "{...} \n". The json slices stop before that brace.
     buf[ends - 1] = 32

@@ -27,9 +27,17 @@ import pyarrow as pa
 
 from ..errors import JournalError
 from ..events import AgentEvent, EventType
-from .columns import EVENT_TYPES, ID_FIELDS, EventColumns, arrow_kind, columns_from_events, columns_from_file, data_kind
+from .columns import (
+    EVENT_TYPES,
+    ID_FIELDS,
+    EventColumns,
+    arrow_kind,
+    columns_from_events,
+    columns_from_file,
+    data_kind,
+    records_from_file,
+)
 from .journal import Journal
-from .reader import read_records
 from .resume import Conversation
 
 __all__ = [
@@ -166,7 +174,7 @@ def source_events(source: Any, *, skip_deltas: bool = True) -> list[AgentEvent]:
             ``events_df`` never use them.
     """
     if _is_path(source):
-        _, records = read_records(source, skip_types=_DELTAS if skip_deltas else ())
+        records = records_from_file(source, _DELTAS if skip_deltas else ())
         return [AgentEvent.from_dict(r) for r in records]
     if isinstance(source, Journal):
         source.flush()
@@ -542,12 +550,14 @@ def turns_df(source: Any) -> pd.DataFrame:
             turn["ended_by"], turn["end"] = str(data.get("reason", "run_finish")), event.ts
         elif kind in _TURN_ENDS:
             turn["ended_by"], turn["end"] = _TURN_ENDS[kind], event.ts
-    calls = _calls(events)
+    calls_of: dict[str | None, list[_Call]] = {}
+    for call in _calls(events):
+        calls_of.setdefault(call.event.turn_id, []).append(call)
     now = events[-1].ts if events else 0.0
     rows: dict[str, list[Any]] = {name: [] for name in TURN_COLUMNS}
     for turn_id, turn in turns.items():
         event = turn["event"]
-        mine = [c for c in calls if c.event.turn_id == turn_id]
+        mine = calls_of.get(turn_id, [])
         spans = [(c.start, c.end if c.end is not None else now) for c in mine if c.start is not None]
         waits = [c.approval_wait for c in mine if c.approval_wait is not None]
         values = {
