@@ -117,3 +117,13 @@ def test_a_sub_agents_turns_are_labelled_with_its_id() -> None:
     t = timeline(events[:10] + child + events[10:])
     assert "researcher: turn 0" in t.to_svg()
     assert t.bars[t.bars["turn_id"] == "t_child"]["kind"].tolist() == ["model"]
+
+
+def test_a_long_session_draws_only_its_latest_turns() -> None:
+    events = recorded_run()
+    t = timeline(events, max_turns=1)
+    svg = t.to_svg()
+    ET.fromstring(svg)
+    assert "the last 1 of 2 turns" in svg and "turn 1" in svg and "turn 0" not in svg
+    assert len(t.bars) == 7  # the data keeps every turn
+    assert svg.count("<rect") < timeline(events).to_svg().count("<rect")

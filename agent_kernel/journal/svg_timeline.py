@@ -109,6 +109,11 @@ def _nice_step(span: float) -> float:
 class Timeline:
     """A run drawn over time. ``bars`` holds the data; display it, or call ``to_svg``.
 
+    Args:
+        events: the run's events.
+        max_turns: the picture draws at most this many lanes, the latest turns (``bars`` keeps
+            every turn), so a session of thousands of turns stays a picture of reasonable size.
+
     Attributes:
         bars: DataFrame with ``BAR_COLUMNS``: ``lane`` (turn order), ``turn_id``,
             ``turn_counter``, ``sublane``, ``kind`` (model, tool, approval, compaction),
@@ -116,10 +121,14 @@ class Timeline:
         duration_s: seconds from the first to the last event.
     """
 
-    def __init__(self, events: list[AgentEvent]) -> None:
+    def __init__(self, events: list[AgentEvent], *, max_turns: int = 200) -> None:
         bars, counters, t0 = _bars(events)
         self.duration_s = (events[-1].ts - t0) if events else 0.0
+        self.max_turns = max_turns
         lanes = {turn: i for i, turn in enumerate(dict.fromkeys(e.turn_id or "-" for e in events))}
+        self._lane_start: dict[str, float] = {}
+        for e in events:
+            self._lane_start.setdefault(e.turn_id or "-", e.ts - t0)
         self._agents: dict[str, str] = {}
         for e in events:  # a sub-agent's turns are labelled with its id
             if e.agent_id is not None:
@@ -158,17 +167,20 @@ class Timeline:
 
     def to_svg(self) -> str:
         """The picture as a standalone SVG document."""
-        span = max(self.duration_s, 1e-3)
+        shown = dict(list(self._lanes.items())[-self.max_turns :]) if self.max_turns > 0 else {}
+        origin = min((self._lane_start[turn] for turn in shown), default=0.0)
+        span = max(self.duration_s - origin, 1e-3)
         plot_w = _WIDTH - _LABEL_W - 12
+        top_margin = _TOP + (16 if len(shown) < len(self._lanes) else 0)
         tops: dict[str, int] = {}
-        y = _TOP
-        for turn in self._lanes:
+        y = top_margin
+        for turn in shown:
             tops[turn] = y
             y += self._depth.get(turn, 1) * _ROW_H + _LANE_GAP
         height = y + 24
 
         def x(seconds: float) -> float:
-            return _LABEL_W + seconds / span * plot_w
+            return _LABEL_W + (seconds - origin) / span * plot_w
 
         parts = [
             f'<svg xmlns="http://www.w3.org/2000/svg" width="{_WIDTH}" height="{height}" '
@@ -176,14 +188,19 @@ class Timeline:
             f"<title>{escape(repr(self))}</title>",
             f'<rect x="0" y="0" width="{_WIDTH}" height="{height}" fill="#ffffff"/>',
         ]
+        if len(shown) < len(self._lanes):
+            parts.append(
+                f'<text x="6" y="14" fill="#777">the last {len(shown)} of {len(self._lanes)} turns '
+                "(Timeline.bars has them all)</text>"
+            )
         step = _nice_step(span)
-        tick = 0.0
-        while tick <= span + 1e-9:
+        tick = math.ceil(origin / step) * step
+        while tick <= origin + span + 1e-9:
             tx = x(tick)
-            parts.append(f'<line x1="{tx:.1f}" y1="{_TOP - 6}" x2="{tx:.1f}" y2="{y}" stroke="#e6e6e6"/>')
-            parts.append(f'<text x="{tx:.1f}" y="{_TOP - 10}" text-anchor="middle" fill="#555">{tick:g}s</text>')
+            parts.append(f'<line x1="{tx:.1f}" y1="{top_margin - 6}" x2="{tx:.1f}" y2="{y}" stroke="#e6e6e6"/>')
+            parts.append(f'<text x="{tx:.1f}" y="{top_margin - 10}" text-anchor="middle" fill="#555">{tick:g}s</text>')
             tick += step
-        for turn, lane in self._lanes.items():
+        for turn, lane in shown.items():
             top = tops[turn]
             lane_h = self._depth.get(turn, 1) * _ROW_H
             if lane % 2:
@@ -192,6 +209,8 @@ class Timeline:
             label = f"{who}: turn {self._counters.get(turn, lane)}" if who else f"turn {self._counters.get(turn, lane)}"
             parts.append(f'<text x="6" y="{top + 11}" fill="#333">{escape(label[:14])}<title>{escape(label)}</title></text>')
         for bar in self.bars.itertuples(index=False):
+            if bar.turn_id not in tops:
+                continue
             top = tops[bar.turn_id] + bar.sublane * _ROW_H + 1
             x0 = x(bar.start_s)
             w = max(1.5, x(bar.end_s) - x0)
@@ -227,11 +246,13 @@ class Timeline:
             f.write(self.to_svg())
 
 
-def timeline(source: Any) -> Timeline:
+def timeline(source: Any, *, max_turns: int = 200) -> Timeline:
     """The timeline of a run: ``source`` is a journal path, a ``Journal``, events, or an agent.
+
+    ``max_turns`` bounds the lanes drawn (the latest turns); ``Timeline.bars`` keeps them all.
 
     Example:
         >>> timeline(agent)  # doctest: +SKIP
         Timeline(3 turns, 4.20 s: 3 model, 4 tool, 1 approval)
     """
-    return Timeline(source_events(source))
+    return Timeline(source_events(source), max_turns=max_turns)
