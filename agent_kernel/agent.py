@@ -69,6 +69,41 @@ class RunResult:
         text = self.text if len(self.text) <= 60 else self.text[:57] + "..."
         return f"RunResult(text={text!r}, termination_reason={self.termination_reason.value!r}, turns={self.turns})"
 
+    @classmethod
+    def from_events(cls, events: Sequence[AgentEvent]) -> RunResult:
+        """Builds the result of the run whose events these are (from its ``run_finish``).
+
+        The run is the one the first event belongs to; a sub-agent's events in the list are kept
+        in ``events`` but do not decide the result.
+
+        Raises:
+            ValueError: the events hold no ``run_finish`` of that run (it has not ended).
+        """
+        run_id = events[0].run_id if events else None
+        finish = next((e for e in reversed(events) if e.type is EventType.RUN_FINISH and e.run_id == run_id), None)
+        if finish is None:
+            raise ValueError("these events hold no run_finish for their run; the run has not ended yet")
+        data = finish.data
+        stats = data.get("stats", {})
+        usage = Usage(
+            stats.get("input_tokens", 0),
+            stats.get("output_tokens", 0),
+            stats.get("cache_read_tokens", 0),
+            stats.get("cache_write_tokens", 0),
+        )
+        return cls(
+            text=data.get("text", ""),
+            termination_reason=TerminationReason(data["reason"]),
+            turns=stats.get("turns", 0),
+            usage=usage,
+            cost_usd=stats.get("cost_usd"),
+            events=list(events),
+            stats=LoopStats(**{k: v for k, v in stats.items() if k in LoopStats.__dataclass_fields__}),
+            session_id=finish.session_id,
+            run_id=finish.run_id,
+            error=data.get("error"),
+        )
+
     @property
     def tool_calls(self) -> list[dict[str, Any]]:
         """The run's tool results as dicts (``call_id``, ``name``, ``content``, ``is_error``, ...)."""
@@ -280,7 +315,7 @@ class Agent:
     async def run(self, prompt: str) -> RunResult:
         """Runs the agent on ``prompt`` to the end and returns the ``RunResult``."""
         events = [event async for event in self.stream(prompt)]
-        return self._result(events)
+        return RunResult.from_events(events)
 
     def run_sync(self, prompt: str) -> RunResult:
         """Runs to the end from synchronous code, with or without a running event loop.
@@ -467,30 +502,6 @@ class Agent:
         s.cache_write_tokens += run.cache_write_tokens
         s.cost_usd = None if (s.cost_usd is None or run.cost_usd is None) else s.cost_usd + run.cost_usd
         s.end = run.end
-
-    def _result(self, events: Sequence[AgentEvent]) -> RunResult:
-        finish = events[-1]
-        data = finish.data
-        stats = data.get("stats", {})
-        usage = Usage(
-            stats.get("input_tokens", 0),
-            stats.get("output_tokens", 0),
-            stats.get("cache_read_tokens", 0),
-            stats.get("cache_write_tokens", 0),
-        )
-        run_stats = LoopStats(**{k: v for k, v in stats.items() if k in LoopStats.__dataclass_fields__})
-        return RunResult(
-            text=data.get("text", ""),
-            termination_reason=TerminationReason(data["reason"]),
-            turns=stats.get("turns", 0),
-            usage=usage,
-            cost_usd=stats.get("cost_usd"),
-            events=list(events),
-            stats=run_stats,
-            session_id=finish.session_id,
-            run_id=finish.run_id,
-            error=data.get("error"),
-        )
 
 
 def _resolve_model(model: str | Model | None) -> Model:
