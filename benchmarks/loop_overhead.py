@@ -145,7 +145,7 @@ def _openai_agents_tools(turns: int) -> dict[str, float]:
             return ModelResponse(output=[item], usage=OUsage(), response_id=None)
 
         def stream_response(self, *args, **kwargs):  # type: ignore[no-untyped-def]
-            raise NotImplementedError
+            raise RuntimeError("this benchmark runs openai-agents without streaming")
 
     @function_tool
     async def ping(x: int) -> int:

@@ -789,7 +789,7 @@ class BrowserPage:
 def chromium() -> Iterator[Any]:
     """One headless Chromium for the browser tests of this module (each gets its own page)."""
     if not Path(CHROMIUM).exists():
-        pytest.skip("needs Chromium (make chromium)")
+        pytest.fail(f"{CHROMIUM} is missing: run `make chromium` (make test installs it)")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
