@@ -582,7 +582,11 @@ class _Loop:
 
         turn = em.turn
         assert turn is not None
-        await self._hook(HookPoint.BEFORE_TOOL_EXECUTION, turn, call=call)
+        try:
+            await self._hook(HookPoint.BEFORE_TOOL_EXECUTION, turn, call=call)
+        except StopRun as stop:
+            # A hook ending the run from a tool task: the call is answered, then the run stops.
+            return self._result(call, ToolResult(stop.reason, is_error=True, stop=True, final_message=stop.final_message))
         started = time.time()
         em.later(EventType.TOOL_START, {"call_id": call.call_id, "name": name, "arguments": call.arguments, "started_at": started})
 
@@ -607,7 +611,10 @@ class _Loop:
         except Exception as exc:
             result = ToolResult(f"{name} raised {type(exc).__name__}: {exc}", is_error=True)
         result = self._result(call, result, started)
-        await self._hook(HookPoint.AFTER_TOOL_EXECUTION, turn, call=call, result=result)
+        try:
+            await self._hook(HookPoint.AFTER_TOOL_EXECUTION, turn, call=call, result=result)
+        except StopRun as stop:
+            result = ToolResult(result.content, result.is_error, True, stop.final_message)
         return result
 
     def _result(self, call: PendingCall, result: ToolResult, started: float | None = None) -> ToolResult:

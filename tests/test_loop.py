@@ -270,6 +270,21 @@ async def test_a_hook_can_stop_the_run() -> None:
     assert result.events[-1].data["stop"] == "budget exhausted"
 
 
+async def test_a_tool_hook_can_stop_the_run_after_answering_the_call() -> None:
+    hooks = Hooks()
+
+    @hooks.on("before_tool_execution")
+    def guard(ctx: object) -> None:
+        raise StopRun("no tools today", final_message="Stopped before running add.")
+
+    model = ScriptedModel([tool_call("add", {"a": 1, "b": 2}), "never"])
+    agent = make_agent(model, [add], hooks=hooks)
+    result = await agent.run("go")
+    assert result.termination_reason is TerminationReason.TOOL_STOP
+    assert result.text == "Stopped before running add."
+    assert agent.messages[-1].tool_results[0].content == "no tools today"
+
+
 async def test_state_changes_follow_the_phases() -> None:
     agent = make_agent(ScriptedModel([tool_call("add", {"a": 1, "b": 2}), "3"]), [add])
     seen: list[str] = []
