@@ -262,9 +262,10 @@ def _read_canonical(path: Path) -> EventColumns:
         f = open(path, "rb")
     except FileNotFoundError:
         raise JournalError(f"no journal at {path}; check the path, or list sessions with list_sessions().") from None
-    # NumPy and Arrow release the GIL for most of a chunk's work, so chunks parse in parallel;
-    # they are merged in file order, and at most a few are in memory at once.
-    workers = max(1, min(4, os.cpu_count() or 1))
+    # NumPy and Arrow release the GIL for most of a chunk's work, so chunks parse in worker
+    # threads while this one merges them in file order (at most a few are in memory at once).
+    # One core is left to the merging thread: on two cores a second worker only adds contention.
+    workers = max(1, min(4, (os.cpu_count() or 1) - 1))
     with f, ThreadPoolExecutor(workers, thread_name_prefix="journal-read") as pool:
         pending: deque[Future[_Part | None]] = deque()
         tail = b""
