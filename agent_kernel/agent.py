@@ -437,7 +437,7 @@ class Agent:
             >>> agent = Agent.resume("s_1a2b3c4d5e6f", model="offline")  # doctest: +SKIP
             >>> agent.run_sync("Carry on.")  # doctest: +SKIP
         """
-        from .journal import Journal, read_events, rebuild, resolve_journal_path
+        from .journal import Journal, read_events, rebuild, resolve_journal_path, turn_history
 
         path = resolve_journal_path(session_id_or_path, agent_kwargs.get("working_dir"))
         events = read_events(path)
@@ -450,7 +450,7 @@ class Agent:
             agent_kwargs["journal"] = Journal(path, session_id=session_id)
         agent = cls(session_id=session_id, **agent_kwargs)
         agent.messages[:] = messages
-        agent.history[:] = [TurnState.from_dict(e.data["turn_state"]) for e in own if e.type is EventType.ITERATION_START]
+        agent.history[:] = turn_history(events)
         agent.events[:] = events
         agent._seq = itertools.count(last_seq + 1)
         return agent

@@ -229,7 +229,10 @@ class _Loop:
                 # A foreign cancellation or the consumer closed the stream: record it, close the
                 # history, and let the exception go on. Nothing can be yielded from here.
                 self._abort_tools(ABORT_USER)
-                self._close_dangling("The run was stopped before this tool call finished.")
+                closing = self._close_dangling("The run was stopped before this tool call finished.")
+                em.drain()  # journals results that arrived; the stream itself is gone
+                for block in closing:
+                    em.emit(EventType.TOOL_RESULT, {"call_id": block.tool_use_id, "content": block.content, "is_error": True, "synthetic": True, "duration_s": None, "started_at": None, "ended_at": None})
                 reason = self.token.reason or "the run was stopped from outside (task cancelled or stream closed)"
                 em.emit(EventType.CANCELLED, {"reason": reason, "phase": str(ctx.state.state)})
                 self._record_finish(TerminationReason.USER_INTERRUPT, self.last_text)
@@ -532,23 +535,29 @@ class _Loop:
         self.executor = None
         self.em.drain()  # synthetic results of a discarded response are journaled, then dropped
 
-    def _close_dangling(self, content: str) -> None:
-        """Gives every tool_use without a result a synthetic error result, keeping history valid."""
+    def _close_dangling(self, content: str) -> list[ToolResultBlock]:
+        """Gives every tool_use without a result a synthetic error result, keeping history valid.
+
+        Returns the results it had to make up (those no finished call provided).
+        """
         if self.partial is not None and self.partial.has_output:
             # Cancelled mid-stream: keep what was said, with the tool calls that had completed.
             self.messages.append(self.partial.build())
             self.partial = None
         if not self.messages or self.messages[-1].role != "assistant":
-            return
+            return []
         uses = self.messages[-1].tool_uses
         if not uses:
-            return
+            return []
         done = {c.call_id: c.result for c in (self.executor.calls if self.executor else []) if c.result is not None}
-        blocks = []
+        blocks, made_up = [], []
         for use in uses:
             result = done.get(use.id)
-            blocks.append(ToolResultBlock(use.id, result.content, result.is_error) if result else ToolResultBlock(use.id, content, True))
+            if result is None:
+                made_up.append(ToolResultBlock(use.id, content, True))
+            blocks.append(ToolResultBlock(use.id, result.content, result.is_error) if result else made_up[-1])
         self.messages.append(Message("user", tuple(blocks)))
+        return made_up
 
     async def _execute(self, call: PendingCall) -> ToolResult:
         """Runs one tool call: lookup, arguments, permission, hooks, the tool, its events."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from pathlib import Path
 import time
 
 import pytest
@@ -451,3 +452,28 @@ def test_turn_states_of_a_run_form_a_parent_chain() -> None:
     chain: list[TurnState] = agent.history
     assert [t.turn_counter for t in chain] == [0, 1, 2]
     assert all(chain[i + 1].parent_turn_id == chain[i].turn_id for i in range(2))
+
+
+async def test_a_stream_closed_mid_tool_journals_the_closing_results(tmp_path: Path) -> None:
+    from agent_kernel.journal import read_events, rebuild
+
+    @tool(read_only=True)
+    async def forever() -> str:
+        """Never returns."""
+        await asyncio.sleep(60)
+        return "never"
+
+    journal = tmp_path / "s.jsonl"
+    agent = make_agent(ScriptedModel([tool_call("forever", id="f1")]), [forever], journal=journal)
+    stream = agent.stream("go")
+    async for event in stream:
+        if event.type is EventType.TOOL_START:
+            break
+    await stream.aclose()  # type: ignore[attr-defined]
+    agent.close()
+    events = read_events(journal)
+    closing = [e for e in events if e.type is EventType.TOOL_RESULT]
+    assert [(e.data["call_id"], e.data["synthetic"]) for e in closing] == [("f1", True)]
+    assert [e.type.value for e in events][-2:] == ["cancelled", "run_finish"]
+    # What the journal rebuilds is exactly the history the agent holds.
+    assert rebuild(events).messages == agent.messages

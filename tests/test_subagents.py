@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 
 from agent_kernel import Agent, AgentEvent, EventType, TerminationReason, tool
@@ -345,3 +346,27 @@ async def test_one_sub_agent_serves_every_call_with_a_fresh_conversation() -> No
     assert [len(r.messages) for r in child_model.requests] == [1, 1]
     ids = {e.agent_id for e in of_type(result.events, EventType.SUBAGENT_START)}
     assert len(ids) == 2  # each call is its own sub-agent run
+
+
+async def test_frames_name_each_row_s_agent_and_its_parent(tmp_path: Path) -> None:
+    from agent_kernel.journal.frames import events_df, tool_calls_df, turns_df, usage_df
+
+    leaf = mathematician([tool_call("add", {"a": 1, "b": 1}, id="g1"), "2"])
+    middle = make_agent(ScriptedModel([tool_call("task", {"agent": "math", "instructions": "1+1"}, id="m1"), "It is 2."]), name="middle", subagents={"math": leaf})
+    journal = tmp_path / "crewless.jsonl"
+    top = make_agent(delegation("Ask math.", "2, I am told.", agent="middle"), subagents={"middle": middle}, journal=journal)
+    result = await top.run("go")
+    top.close()
+    starts = {e.data["name"]: e.agent_id for e in of_type(result.events, EventType.SUBAGENT_START)}
+    expected = {None: None, starts["middle"]: None, starts["math"]: starts["middle"]}
+
+    def pairs(frame: Any) -> set[tuple[Any, Any]]:
+        return {(None if pd.isna(a) else a, None if pd.isna(p) else p) for a, p in zip(frame["agent_id"], frame["parent_agent_id"])}
+
+    # From the live agent's events and from the journal file alike.
+    for source in (top.events, journal):
+        for frame in (events_df(source), tool_calls_df(source), turns_df(source), usage_df(source)):
+            assert pairs(frame) <= set(expected.items())
+        assert pairs(events_df(source)) == set(expected.items())
+    calls = tool_calls_df(journal).set_index("call_id")
+    assert calls.loc["g1", "parent_agent_id"] == starts["middle"] and calls.loc["g1", "agent_id"] == starts["math"]

@@ -272,7 +272,18 @@ def _events_frame(columns: EventColumns) -> pd.DataFrame:
     for key in sorted(columns.data):
         name = f"data_{key}" if key in EVENT_COLUMNS else key
         out[name] = _data_column(columns.data.pop(key), n)  # pop: each key's pieces go once used
-    return pd.DataFrame(out, copy=False)
+    frame = pd.DataFrame(out, copy=False)
+    _fill_parent_agents(frame)
+    return frame
+
+
+def _fill_parent_agents(frame: pd.DataFrame) -> None:
+    """Fills ``parent_agent_id`` from the ``subagent_start`` rows (an event names only its own agent)."""
+    if "data_parent_agent_id" not in frame or "data_agent_id" not in frame:
+        return
+    starts = frame[frame["type"] == EventType.SUBAGENT_START.value]
+    parents = dict(zip(starts["data_agent_id"], starts["data_parent_agent_id"]))
+    frame["parent_agent_id"] = frame["agent_id"].map(parents).astype(frame["agent_id"].dtype)
 
 
 _ARROW_TYPES = {"bool": pa.bool_(), "int": pa.int64(), "float": pa.float64(), "str": pa.large_string()}
@@ -327,8 +338,13 @@ def _object_column(pieces: list[Any], n: int) -> np.ndarray:
 # -- the other frames ------------------------------------------------------------------------
 
 
-def _agent(event: AgentEvent) -> dict[str, Any]:
-    return {"agent_id": event.agent_id, "parent_agent_id": getattr(event, "parent_agent_id", None)}
+def _parent_agents(events: list[AgentEvent]) -> dict[str, str | None]:
+    """Maps each sub-agent's id to the agent that spawned it (from ``subagent_start`` events)."""
+    return {e.data["agent_id"]: e.data.get("parent_agent_id") for e in events if e.type is EventType.SUBAGENT_START and "agent_id" in e.data}
+
+
+def _agent(event: AgentEvent, parents: dict[str, str | None]) -> dict[str, Any]:
+    return {"agent_id": event.agent_id, "parent_agent_id": parents.get(event.agent_id) if event.agent_id else None}
 
 
 def _number(value: Any) -> float | None:
@@ -451,6 +467,7 @@ def tool_calls_df(source: Any) -> pd.DataFrame:
     ``overlaps`` object (list of the call_ids whose execution overlapped this one).
     """
     events = source_events(source)
+    parents = _parent_agents(events)
     calls = _calls(events)
     now = events[-1].ts if events else 0.0
     overlaps = _overlaps(calls, now)
@@ -461,7 +478,7 @@ def tool_calls_df(source: Any) -> pd.DataFrame:
             "session_id": event.session_id,
             "run_id": event.run_id,
             "turn_id": event.turn_id,
-            **_agent(event),
+            **_agent(event, parents),
             "call_id": call.call_id,
             "name": call.name,
             "index": call.index,
@@ -505,6 +522,7 @@ def turns_df(source: Any) -> pd.DataFrame:
     ``cancelled`` or ``error``; missing while the turn runs.
     """
     events = source_events(source)
+    parents = _parent_agents(events)
     turns: dict[str, dict[str, Any]] = {}
     llm_started: dict[str, float] = {}
     for event in events:
@@ -564,7 +582,7 @@ def turns_df(source: Any) -> pd.DataFrame:
         values = {
             "session_id": event.session_id,
             "run_id": event.run_id,
-            **_agent(event),
+            **_agent(event, parents),
             "turn_counter": turn["turn_counter"],
             "turn_id": turn_id,
             "parent_turn_id": turn["parent_turn_id"],
@@ -595,7 +613,9 @@ def usage_df(source: Any) -> pd.DataFrame:
     int64; ``cost_usd`` float64 (NaN when the price is unknown); ``duration_s`` float64.
     """
     rows: dict[str, list[Any]] = {name: [] for name in USAGE_COLUMNS}
-    for event in source_events(source):
+    events = source_events(source)
+    parents = _parent_agents(events)
+    for event in events:
         if event.type is not EventType.LLM_COMPLETE:
             continue
         data = event.data
@@ -604,7 +624,7 @@ def usage_df(source: Any) -> pd.DataFrame:
             "session_id": event.session_id,
             "run_id": event.run_id,
             "turn_id": event.turn_id,
-            **_agent(event),
+            **_agent(event, parents),
             "seq": event.seq,
             "ts": event.ts,
             "iteration": event.iteration,
@@ -635,7 +655,9 @@ def messages_df(source: Any) -> pd.DataFrame:
     resumed agent holds; a summary arrives late but stands first); ``message`` object.
     """
     conversation = Conversation()
-    for event in source_events(source):
+    events = source_events(source)
+    parents = _parent_agents(events)
+    for event in events:
         conversation.add(event)
     conversation.close_dangling()
     current = {id(entry): i for i, entry in enumerate(conversation.current)}
@@ -646,7 +668,7 @@ def messages_df(source: Any) -> pd.DataFrame:
             "session_id": event.session_id,
             "run_id": event.run_id,
             "turn_id": event.turn_id,
-            **_agent(event),
+            **_agent(event, parents),
             "position": position,
             "seq": event.seq,
             "ts": event.ts,
