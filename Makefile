@@ -25,8 +25,12 @@ chromium:
 test: $(STAMP) kernelspec chromium
 	$(PY) -m pytest -q
 
+# The quickstart on the offline model unless AGENT_KERNEL_MODEL names another; JupyterLab prints
+# the URL to open (with its token). Everything it runs comes from $(VENV).
 demo: $(STAMP) kernelspec
-	$(VENV)/bin/jupyter lab --ip=127.0.0.1 --no-browser notebooks/01_quickstart.ipynb
+	@echo "Starting JupyterLab on notebooks/01_quickstart.ipynb with the $${AGENT_KERNEL_MODEL:-offline} model."
+	@echo "Open the http://127.0.0.1:... URL printed below in your browser; Ctrl+C stops the server."
+	AGENT_KERNEL_MODEL="$${AGENT_KERNEL_MODEL:-offline}" $(VENV)/bin/jupyter lab --ip=127.0.0.1 --no-browser notebooks/01_quickstart.ipynb
 
 bench: $(STAMP)
 	for f in benchmarks/*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
