@@ -124,6 +124,7 @@ class ContextManager:
         self._sent: tuple[ModelRequest, float] | None = None
         self._assembler = ContextAssembler()
         self._components: dict[str, Component] = {}
+        self._last_view: tuple[Sequence[Message], TokenCounter, MicroResult] | None = None
 
     def __repr__(self) -> str:
         limit = f"reserve_tokens={self.reserve_tokens}" if self.reserve_tokens is not None else f"threshold={self.threshold}"
@@ -167,8 +168,14 @@ class ContextManager:
         return component
 
     def _view(self, messages: Sequence[Message], counter: TokenCounter) -> MicroResult:
-        # The manager's own compactor follows the conversation from call to call.
-        return self.micro.apply(messages, counter)
+        # The manager's own compactor follows the conversation from call to call. ``due`` and
+        # ``prepare`` look at the same request one after the other: measure it once.
+        last = self._last_view
+        if last is not None and last[0] is messages and last[1] is counter:
+            return last[2]
+        result = self.micro.apply(messages, counter)
+        self._last_view = (messages, counter, result)
+        return result
 
     def _measure(self, fixed: int, counter: TokenCounter) -> Callable[[Sequence[Message]], int]:
         # Estimated input of a request carrying another history (before or after a compaction),
@@ -288,6 +295,7 @@ class ContextManager:
         sent = self._sent
         raw = sent[1] if sent is not None and sent[0] is request else counter.raw_request(request)
         counter.calibrate(raw, reported_input_tokens(usage))
+        self._last_view = None  # measured with the old calibration
 
     async def compact(self, history: Sequence[Message], model: Model, emit: Emit, focus: str | None = None) -> list[Message]:
         """Compacts ``history`` now, whatever its size; returns the new history.
