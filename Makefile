@@ -26,11 +26,13 @@ test: $(STAMP) kernelspec chromium
 	$(PY) -m pytest -q
 
 # The quickstart on the offline model unless AGENT_KERNEL_MODEL names another; JupyterLab prints
-# the URL to open (with its token). Everything it runs comes from $(VENV).
+# the URL to open (with its token). Everything it runs comes from $(VENV); containers run as root.
 demo: $(STAMP) kernelspec
 	@echo "Starting JupyterLab on notebooks/01_quickstart.ipynb with the $${AGENT_KERNEL_MODEL:-offline} model."
-	@echo "Open the http://127.0.0.1:... URL printed below in your browser; Ctrl+C stops the server."
-	AGENT_KERNEL_MODEL="$${AGENT_KERNEL_MODEL:-offline}" $(VENV)/bin/jupyter lab --ip=127.0.0.1 --no-browser notebooks/01_quickstart.ipynb
+	@echo "Open the http://127.0.0.1:.../lab/tree/01_quickstart.ipynb URL printed below; Ctrl+C stops the server."
+	AGENT_KERNEL_MODEL="$${AGENT_KERNEL_MODEL:-offline}" $(VENV)/bin/jupyter lab --ip=127.0.0.1 --no-browser \
+	  --ServerApp.root_dir=notebooks --LabApp.default_url=/lab/tree/01_quickstart.ipynb \
+	  $$([ "$$(id -u)" = 0 ] && echo --allow-root)
 
 bench: $(STAMP)
 	for f in benchmarks/*.py; do echo "== $$f"; $(PY) $$f || exit 1; done

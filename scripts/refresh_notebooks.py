@@ -88,14 +88,26 @@ def scratch_copy(notebooks: Sequence[Path]) -> Iterator[Path]:
         yield folder
 
 
+#: The output type of a live widget: a pointer to widget state, which is not saved.
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
 def clean(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """Drops what changes on every run without being output: widget state, timings, versions."""
+    """Drops what changes on every run without being output: widget state, timings, versions.
+
+    Widget state would store the view's front-end code once per run. Without it, a stored
+    widget output is only a pointer to a model that no longer exists (JupyterLab shows "model not
+    found"), so the pointer goes too and the view's plain text stays, as GitHub and nbconvert show
+    it; the run's summary beside it holds what the view showed.
+    """
     nb.metadata.pop("widgets", None)
     info = nb.metadata.get("language_info")
     if info is not None:
         info.pop("version", None)
     for cell in nb.cells:
         cell.metadata.pop("execution", None)
+        for output in cell.get("outputs", []):
+            output.get("data", {}).pop(WIDGET_VIEW, None)
     return nb
 
 
