@@ -33,8 +33,9 @@ NOTEBOOKS = REPO / "notebooks"
 #: Seconds one cell may take before the refresh gives up on the notebook.
 CELL_TIMEOUT = 120
 #: Environment variables a notebook run never inherits: provider keys and endpoints, the
-#: package's own settings, and the local-server settings notebook 05 reads.
-STRIPPED_PREFIXES = ("AGENT_KERNEL_", "ANTHROPIC_", "OPENAI_", "LOCAL_MODEL_")
+#: package's own settings, the local-server settings notebook 05 reads, and VS Code's (a kernel
+#: that sees them runs cells detached, which changes what the cells show).
+STRIPPED_PREFIXES = ("AGENT_KERNEL_", "ANTHROPIC_", "OPENAI_", "LOCAL_MODEL_", "VSCODE_")
 #: What every notebook runs with: nobody watches the live view, so the headless policy answers
 #: the approvals (notebook 02 explains it).
 NOTEBOOK_SETTINGS = {"AGENT_KERNEL_APPROVAL": "auto_approve"}
