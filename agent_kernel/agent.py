@@ -146,6 +146,9 @@ class Agent:
         'Hello!'
     """
 
+    #: What ``run`` returns; the notebook runner builds it from a run's events the same way.
+    result_type = RunResult
+
     def __init__(
         self,
         model: str | Model | None = None,

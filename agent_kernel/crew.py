@@ -138,6 +138,47 @@ class CrewResult:
     def __getitem__(self, task: str) -> TaskOutput:
         return self.outputs[task]
 
+    @classmethod
+    def from_events(cls, events: Sequence[AgentEvent]) -> CrewResult:
+        """Builds the result of the crew run whose events these are (from its ``run_finish``).
+
+        Raises:
+            ValueError: the events hold no ``run_finish`` of that run (it has not ended).
+        """
+        run_id = events[0].run_id if events else None
+        finish = next((e for e in reversed(events) if e.type is EventType.RUN_FINISH and e.run_id == run_id), None)
+        if finish is None:
+            raise ValueError("these events hold no run_finish for their run; the crew run has not ended yet")
+        data = finish.data
+        stats_data = data.get("stats", {})
+        stats = LoopStats(**{k: v for k, v in stats_data.items() if k in LoopStats.__dataclass_fields__})
+        outputs = {}
+        for o in data.get("outputs", []):
+            reason = o.get("reason")
+            outputs[o["task"]] = TaskOutput(
+                o["task"],
+                o.get("agent"),
+                o.get("agent_id"),
+                o.get("text", ""),
+                o["status"],
+                None if reason is None else TerminationReason(reason),
+                Usage(**o.get("usage", {})),
+                o.get("cost_usd"),
+                o.get("error"),
+            )
+        return cls(
+            text=data.get("text", ""),
+            outputs=outputs,
+            termination_reason=TerminationReason(data["reason"]),
+            usage=Usage(stats.input_tokens, stats.output_tokens, stats.cache_read_tokens, stats.cache_write_tokens),
+            cost_usd=stats.cost_usd,
+            events=list(events),
+            stats=stats,
+            session_id=finish.session_id,
+            run_id=finish.run_id,
+            error=data.get("error"),
+        )
+
 
 
 @dataclass(eq=False)
@@ -173,6 +214,9 @@ class Crew:
         ... ])
         >>> result = await crew.run()  # doctest: +SKIP
     """
+
+    #: What ``run`` returns; the notebook runner builds it from a run's events the same way.
+    result_type = CrewResult
 
     def __init__(
         self,
@@ -286,7 +330,7 @@ class Crew:
     async def run(self, inputs: str | None = None) -> CrewResult:
         """Runs every task to the end and returns the ``CrewResult``."""
         events = [event async for event in self.stream(inputs)]
-        return self._result(events)
+        return CrewResult.from_events(events)
 
     def run_sync(self, inputs: str | None = None) -> CrewResult:
         """Runs to the end from synchronous code (see ``Agent.run_sync``)."""
@@ -452,38 +496,6 @@ class Crew:
             ],
             "turn_state": turn.to_dict(),
         }
-
-    def _result(self, events: Sequence[AgentEvent]) -> CrewResult:
-        finish = events[-1]
-        data = finish.data
-        stats_data = data.get("stats", {})
-        stats = LoopStats(**{k: v for k, v in stats_data.items() if k in LoopStats.__dataclass_fields__})
-        outputs = {}
-        for o in data.get("outputs", []):
-            reason = o.get("reason")
-            outputs[o["task"]] = TaskOutput(
-                o["task"],
-                o.get("agent"),
-                o.get("agent_id"),
-                o.get("text", ""),
-                o["status"],
-                None if reason is None else TerminationReason(reason),
-                Usage(**o.get("usage", {})),
-                o.get("cost_usd"),
-                o.get("error"),
-            )
-        return CrewResult(
-            text=data.get("text", ""),
-            outputs=outputs,
-            termination_reason=TerminationReason(data["reason"]),
-            usage=Usage(stats.input_tokens, stats.output_tokens, stats.cache_read_tokens, stats.cache_write_tokens),
-            cost_usd=stats.cost_usd,
-            events=list(events),
-            stats=stats,
-            session_id=finish.session_id,
-            run_id=finish.run_id,
-            error=data.get("error"),
-        )
 
 
 # -- validation -----------------------------------------------------------------------------

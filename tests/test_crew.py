@@ -11,7 +11,7 @@ import pytest
 
 from agent_kernel import AgentEvent, EventType, TerminationReason, tool
 from agent_kernel.approvals import Approval, ApprovalRequest
-from agent_kernel.crew import Crew, Task
+from agent_kernel.crew import Crew, CrewResult, Task
 from agent_kernel.errors import UserError
 from agent_kernel.journal import read_events
 from agent_kernel.messages import Message
@@ -64,7 +64,7 @@ async def test_a_sequential_crew_runs_tasks_in_order_handing_outputs_forward(tmp
 
     streamed = [event async for event in crew.stream("a children's book")]
     crew.close()
-    result = crew._result(streamed)
+    result = CrewResult.from_events(streamed)
 
     assert result.termination_reason is TerminationReason.END_TURN
     assert result.text == "Otters sleep holding hands, so they do not drift apart."
@@ -209,7 +209,7 @@ async def test_cancelling_a_crew_cancels_the_running_agent_and_the_tasks_after_i
         events.append(event)
         if event.type is EventType.TEXT_DELTA:
             assert crew.cancel("enough")
-    result = crew._result(events)
+    result = CrewResult.from_events(events)
     assert result.termination_reason is TerminationReason.USER_INTERRUPT
     inner = [e for e in events if e.agent_id is not None]
     assert types(inner)[-3:] == ["cancelled", "run_finish", "subagent_finish"] and inner[-3].data["reason"] == "enough"

@@ -533,3 +533,13 @@ def test_under_nbclient_nobody_is_asked_and_the_policy_or_a_refusal_decides(tmp_
     assert "AGENT_KERNEL_APPROVAL" in plain[1][1] and "rejected" in plain[1][1]
     assert 'touch(name="b") - done' in plain[3][1]
     assert plain[4] == ["True touched b\n"]
+
+
+async def test_a_crew_run_in_a_cell_returns_a_crew_result() -> None:
+    from agent_kernel import Crew, CrewResult, Task
+
+    from .helpers import make_agent
+
+    crew = Crew([make_agent(ScriptedModel(["Facts."]), name="researcher")], [Task("Find facts", agent="researcher", name="facts")], journal=None)
+    result = await run_cell(crew, "go", display=False)
+    assert isinstance(result, CrewResult) and result.outputs["facts"].text == "Facts."

@@ -356,7 +356,7 @@ async def _drive(agent: Agent, prompt: str, events: list[AgentEvent], live: _Liv
     finally:
         if live is not None:
             live.detach()
-    result = RunResult.from_events(events)  # the same RunResult ``Agent.run`` builds
+    result = agent.result_type.from_events(events)  # what ``agent.run`` returns (a CrewResult for a crew)
     if display:
         summary = view.summary() if view is not None else RunSummary.from_events(events)
         if slot is not None:
