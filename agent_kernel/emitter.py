@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -67,7 +68,7 @@ class Emitter:
         agent_id: the emitting agent (None for the top level).
     """
 
-    __slots__ = ("session_id", "run_id", "agent_id", "turn", "_seq", "_sinks", "_redact", "_pending", "_wakeup")
+    __slots__ = ("session_id", "run_id", "agent_id", "turn", "_seq", "_sinks", "_redact", "_pending", "_wakeup", "_loop", "_loop_thread")
 
     def __init__(
         self,
@@ -88,6 +89,8 @@ class Emitter:
         # Entries are ``later`` arguments (stamped when drained) or events a child emitter built.
         self._pending: deque[tuple[EventType, dict[str, Any], float, TurnState | None] | AgentEvent] = deque()
         self._wakeup: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: int | None = None
 
     def emit(self, type: EventType, data: dict[str, Any], ts: float | None = None, turn: TurnState | None = None) -> AgentEvent:
         """Creates, redacts and journals one event, returning it for the caller to yield."""
@@ -133,9 +136,17 @@ class Emitter:
         return out
 
     def wake(self) -> None:
-        """Wakes the loop if it is waiting for tasks beside it."""
-        if self._wakeup is not None:
+        """Wakes the loop if it is waiting for tasks beside it; safe from any thread.
+
+        Sync tools run in worker threads and report progress from there: an ``asyncio.Event``
+        may only be set on its loop's thread, so other threads hand the wake-up to the loop.
+        """
+        if self._wakeup is None:
+            return
+        if self._loop is None or threading.get_ident() == self._loop_thread:
             self._wakeup.set()
+        elif not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self._wakeup.set)
 
     async def wait(self) -> None:
         """Waits until ``later`` or ``wake`` is called (returns at once if events are pending)."""
@@ -143,6 +154,8 @@ class Emitter:
             return
         if self._wakeup is None:
             self._wakeup = asyncio.Event()
+            self._loop = asyncio.get_running_loop()
+            self._loop_thread = threading.get_ident()
         self._wakeup.clear()
         await self._wakeup.wait()
 

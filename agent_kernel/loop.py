@@ -17,6 +17,7 @@ every dangling tool_use then gets a synthetic result so the history stays valid.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import random
 import time
@@ -45,6 +46,10 @@ from .models.base import (
 from .permissions import ToolRequest
 from .state import ExecutionContext, LoopState, TerminationReason, TurnState
 from .tools.executor import ABORT_FALLBACK, ABORT_RETRY, ABORT_USER, PendingCall, StreamingToolExecutor
+
+ABORT_FINAL = "tools are disabled for the final answer"
+ABORT_ENDED = "the run ended before this call finished"
+ABORT_FAILED = "the run failed before this call finished"
 from .tools.registry import ToolRegistry
 from .tools.tool import ToolContext, ToolResult
 
@@ -228,11 +233,9 @@ class _Loop:
             if not finished:
                 # A foreign cancellation or the consumer closed the stream: record it, close the
                 # history, and let the exception go on. Nothing can be yielded from here.
-                self._abort_tools(ABORT_USER)
-                closing = self._close_dangling("The run was stopped before this tool call finished.")
-                em.drain()  # journals results that arrived; the stream itself is gone
-                for block in closing:
-                    em.emit(EventType.TOOL_RESULT, {"call_id": block.tool_use_id, "content": block.content, "is_error": True, "synthetic": True, "duration_s": None, "started_at": None, "ended_at": None})
+                with contextlib.suppress(BaseException):  # a second cancellation must not skip the record
+                    await self._settle_tools(ABORT_USER)
+                em.drain()  # journals what the settling queued; the stream itself is gone
                 reason = self.token.reason or "the run was stopped from outside (task cancelled or stream closed)"
                 em.emit(EventType.CANCELLED, {"reason": reason, "phase": str(ctx.state.state)})
                 self._record_finish(TerminationReason.USER_INTERRUPT, self.last_text)
@@ -421,16 +424,16 @@ class _Loop:
     # -- endings ----------------------------------------------------------------------------
 
     async def _finish(self, fin: _Finish) -> AsyncIterator[AgentEvent]:
+        # Tools still running (a hook stopped the run mid-turn) or tool calls the final,
+        # tools-disabled answer made anyway: every call gets a result before the run ends.
+        await self._settle_tools(ABORT_FINAL if fin.reason is TerminationReason.MAX_TURNS else ABORT_ENDED)
         for ev in self.em.drain():
             yield ev
         self.ctx.state.set(LoopState.COMPLETED)
         yield self._record_finish(fin.reason, fin.text, fin.data)
 
     async def _cancelled(self) -> AsyncIterator[AgentEvent]:
-        self._abort_tools(ABORT_USER)
-        if self.executor is not None:
-            await self.executor.aclose()
-        self._close_dangling(f"Tool call not completed: {ABORT_USER}.")
+        await self._settle_tools(ABORT_USER)
         for ev in self.em.drain():
             yield ev
         reason = self.token.reason or "cancelled"
@@ -439,15 +442,30 @@ class _Loop:
         yield self._record_finish(TerminationReason.USER_INTERRUPT, self.last_text)
 
     async def _failed(self, kind: str, message: str, *, status_code: int | None = None) -> AsyncIterator[AgentEvent]:
-        self._abort_tools("the run failed")
-        if self.executor is not None:
-            await self.executor.aclose()
-        self._close_dangling("The run failed before this tool call finished.")
+        await self._settle_tools(ABORT_FAILED)
         for ev in self.em.drain():
             yield ev
         self.ctx.state.set(LoopState.ERROR)
         yield self.em.emit(EventType.ERROR, {"message": message, "kind": kind, "status_code": status_code})
         yield self._record_finish(TerminationReason.ERROR, self.last_text, {"error": message})
+
+    async def _settle_tools(self, reason: str) -> None:
+        """Stops the turn's tool calls and answers every tool_use in the history.
+
+        Running calls are cancelled and awaited (their cleanup, such as killing a process group,
+        finishes first); calls that never ran get a synthetic error result, journaled like any
+        other ``tool_result``, so the history, the journal and a resumed agent all agree.
+        """
+        if self.executor is not None:
+            self._abort_tools(reason)
+            await self.executor.aclose()
+        last = self.messages[-1] if self.messages else None
+        names = {u.id: u.name for u in last.tool_uses} if last is not None and last.role == "assistant" else {}
+        for block in self._close_dangling(f"Tool call not completed: {reason}."):
+            self.em.later(
+                EventType.TOOL_RESULT,
+                {"call_id": block.tool_use_id, "name": names.get(block.tool_use_id), "content": block.content, "is_error": True, "synthetic": True, "duration_s": None, "started_at": None, "ended_at": None},
+            )
 
     def _record_finish(self, reason: TerminationReason, text: str, data: dict[str, Any] | None = None) -> AgentEvent:
         stats = self.ctx.stats

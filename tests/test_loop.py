@@ -92,8 +92,43 @@ async def test_tool_calls_in_the_final_answer_are_not_run() -> None:
         return "ok"
 
     model = ScriptedModel([tool_call("record", {"n": 1}), tool_call("record", {"n": 2})])
-    result = await make_agent(model, [record], max_iterations=1).run("go")
+    agent = make_agent(model, [record], max_iterations=1)
+    result = await agent.run("go")
     assert ran == [1] and result.termination_reason is TerminationReason.MAX_TURNS
+    # The call is answered (not run), so the next request's history stays valid.
+    closing = agent.messages[-1]
+    assert closing.role == "user" and closing.tool_results[0].is_error
+    assert "tools are disabled" in closing.tool_results[0].content
+    assert of_type(result.events, EventType.TOOL_RESULT)[-1].data["synthetic"] is True
+
+
+async def test_a_hook_stopping_mid_turn_stops_the_running_tools_first() -> None:
+    cleaned = asyncio.Event()
+    started = asyncio.Event()
+
+    @tool(read_only=True)
+    async def forever() -> str:
+        """Never returns."""
+        started.set()
+        try:
+            await asyncio.sleep(60)
+        finally:
+            cleaned.set()
+        return "never"
+
+    hooks = Hooks()
+
+    @hooks.on("after_llm_response")
+    async def stop(ctx: object) -> None:
+        await started.wait()  # the tool is running while the hook decides
+        raise StopRun("enough")
+
+    agent = make_agent(ScriptedModel([tool_call("forever", id="f1")]), [forever], hooks=hooks)
+    result = await asyncio.wait_for(agent.run("go"), 10)
+    assert result.termination_reason is TerminationReason.STOP_REASON
+    assert cleaned.is_set()  # the tool's own cleanup ran before the run ended
+    assert agent.messages[-1].tool_results[0].tool_use_id == "f1"
+    assert types(result.events)[-2:] == ["tool_result", "run_finish"]
 
 
 async def test_safe_tools_run_in_parallel() -> None:
@@ -240,6 +275,27 @@ async def test_tool_progress_is_streamed() -> None:
     result = await make_agent(ScriptedModel([tool_call("long"), "ok"]), [long]).run("go")
     progress = of_type(result.events, EventType.TOOL_PROGRESS)
     assert [(p.data["message"], p.data["fraction"]) for p in progress] == [("step 1 of 2", 0.5)]
+
+
+async def test_progress_from_a_sync_tool_streams_while_it_runs() -> None:
+    import threading
+
+    proceed = threading.Event()
+
+    @tool
+    def slow(ctx: ToolContext) -> str:
+        """Reports progress from a worker thread, then waits to be let go."""
+        ctx.progress("halfway", 0.5)
+        return "let go while running" if proceed.wait(5) else "progress was not seen while running"
+
+    agent = make_agent(ScriptedModel([tool_call("slow"), "ok"]), [slow])
+    seen: list[str] = []
+    async for event in agent.stream("go"):
+        seen.append(event.type.value)
+        if event.type is EventType.TOOL_PROGRESS:
+            proceed.set()  # only reachable if progress arrived while the tool was still running
+    assert seen.index("tool_progress") < seen.index("tool_result")
+    assert agent.messages[-2].tool_results[0].content == "let go while running"
 
 
 async def test_hooks_run_in_lifecycle_order() -> None:
