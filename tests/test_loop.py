@@ -285,6 +285,7 @@ async def test_progress_from_a_sync_tool_streams_while_it_runs() -> None:
     @tool
     def slow(ctx: ToolContext) -> str:
         """Reports progress from a worker thread, then waits to be let go."""
+        time.sleep(0.2)  # report once the loop is surely idle, waiting for this tool
         ctx.progress("halfway", 0.5)
         return "let go while running" if proceed.wait(5) else "progress was not seen while running"
 
