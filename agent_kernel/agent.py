@@ -350,7 +350,8 @@ class Agent:
         if self._context is not None:
             raise UserError("Cannot compact while a run is in progress; wait for it to finish.")
         _ = self.journal
-        em = Emitter(self.session_id, new_id("r_"), self._seq, self._sinks)
+        redact = self.redactor.redact_data if self.redactor is not None and self.redactor.active else None
+        em = Emitter(self.session_id, new_id("r_"), self._seq, self._sinks, redact)
         em.turn = self.history[-1] if self.history else None
         before = len(self.events)
         self.messages[:] = await self.context_manager.compact(self.messages, self.model, em.later, focus)

@@ -317,6 +317,15 @@ def test_an_empty_prompt_is_a_usage_error(cells: Cells) -> None:
     assert isinstance(error, UsageError) and "no prompt" in str(error)
 
 
+def test_a_mistyped_new_cell_keeps_the_conversation(cells: Cells) -> None:
+    cells.run("%%agent -m model\nHi")
+    before = cells.magics.sessions.find(cells.magics.sessions.current).agent
+    assert isinstance(cells.error("%%agent --new\n   \n"), UsageError)
+    assert isinstance(cells.error("%%agent --new -o 1x\nHello"), UsageError)
+    after = cells.magics.sessions.find(cells.magics.sessions.current).agent
+    assert after is before and len(after.messages) == 2
+
+
 def test_help_is_left_to_ipython_and_lists_every_option(cells: Cells) -> None:
     assert cells.magics.transform(["%%agent?\n"]) == ["%%agent?\n"]
     doc = AgentMagics.agent_cell.__doc__ or ""

@@ -370,3 +370,16 @@ async def test_frames_name_each_row_s_agent_and_its_parent(tmp_path: Path) -> No
         assert pairs(events_df(source)) == set(expected.items())
     calls = tool_calls_df(journal).set_index("call_id")
     assert calls.loc["g1", "parent_agent_id"] == starts["middle"] and calls.loc["g1", "agent_id"] == starts["math"]
+
+
+async def test_calls_with_the_same_id_in_parent_and_child_stay_separate_rows() -> None:
+    from agent_kernel.journal.frames import tool_calls_df
+
+    # Offline models number their calls per model, so parent and child both make call_0_0.
+    child = mathematician([tool_call("add", {"a": 1, "b": 1}), "2"])
+    parent = make_agent(ScriptedModel([tool_call("task", {"agent": "math", "instructions": "1+1"}), "2."]), subagents={"math": child})
+    await parent.run("go")
+    calls = tool_calls_df(parent)
+    assert sorted(calls["name"]) == ["add", "task"]
+    assert list(calls["call_id"]) == ["call_0_0", "call_0_0"]
+    assert calls["agent_id"].isna().sum() == 1

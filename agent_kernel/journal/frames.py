@@ -386,15 +386,18 @@ class _Call:
 
 
 def _calls(events: list[AgentEvent]) -> list[_Call]:
-    calls: dict[str, _Call] = {}
+    # A call id is unique within its run only: a sub-agent (its own run) or a later run may
+    # reuse one, as offline models do, so calls are told apart by run as well.
+    calls: dict[tuple[str, str], _Call] = {}
     for event in events:
         data = event.data
         call_id = data.get("call_id")
         if not isinstance(call_id, str) or event.type not in _CALL_EVENTS:
             continue
-        call = calls.get(call_id)
+        key = (event.run_id, call_id)
+        call = calls.get(key)
         if call is None:
-            call = calls[call_id] = _Call(event, call_id)
+            call = calls[key] = _Call(event, call_id)
         name = data.get("name", data.get("tool"))
         if isinstance(name, str):
             call.name = name
@@ -442,16 +445,17 @@ _CALL_EVENTS = frozenset(
 )
 
 
-def _overlaps(calls: list[_Call], now: float) -> dict[str, list[str]]:
-    """For each call, the calls whose execution overlapped it (a running call lasts until ``now``)."""
-    spans = sorted((c.start, c.end if c.end is not None else now, c.call_id) for c in calls if c.start is not None)
-    out: dict[str, list[str]] = {c.call_id: [] for c in calls}
-    for i, (start, end, call_id) in enumerate(spans):
-        for other_start, other_end, other_id in spans[i + 1 :]:
+def _overlaps(calls: list[_Call], now: float) -> dict[int, list[str]]:
+    """For each call (by position), the call ids whose execution overlapped it (a running call
+    lasts until ``now``)."""
+    spans = sorted((c.start, c.end if c.end is not None else now, i) for i, c in enumerate(calls) if c.start is not None)
+    out: dict[int, list[str]] = {i: [] for i in range(len(calls))}
+    for n, (start, end, i) in enumerate(spans):
+        for other_start, other_end, j in spans[n + 1 :]:
             if other_start >= end:
                 break
-            out[call_id].append(other_id)
-            out[other_id].append(call_id)
+            out[i].append(calls[j].call_id)
+            out[j].append(calls[i].call_id)
     return out
 
 
@@ -472,7 +476,7 @@ def tool_calls_df(source: Any) -> pd.DataFrame:
     now = events[-1].ts if events else 0.0
     overlaps = _overlaps(calls, now)
     rows: dict[str, list[Any]] = {name: [] for name in TOOL_CALL_COLUMNS}
-    for call in calls:
+    for position, call in enumerate(calls):
         event = call.event
         values = {
             "session_id": event.session_id,
@@ -492,7 +496,7 @@ def tool_calls_df(source: Any) -> pd.DataFrame:
             "decided_by": call.decided_by,
             "approval_wait_s": call.approval_wait,
             "result_preview": None if call.result is None else call.result[:_PREVIEW],
-            "overlaps": overlaps[call.call_id],
+            "overlaps": overlaps[position],
         }
         for name, value in values.items():
             rows[name].append(value)

@@ -210,18 +210,19 @@ class AgentMagics(Magics):
         if session is not None and session.running:
             raise UserError(f"Session {name!r} is still running a prompt; wait for it (%agent wait), "
                             "cancel it (%agent cancel), or use --session OTHER.")
-        settings = self._settings(args)
-        if session is None or args.new:
-            session = self.sessions.put(name, self._new_agent(session, settings))
-        else:
-            self._apply(session.agent, settings)
-            self.sessions.current = name
+        # Check the cell before touching any session: a mistake must not cost the conversation.
         prompt = cell if args.no_interpolate else interpolate(cell, self.shell.user_ns)
         prompt = prompt.strip()
         if not prompt:
             raise UserError("The %%agent cell has no prompt: write it on the lines below %%agent.")
         if args.output is not None and not args.output.isidentifier():
             raise UserError(f"-o {args.output!r} is not a variable name; use e.g. -o result.")
+        settings = self._settings(args)
+        if session is None or args.new:
+            session = self.sessions.put(name, self._new_agent(session, settings))
+        else:
+            self._apply(session.agent, settings)
+            self.sessions.current = name
         return _Cell(session, prompt, args.quiet, args.detach, args.output)
 
     def _render_grace(self) -> float:
