@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import AsyncIterator
 from pathlib import Path
 import time
 
@@ -13,6 +14,7 @@ from agent_kernel import EventType, HookPoint, Hooks, LoopState, StopRun, Termin
 from agent_kernel.errors import ToolError
 from agent_kernel.loop import FINAL_TURN_INSTRUCTION
 from agent_kernel.messages import TextBlock, ToolResultBlock
+from agent_kernel.models.base import MessageEnd, ModelRequest, StreamEvent, TextDelta, ToolCallEnd, ToolCallStart
 from agent_kernel.models.scripted import ScriptedModel, text, tool_call
 
 from .helpers import make_agent, of_type, types
@@ -184,15 +186,33 @@ async def test_results_come_back_in_declared_order() -> None:
 
 
 async def test_tools_start_while_the_model_is_still_streaming() -> None:
+    tool_ran = asyncio.Event()
+
     @tool(read_only=True)
     async def probe() -> str:
-        """Returns at once."""
+        """Lets the model finish its response."""
+        tool_ran.set()
         return "early"
 
-    model = ScriptedModel([[tool_call("probe"), text("still talking", chunk=2, delay=0.02)], "done"])
-    result = await make_agent(model, [probe]).run("go")
+    class WaitsForTheTool:
+        """Streams a tool call, then goes on only once that tool has run."""
+
+        name, provider, context_window = "waits", "test", 10_000
+
+        async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+            if request.messages[-1].tool_results:
+                yield TextDelta("done")
+                yield MessageEnd("end_turn")
+                return
+            yield ToolCallStart(0, "p1", "probe")
+            yield ToolCallEnd(0, "p1", "probe", "{}")
+            await asyncio.wait_for(tool_ran.wait(), 5)  # times out if tools wait for the stream
+            yield TextDelta("still talking")
+            yield MessageEnd("tool_use")
+
+    result = await make_agent(WaitsForTheTool(), [probe]).run("go")
     order = types(result.events)
-    assert order.index("tool_result") < order.index("llm_complete")
+    assert order.index("tool_result") < order.index("llm_complete") and result.text == "done"
 
 
 @pytest.mark.parametrize(
@@ -395,12 +415,14 @@ async def test_cancel_mid_stream_interrupts_a_silent_model_at_once() -> None:
     model = ScriptedModel([[text("partial "), text("never arrives", delay=30)]])
     agent = make_agent(model)
     events = []
-    t0 = time.monotonic()
-    async for event in agent.stream("go"):
-        events.append(event)
-        if event.type is EventType.TEXT_DELTA:
-            asyncio.get_running_loop().call_later(0.01, agent.cancel)
-    assert time.monotonic() - t0 < 5  # far below the 30 s the model would have taken
+
+    async def consume() -> None:
+        async for event in agent.stream("go"):
+            events.append(event)
+            if event.type is EventType.TEXT_DELTA:
+                asyncio.get_running_loop().call_soon(agent.cancel)
+
+    await asyncio.wait_for(consume(), 10)  # the model alone would take 30 s
     assert types(events)[-2:] == ["cancelled", "run_finish"]
     assert events[-1].data["reason"] == "user_interrupt"
     # The partial answer is kept in the history.
@@ -483,7 +505,8 @@ async def test_a_second_run_while_one_is_running_is_refused() -> None:
 
     agent = make_agent(ScriptedModel([[text("a", delay=0.05)], "b"]))
     first = asyncio.create_task(agent.run("1"))
-    await asyncio.sleep(0.01)
+    while not agent.running:
+        await asyncio.sleep(0)
     with pytest.raises(UserError, match="already running"):
         await agent.run("2")
     await first

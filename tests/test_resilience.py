@@ -122,8 +122,9 @@ async def test_a_stall_can_fall_back() -> None:
 
 
 async def test_a_slow_but_steady_stream_is_not_a_stall() -> None:
-    model = ScriptedModel([text("steady stream", chunk=1, delay=0.01)])
-    result = await make_agent(model, stall_timeout=0.1).run("go")
+    # 13 gaps of 0.05 s: the stream lasts longer than the timeout, no single gap comes near it.
+    model = ScriptedModel([text("steady stream", chunk=1, delay=0.05)])
+    result = await make_agent(model, stall_timeout=0.4).run("go")
     assert result.text == "steady stream" and not of_type(result.events, EventType.STALL_DETECTED)
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from pathlib import Path
 from typing import Any
 
@@ -190,12 +189,14 @@ async def test_cancelling_the_parent_cancels_the_child_and_both_record_it() -> N
     child = mathematician([[text("thinking "), text("forever", delay=30)]])
     parent = make_agent(delegation("Take your time.", "never"), subagents={"math": child})
     events: list[AgentEvent] = []
-    t0 = time.monotonic()
-    async for event in parent.stream("go"):
-        events.append(event)
-        if event.agent_id is not None and event.type is EventType.TEXT_DELTA:
-            parent.cancel("the user pressed stop")
-    assert time.monotonic() - t0 < 10  # far below the child's 30 s
+
+    async def consume() -> None:
+        async for event in parent.stream("go"):
+            events.append(event)
+            if event.agent_id is not None and event.type is EventType.TEXT_DELTA:
+                parent.cancel("the user pressed stop")
+
+    await asyncio.wait_for(consume(), 10)  # the child alone would take 30 s
 
     inner = child_events(events)
     assert types(inner)[-3:] == ["cancelled", "run_finish", "subagent_finish"]
