@@ -12,6 +12,7 @@ import concurrent.futures
 import contextlib
 import itertools
 import os
+import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -284,6 +285,7 @@ class Agent:
         ctx = self._new_context()
         self._context = ctx
         em: Emitter = ctx.extras["emitter"]
+        loop_started = False
         try:
             turn = TurnState.initial(self.max_iterations)
             self._add_user_message(prompt)
@@ -302,6 +304,7 @@ class Agent:
                 },
             )
             # aclosing: a consumer that stops early still lets the loop record how the run ended.
+            loop_started = True
             async with contextlib.aclosing(tt(self.messages, turn, ctx)) as events:
                 async for event in events:
                     if event.run_id != ctx.run_id:
@@ -312,6 +315,12 @@ class Agent:
                         self.history[-1] = self.history[-1].with_compacted()
                     yield event
         finally:
+            if not loop_started and em.turn is not None:
+                # The consumer stopped at run_start, before the loop began: record the end here.
+                em.emit(EventType.CANCELLED, {"reason": "the stream was closed before the run began", "phase": "idle"})
+                ctx.stats.end = time.time()
+                em.emit(EventType.RUN_FINISH, {"reason": TerminationReason.USER_INTERRUPT.value, "text": "", "stats": ctx.stats.to_dict()})
+                em.sync()
             self._context = None
             self._merge_stats(ctx.stats)
 

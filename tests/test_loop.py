@@ -500,6 +500,16 @@ async def test_closing_the_stream_early_records_the_stop() -> None:
     assert not agent.running
 
 
+async def test_closing_the_stream_at_run_start_still_records_the_end() -> None:
+    agent = make_agent(ScriptedModel(["never"]))
+    stream = agent.stream("go")
+    async for _ in stream:
+        break
+    await stream.aclose()  # type: ignore[attr-defined]
+    assert types(agent.events) == ["run_start", "cancelled", "run_finish"]
+    assert agent.events[-1].data["reason"] == "user_interrupt"
+
+
 async def test_a_second_run_while_one_is_running_is_refused() -> None:
     from agent_kernel import UserError
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
+import logging
 import os
 import sys
 import weakref
@@ -44,6 +45,8 @@ from ..approvals import Approval
 from ..errors import RunCancelled
 from ..events import AgentEvent
 from .summary import RunSummary
+
+_log = logging.getLogger("agent_kernel.jupyter")
 
 if TYPE_CHECKING:
     from .view import AgentView
@@ -245,6 +248,8 @@ class RunHandle:
         except (asyncio.TimeoutError, asyncio.CancelledError):
             return None
         except Exception:
+            # The run failed while stopping: the interrupt still wins, but the failure is shown.
+            _log.exception("the agent run failed while it was being stopped")
             return None
 
 
