@@ -40,6 +40,20 @@ class _Default:
 DEFAULT: Any = _Default()
 
 
+def run_finish_of(events: Sequence[AgentEvent]) -> tuple[AgentEvent, LoopStats]:
+    """The ``run_finish`` of the run the first event belongs to, and its ``LoopStats``.
+
+    Raises:
+        ValueError: the events hold no ``run_finish`` of that run (it has not ended).
+    """
+    run_id = events[0].run_id if events else None
+    finish = next((e for e in reversed(events) if e.type is EventType.RUN_FINISH and e.run_id == run_id), None)
+    if finish is None:
+        raise ValueError("these events hold no run_finish for their run; the run has not ended yet")
+    stats = finish.data.get("stats", {})
+    return finish, LoopStats(**{k: v for k, v in stats.items() if k in LoopStats.__dataclass_fields__})
+
+
 @dataclass
 class RunResult:
     """What one run produced.
@@ -80,26 +94,16 @@ class RunResult:
         Raises:
             ValueError: the events hold no ``run_finish`` of that run (it has not ended).
         """
-        run_id = events[0].run_id if events else None
-        finish = next((e for e in reversed(events) if e.type is EventType.RUN_FINISH and e.run_id == run_id), None)
-        if finish is None:
-            raise ValueError("these events hold no run_finish for their run; the run has not ended yet")
+        finish, stats = run_finish_of(events)
         data = finish.data
-        stats = data.get("stats", {})
-        usage = Usage(
-            stats.get("input_tokens", 0),
-            stats.get("output_tokens", 0),
-            stats.get("cache_read_tokens", 0),
-            stats.get("cache_write_tokens", 0),
-        )
         return cls(
             text=data.get("text", ""),
             termination_reason=TerminationReason(data["reason"]),
-            turns=stats.get("turns", 0),
-            usage=usage,
-            cost_usd=stats.get("cost_usd"),
+            turns=stats.turns,
+            usage=Usage(stats.input_tokens, stats.output_tokens, stats.cache_read_tokens, stats.cache_write_tokens),
+            cost_usd=stats.cost_usd,
             events=list(events),
-            stats=LoopStats(**{k: v for k, v in stats.items() if k in LoopStats.__dataclass_fields__}),
+            stats=stats,
             session_id=finish.session_id,
             run_id=finish.run_id,
             error=data.get("error"),

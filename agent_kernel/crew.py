@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from .agent import DEFAULT, Agent, _open_journal
+from .agent import DEFAULT, Agent, _open_journal, run_finish_of
 from .emitter import Emitter, EventRecorder, EventSink
 from .errors import UserError
 from .events import AgentEvent, EventType
@@ -145,13 +145,8 @@ class CrewResult:
         Raises:
             ValueError: the events hold no ``run_finish`` of that run (it has not ended).
         """
-        run_id = events[0].run_id if events else None
-        finish = next((e for e in reversed(events) if e.type is EventType.RUN_FINISH and e.run_id == run_id), None)
-        if finish is None:
-            raise ValueError("these events hold no run_finish for their run; the crew run has not ended yet")
+        finish, stats = run_finish_of(events)
         data = finish.data
-        stats_data = data.get("stats", {})
-        stats = LoopStats(**{k: v for k, v in stats_data.items() if k in LoopStats.__dataclass_fields__})
         outputs = {}
         for o in data.get("outputs", []):
             reason = o.get("reason")

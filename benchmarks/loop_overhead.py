@@ -67,7 +67,7 @@ def peers_text() -> dict[str, float]:
     out: dict[str, float] = {}
     try:
         from pydantic_ai import Agent as PAgent
-        from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel  # noqa: F401
+        from pydantic_ai.models.function import FunctionModel
 
         async def stream_fn(messages, info):  # type: ignore[no-untyped-def]
             for _ in range(TEXT_EVENTS):

@@ -263,6 +263,7 @@ async def test_a_tool_that_raises_or_times_out_becomes_an_error_result() -> None
 
     model = ScriptedModel([[tool_call("broken"), tool_call("refuses"), tool_call("slow")], "ok"])
     result = await make_agent(model, [broken, refuses, slow]).run("go")
+    assert result.text == "ok"
     contents = [b.content for b in model.requests[1].messages[-1].tool_results]
     assert contents == ["broken raised RuntimeError: disk on fire", "no such file: a.txt", "slow timed out after 0.05 s."]
 

@@ -35,7 +35,6 @@ from ..events import AgentEvent, EventType
 from ..messages import Message, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock, block_from_dict, message_from_dict
 from ..state import TurnState
 from .journal import SESSIONS_DIR, session_path
-from .reader import read_events
 
 __all__ = [
     "INTERRUPTED_RESULT",
