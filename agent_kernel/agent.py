@@ -255,12 +255,14 @@ class Agent:
             redactor=self.redactor,
             sinks=self._sinks,
         )
-        config = self._loop_config()
-        redact = self.redactor.redact_data if self.redactor is not None and self.redactor.active else None
-        ctx.extras["config"] = config
-        ctx.extras["emitter"] = Emitter(self.session_id, ctx.run_id, self._seq, self._sinks, redact)
+        ctx.extras["config"] = self._loop_config()
+        ctx.extras["emitter"] = Emitter(self.session_id, ctx.run_id, self._seq, self._sinks, self._redact())
         ctx.extras["tool_extras"] = self.tool_extras
         return ctx
+
+    def _redact(self) -> Callable[[Any], Any] | None:
+        """What every event's data goes through before it is recorded (None: no secrets to hide)."""
+        return self.redactor.redact_data if self.redactor is not None else None  # only kept when active
 
     def _loop_config(self) -> LoopConfig:
         """How this agent's loop calls the model and runs tools (sub-agent runs use it too)."""
@@ -363,8 +365,7 @@ class Agent:
         if self._context is not None:
             raise UserError("Cannot compact while a run is in progress; wait for it to finish.")
         _ = self.journal
-        redact = self.redactor.redact_data if self.redactor is not None and self.redactor.active else None
-        em = Emitter(self.session_id, new_id("r_"), self._seq, self._sinks, redact)
+        em = Emitter(self.session_id, new_id("r_"), self._seq, self._sinks, self._redact())
         em.turn = self.history[-1] if self.history else None
         before = len(self.events)
         self.messages[:] = await self.context_manager.compact(self.messages, self.model, em.later, focus)

@@ -269,18 +269,8 @@ class Journal:
         last = os.pread(self._fd, 1, start)
         if last == b"\n":
             return size
-        # Find the last newline; everything after it is a partial record.
-        end = size
-        while end > 0:
-            begin = max(0, end - 65536)
-            chunk = os.pread(self._fd, end - begin, begin)
-            nl = chunk.rfind(b"\n")
-            if nl >= 0:
-                keep = begin + nl + 1
-                break
-            end = begin
-        else:
-            keep = 0
+        # Everything after the last newline is a partial record.
+        keep = self._line_start(size)
         tail = os.pread(self._fd, size - keep, keep)
         try:
             complete = isinstance(json.loads(tail), dict)
@@ -299,17 +289,19 @@ class Journal:
         os.ftruncate(self._fd, keep)
         return keep
 
+    def _line_start(self, end: int) -> int:
+        """The offset just past the last newline before ``end`` (0 if there is none)."""
+        while end > 0:
+            begin = max(0, end - 65536)
+            nl = os.pread(self._fd, end - begin, begin).rfind(b"\n")
+            if nl >= 0:
+                return begin + nl + 1
+            end = begin
+        return 0
+
     def _read_last_seq(self, size: int) -> int:
         end = size - 1  # the final newline
-        begin = end
-        while begin > 0:
-            lo = max(0, begin - 65536)
-            chunk = os.pread(self._fd, begin - lo, lo)
-            nl = chunk.rfind(b"\n")
-            if nl >= 0:
-                begin = lo + nl + 1
-                break
-            begin = lo
+        begin = self._line_start(end)
         line = os.pread(self._fd, end - begin, begin)
         try:
             record = json.loads(line)
