@@ -14,6 +14,7 @@ import pytest
 from agent_kernel import Agent, tool
 from agent_kernel.approvals import Approval
 from agent_kernel.context import SECTIONS, ContextManager
+from agent_kernel.errors import JournalError
 from agent_kernel.events import AgentEvent, EventType
 from agent_kernel.journal import Journal, TornLineWarning, columns, read_events
 from agent_kernel.journal.frames import (
@@ -261,6 +262,46 @@ def test_the_fast_reader_gives_the_frame_the_event_list_gives(tmp_path: Path, mo
     assert fast["n"].dtype == "Int64" and fast["n"].notna().sum() == 500
     assert fast["signature"].dtype == object and fast["signature"].isna().all()
     assert fast["text"].str.startswith("tok ").sum() == 750
+
+
+# Payloads that look like one plain string to a byte scanner but are not, or not only.
+LOOKALIKES: list[dict[str, Any]] = [
+    {"text": "plain"},
+    {"text": ""},
+    {"text": 'say "hi"'},
+    {"text": "back\\slash"},
+    {"text": "caf\u00e9 \U0001f600"},
+    {"text": "tab\tand\x7f"},
+    {"text": "a", "extra": "b"},
+    {"text": "a", "n": 1},
+    {"text": 7},
+    {"other": "key"},
+]
+
+
+def test_the_fast_reader_keeps_payloads_that_only_look_like_one_string(tmp_path: Path) -> None:
+    # 700 of each so every type passes the fast reader's threshold; seq runs past eight digits.
+    events = [
+        AgentEvent(123_456_789_000 + i, T0 + i / 1000, "s_look", "r_look", "t_look", None, 0, EventType.TEXT_DELTA,
+                   dict(LOOKALIKES[i % len(LOOKALIKES)]))
+        for i in range(700 * len(LOOKALIKES))
+    ]
+    fast = events_df(write(tmp_path / "j.jsonl", events))
+    pd.testing.assert_frame_equal(fast, events_df(events))
+    assert fast["seq"].iloc[-1] == 123_456_789_000 + len(events) - 1
+    assert fast["text"].tolist()[: len(LOOKALIKES)] == [d.get("text") for d in LOOKALIKES]
+    assert fast["extra"].notna().sum() == 700 and fast["other"].notna().sum() == 700
+
+
+@pytest.mark.parametrize(("real", "unknown"), [("text_delta", "text_deltas"), ("compaction_complete", "compactioX_complete")])
+def test_an_unknown_event_type_is_named_when_reading(tmp_path: Path, real: str, unknown: str) -> None:
+    path = write(tmp_path / "j.jsonl", many_deltas(600))
+    rows = path.read_text().splitlines()
+    at = max(i for i, row in enumerate(rows) if f'"type":"{real}"' in row)
+    rows[at] = rows[at].replace(f'"type":"{real}"', f'"type":"{unknown}"')
+    path.write_text("\n".join(rows) + "\n")
+    with pytest.raises(JournalError, match=unknown):
+        events_df(path)
 
 
 @pytest.mark.parametrize("frame", [events_df, turns_df, tool_calls_df, messages_df, usage_df])

@@ -261,6 +261,19 @@ def test_data_json_cannot_hold_is_written_as_text_not_a_failure(tmp_path: Path) 
     assert back.data == {"content": "/tmp/x", "tags": ["b"], "pair": [1, 2], "codes": {"1": "one"}}
 
 
+@pytest.mark.parametrize(
+    "data",
+    [{"text": 'q"b\\s\n\t\x7f'}, {"text": "caf\u00e9 \U0001f600 \ud800"}, {"text": ""}, {"": "x"}, {1: "one"}, {"text": None}],
+)
+def test_a_one_string_payload_is_written_as_json_writes_it(tmp_path: Path, data: dict) -> None:
+    path = tmp_path / "j.jsonl"
+    with Journal(path) as journal:
+        journal.write(AgentEvent(1, 1.5, "s", "r", "t", None, 0, EventType.TEXT_DELTA, data))
+    line = lines(path)[1]
+    assert line.endswith(f',"data":{json.dumps(data, separators=(",", ":"))}}}')
+    assert line.isascii()
+
+
 def test_the_fast_line_format_writes_every_field_of_an_event() -> None:
     # If AgentEvent gains a field, the journal falls back to to_dict() for every line (correct but
     # slower, and the fast reader no longer applies): teach journal.CANONICAL_FIELDS the field.

@@ -263,9 +263,9 @@ def _read_canonical(path: Path) -> EventColumns:
     except FileNotFoundError:
         raise JournalError(f"no journal at {path}; check the path, or list sessions with list_sessions().") from None
     # NumPy and Arrow release the GIL for most of a chunk's work, so chunks parse in worker
-    # threads while this one merges them in file order (at most a few are in memory at once).
-    # One core is left to the merging thread: on two cores a second worker only adds contention.
-    workers = max(1, min(4, (os.cpu_count() or 1) - 1))
+    # threads, one per core, while this one reads ahead and merges them in file order (at most
+    # a few are in memory at once; merging is mostly waiting).
+    workers = _threads()
     with f, ThreadPoolExecutor(workers, thread_name_prefix="journal-read") as pool:
         pending: deque[Future[_Part | None]] = deque()
         tail = b""
@@ -281,6 +281,15 @@ def _read_canonical(path: Path) -> EventColumns:
     if _complete_tail(tail, path):
         builder.merge(_parse_chunk(bytearray(tail + b"\n" + bytes(_PAD)), len(tail) + 1))
     return builder.finish()
+
+
+def _threads() -> int:
+    """Worker threads for the parallel parts of reading: one per usable core, at most four."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(4, cores))
 
 
 def _complete_tail(tail: bytes, path: Path) -> bool:
@@ -491,7 +500,7 @@ def _locate(chunk: bytearray, size: int) -> _Lines | None:
     )
     if not ok or (type_at - ids_at > _MAX_IDS).any():
         raise _NotCanonical
-    codes = _types(pc.dictionary_encode(_views(buf, data, type_at + 9, data_at)))
+    codes = _type_codes(buf, type_at + 9, data_at)
     return _Lines(buf, data, starts, ends, ts_at, ids_at, type_at, data_at, codes)
 
 
@@ -503,35 +512,86 @@ def _parse_chunk(chunk: bytearray, size: int) -> _Part | None:
     buf, data, starts, ends = lines.buf, lines.data, lines.starts, lines.ends
     ts_at, ids_at, type_at, data_at, codes = lines.ts_at, lines.ids_at, lines.type_at, lines.data_at, lines.codes
     n = len(ends)
+    seq = _integers(buf, starts + 7, ts_at)
     try:
-        seq = pc.cast(_views(buf, data, starts + 7, ts_at).cast(pa.string_view()), pa.int64()).to_numpy()
-        ts = pc.cast(_views(buf, data, ts_at + 6, ids_at).cast(pa.string_view()), pa.float64()).to_numpy()
+        # Via a plain string array: casting string views to numbers is several times slower.
+        ts = pc.cast(_views(buf, data, ts_at + 6, ids_at).cast(pa.string()), pa.float64()).to_numpy()
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         raise _NotCanonical from None
     ids = pc.dictionary_encode(_views(buf, data, ids_at, type_at))
     # A payload line for Arrow is the data object then the record's closing brace, blanked to a
     # space, then the newline: "{...} \n". The json slices stop before that brace.
     buf[ends - 1] = 32
-    head = buf[:size]
-    marks = np.flatnonzero((head == 34) | (head == 92))  # quotes and backslashes
-    tables, json_rows, payloads = _payloads(chunk, buf, data, marks, codes, data_at + 9, ends - 1)
+    tables, json_rows, payloads = _payloads(chunk, buf, data, codes, data_at + 9, ends - 1)
     pieces = _pivot(json_rows, payloads)  # here, so parallel chunks share this Python work
     return _Part(n, seq, ts, ids.dictionary.to_pylist(), ids.indices.to_numpy(), codes, tables, pieces)
 
 
-def _types(encoded: pa.DictionaryArray) -> np.ndarray:
-    try:
-        mapping = np.asarray([_TYPE_CODE[name.decode()] for name in encoded.dictionary.to_pylist()], np.int16)
-    except (KeyError, UnicodeDecodeError):
-        raise _NotCanonical from None  # an unknown type: the json path names it
-    return mapping[encoded.indices.to_numpy()]
+def _type_key(name: bytes) -> tuple[int, int, int, int]:
+    """The words that identify a type name in a canonical line (see ``_type_codes``)."""
+    line = b'"type":"' + name + b'","data":'  # the name starts at byte 8 and ends at 8 + len(name)
+    word = lambda at: int.from_bytes(line[at : at + 8], "little")  # noqa: E731
+    size = len(name)
+    return size, word(8), word(16) if size >= 7 else 0, word(size)
+
+
+def _type_hash(size: Any, first: Any, middle: Any, last: Any) -> Any:
+    """Mixes a type key into one uint64 (NumPy arrays wrap around; Python ints are masked)."""
+    mix = size * 0x9E3779B97F4A7C15 + first * 0xC2B2AE3D27D4EB4F + middle * 0x165667B19E3779F9 + last * 0xD6E8FEB86659FD93
+    return mix if isinstance(mix, np.ndarray) else np.uint64(mix & 0xFFFFFFFFFFFFFFFF)
+
+
+_TYPE_KEYS = np.asarray([_type_key(name.encode()) for name in EVENT_TYPES], np.uint64)
+_TYPE_HASHES = np.asarray([_type_hash(*(int(v) for v in key)) for key in _TYPE_KEYS], np.uint64)
+_TYPE_ORDER = np.argsort(_TYPE_HASHES)
+assert len(set(_TYPE_HASHES.tolist())) == len(EVENT_TYPES), "two event types share a hash"
+_MAX_TYPE = 24  # the three words cover names up to this long
+
+
+def _type_codes(buf: np.ndarray, begin: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """The type of each line, as int16 indices into ``EVENT_TYPES``, read without decoding text.
+
+    The bytes around a canonical type name are fixed (``"type":"`` before, ``","data":`` after),
+    so the eight-byte words at the name's start, eight bytes in and eight bytes before its end,
+    with its length, identify it exactly (for names up to 24 bytes). Each line's key is looked up
+    by hash among the vocabulary's, then compared word for word: an unknown type is not canonical
+    (the json path names it).
+    """
+    words = _words(buf, "<u8")
+    size = end - begin
+    if not len(size) or size.min() < 1 or size.max() > _MAX_TYPE:
+        raise _NotCanonical
+    first, last = words[begin], words[end - 8]
+    middle = np.where(size >= 7, words[begin + 8], np.uint64(0))
+    hashes = _type_hash(size.astype(np.uint64), first, middle, last)
+    slot = _TYPE_ORDER[np.minimum(np.searchsorted(_TYPE_HASHES, hashes, sorter=_TYPE_ORDER), len(_TYPE_ORDER) - 1)]
+    expected = _TYPE_KEYS[slot]
+    same = (expected[:, 0] == size.astype(np.uint64)) & (expected[:, 1] == first)
+    same &= (expected[:, 2] == middle) & (expected[:, 3] == last)
+    if not same.all():
+        raise _NotCanonical
+    return slot.astype(np.int16)
+
+
+def _integers(buf: np.ndarray, begin: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """The non-negative decimal integers at ``[begin, end)`` of each line (up to 18 digits)."""
+    size = end - begin
+    if not len(size) or size.min() < 1 or size.max() > 18:
+        raise _NotCanonical
+    value = np.zeros(len(begin), np.int64)
+    for k in range(int(size.max())):
+        digit = buf[begin + k].astype(np.int64) - 48
+        inside = k < size
+        if ((digit < 0) | (digit > 9))[inside].any():
+            raise _NotCanonical
+        value = np.where(inside, value * 10 + digit, value)
+    return value
 
 
 def _payloads(
     chunk: bytearray,
     buf: np.ndarray,
     data: pa.Buffer,
-    marks: np.ndarray,
     codes: np.ndarray,
     begin: np.ndarray,
     end: np.ndarray,
@@ -543,7 +603,7 @@ def _payloads(
     slow: list[np.ndarray] = [np.flatnonzero(counts[codes] < _ARROW_MIN_ROWS)]
     for code in np.flatnonzero(counts >= _ARROW_MIN_ROWS).tolist():
         local = np.flatnonzero(codes == code)
-        plain = _plain_strings(buf, data, marks, begin[local], end[local])
+        plain = _plain_strings(buf, begin[local], end[local])
         if plain is not None:
             key, ok, values = plain
             tables.append((local[ok], pa.table({key: values})))
@@ -572,14 +632,13 @@ def _payloads(
     return tables, rows, payloads
 
 
-def _plain_strings(
-    buf: np.ndarray, data: pa.Buffer, marks: np.ndarray, begin: np.ndarray, end: np.ndarray
-) -> tuple[str, np.ndarray, pa.Array] | None:
-    """Payloads of the shape ``{"key":"text"}`` whose text holds no quote and no escape.
+def _plain_strings(buf: np.ndarray, begin: np.ndarray, end: np.ndarray) -> tuple[str, np.ndarray, pa.Array] | None:
+    """Payloads of the shape ``{"key":"text"}`` whose text holds no quote, escape or non-ASCII byte.
 
     That is most per-token deltas, and for them the text is the raw bytes (the writer escapes
-    every non-ASCII character), so it is read in place, with no JSON parser. Returns the key,
-    which rows have that shape, and their texts; None when the first payload is not of it.
+    every non-ASCII character), so the bytes are gathered straight into an Arrow string array,
+    with no JSON parser. Returns the key, which rows have that shape, and their texts; None when
+    the first payload is not of it.
     """
     first = bytes(buf[begin[0] : end[0]])
     close = first.find(b'":"', 2)
@@ -593,14 +652,18 @@ def _plain_strings(
     ok = body_end >= body_begin
     ok &= (buf[end - 1] == 125) & (buf[end - 2] == 34)  # the text's closing quote, then "}"
     ok &= _matches_each(buf, begin, prefix)
-    # No quote and no backslash inside the text: the first of either after its start is the
-    # closing quote (``marks`` holds the positions of both, sorted).
-    after = np.minimum(np.searchsorted(marks, body_begin), len(marks) - 1)
-    ok &= marks[after] == body_end
+    # Gather every candidate's text into one buffer; a quote, backslash, control or non-ASCII
+    # byte in a text rules its row out (a quote there means more keys follow).
+    size = np.where(ok, body_end - body_begin, 0)
+    offsets = np.zeros(len(size) + 1, np.int64)
+    np.cumsum(size, out=offsets[1:])
+    text = buf[np.repeat(body_begin - offsets[:-1], size) + np.arange(offsets[-1])]
+    odd = np.flatnonzero((text == 34) | (text == 92) | (text < 32) | (text > 126))
+    ok[np.searchsorted(offsets, odd, side="right") - 1] = False
     if not ok.any():
         return None
-    texts = _views(buf, data, body_begin[ok], body_end[ok]).cast(pa.string_view()).cast(pa.large_string())
-    return key.decode(), ok, texts
+    texts = pa.Array.from_buffers(pa.large_string(), len(size), [None, pa.py_buffer(offsets), pa.py_buffer(text)])
+    return key.decode(), ok, texts if ok.all() else texts.filter(pa.array(ok))
 
 
 def _arrow_table(buf: np.ndarray, data: pa.Buffer, begin: np.ndarray, end: np.ndarray) -> pa.Table | None:

@@ -18,6 +18,7 @@ import glob as globbing
 import json
 import os
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ from .columns import (
     EVENT_TYPES,
     ID_FIELDS,
     EventColumns,
+    _threads,
     arrow_kind,
     columns_from_events,
     columns_from_file,
@@ -269,9 +271,13 @@ def _events_frame(columns: EventColumns) -> pd.DataFrame:
     iterations = np.asarray([int(g.get("iteration") or 0) for g in groups] or [0], np.int64)
     out["iteration"] = iterations[columns.group] if n else np.empty(0, np.int64)
     out["type"] = pd.Categorical.from_codes(columns.type_code, dtype=TYPE_DTYPE)
-    for key in sorted(columns.data):
-        name = f"data_{key}" if key in EVENT_COLUMNS else key
-        out[name] = _data_column(columns.data.pop(key), n)  # pop: each key's pieces go once used
+    # Each data column is a fresh full-length array, and filling them (page faults included) is
+    # most of the time here; NumPy and Arrow release the GIL for it, so columns fill in parallel.
+    keys = sorted(columns.data, key=lambda key: -sum(len(piece.rows) for piece in columns.data[key]))
+    with ThreadPoolExecutor(_threads(), thread_name_prefix="journal-frame") as pool:
+        built = dict(zip(keys, pool.map(lambda key: _data_column(columns.data.pop(key), n), keys)))
+    for key in sorted(built):
+        out[f"data_{key}" if key in EVENT_COLUMNS else key] = built[key]
     frame = pd.DataFrame(out, copy=False)
     _fill_parent_agents(frame)
     return frame
