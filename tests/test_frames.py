@@ -319,8 +319,8 @@ def test_a_journal_in_another_json_layout_reads_the_same(tmp_path: Path, frame: 
 def test_data_values_choose_their_column_dtype(tmp_path: Path) -> None:
     values = [
         {"flag": True, "count": 1, "mixed_number": 1, "name": "a", "mixed": 1, "nested": {"a": 1}, "none": None},
-        {"flag": False, "count": 2**40, "mixed_number": 2.5, "name": "b", "mixed": "x", "nested": [1, 2]},
-        {},
+        {"flag": False, "count": 2**40, "mixed_number": 2.5, "name": "b", "mixed": "x", "nested": [1, 2], "label": None},
+        {"label": "last"},
     ]
     events = [AgentEvent(i, T0 + i, "s", "r", "t", None, 0, EventType.TOOL_PROGRESS, v) for i, v in enumerate(values, 1)]
     df = events_df(write(tmp_path / "j.jsonl", events))
@@ -330,6 +330,8 @@ def test_data_values_choose_their_column_dtype(tmp_path: Path) -> None:
     assert df["count"].tolist() == [1, 2**40, pd.NA]
     assert df["nested"].tolist() == [{"a": 1}, [1, 2], None]
     assert df["mixed"].tolist() == [1, "x", None] and df["none"].tolist() == [None, None, None]
+    assert df["label"].dtype == STRING and df["label"].tolist() == [pd.NA, pd.NA, "last"]
+    assert df["label"].str.len().tolist() == [pd.NA, pd.NA, 4] and df["name"].str.upper().tolist() == ["A", "B", pd.NA]
 
 
 def test_a_data_key_named_like_a_column_is_prefixed(tmp_path: Path) -> None:

@@ -315,10 +315,8 @@ def _data_column(pieces: list[Any], n: int) -> Any:
         return _object_column(pieces, n)
     values = pa.concat_arrays(arrays)
     rows = np.concatenate([p.rows for p in pieces])
-    if kind == "str":  # Arrow gathers the strings into row order, missing rows null
-        where = np.full(n, -1, np.int64)
-        where[rows] = np.arange(len(values))
-        return pd.arrays.ArrowStringArray(values.take(pa.array(where, mask=where < 0)))
+    if kind == "str":
+        return pd.arrays.ArrowStringArray(_spread_strings(values, rows, n))
     # Numbers and booleans scatter into NumPy arrays with a missing-value mask.
     present = values.is_valid().to_numpy(zero_copy_only=False)
     filled = values.fill_null(False if kind == "bool" else 0).to_numpy(zero_copy_only=False)
@@ -331,6 +329,30 @@ def _data_column(pieces: list[Any], n: int) -> Any:
     out = np.zeros(n, bool if kind == "bool" else np.int64)
     out[rows] = filled
     return pd.arrays.BooleanArray(out, missing) if kind == "bool" else pd.arrays.IntegerArray(out, missing)
+
+
+def _spread_strings(values: pa.LargeStringArray, rows: np.ndarray, n: int) -> pa.LargeStringArray:
+    """A large_string array of ``n`` rows holding ``values`` at ``rows``, null elsewhere.
+
+    Built from its buffers: the offsets are the values' lengths placed at their rows and summed,
+    the bytes are the values' own, in row order. No n-long index or copy of a gather, which for a
+    column with a few values in a million rows is most of its cost.
+    """
+    if len(rows) > 1 and (rows[1:] < rows[:-1]).any():
+        order = np.argsort(rows, kind="stable")
+        values, rows = values.take(pa.array(order)), rows[order]
+    present = np.zeros(n, bool)
+    present[rows[values.is_valid().to_numpy(zero_copy_only=False)] if values.null_count else rows] = True
+    values = values.fill_null("")  # a JSON null holds no bytes; the validity bitmap says it is missing
+    _, own_offsets, data = values.buffers()
+    bounds = np.frombuffer(own_offsets, np.int64, len(values) + 1, values.offset * 8)
+    offsets = np.zeros(n + 1, np.int64)
+    offsets[rows + 1] = np.diff(bounds)
+    np.cumsum(offsets, out=offsets)
+    data = data[int(bounds[0]) : int(bounds[-1])]
+    validity = pa.py_buffer(np.packbits(present, bitorder="little"))
+    missing = n - int(np.count_nonzero(present))
+    return pa.Array.from_buffers(pa.large_string(), n, [validity, pa.py_buffer(offsets), data], null_count=missing)
 
 
 def _object_column(pieces: list[Any], n: int) -> np.ndarray:
