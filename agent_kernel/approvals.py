@@ -4,8 +4,9 @@ When the permission rules say a call must be asked about, the answer comes from 
 places: an ``approver`` callback, a person in the live view (through the ``ApprovalBroker``), or a
 headless policy chosen with ``AGENT_KERNEL_APPROVAL`` for notebooks run without anyone watching.
 
-A pending approval is an ``asyncio.Future`` keyed by tool-call id. ``ApprovalBroker.resolve`` may be
-called from any thread (widget callbacks can arrive on an ipykernel subshell thread): it hands the
+A pending approval is an ``asyncio.Future`` keyed by agent and tool-call id (a sub-agent's calls
+go through its parent's broker, and two agents' models may number their calls alike).
+``ApprovalBroker.resolve`` may be called from any thread (widget callbacks can arrive on an ipykernel subshell thread): it hands the
 decision to the future's loop with ``call_soon_threadsafe`` and touches no other call's future.
 
 Policy syntax (``AGENT_KERNEL_APPROVAL`` or ``build_gate(policy=...)``)::
@@ -30,6 +31,7 @@ from typing import Any, Literal, Protocol, Union
 from .errors import UserError
 
 __all__ = [
+    "ANY_AGENT",
     "APPROVAL_ENV",
     "Approval",
     "ApprovalBroker",
@@ -53,6 +55,15 @@ _log = logging.getLogger(__name__)
 Decision = Literal["approve", "approve_edited", "reject", "always_allow"]
 
 
+class _AnyAgent:
+    def __repr__(self) -> str:
+        return "ANY_AGENT"
+
+
+ANY_AGENT: Any = _AnyAgent()
+"""The default ``agent_id`` of the broker's methods: whichever agent's call has the id (the oldest)."""
+
+
 @dataclass(frozen=True, slots=True)
 class ApprovalRequest:
     """What an approver is asked about.
@@ -64,6 +75,7 @@ class ApprovalRequest:
         key: the call's canonical one-line form, e.g. ``bash(git status)``.
         rule: the rule that asked for approval, or None when the mode did.
         reason: why approval is needed, in words.
+        agent_id: the sub-agent that made the call, or None for the top-level agent.
     """
 
     call_id: str
@@ -72,6 +84,7 @@ class ApprovalRequest:
     key: str
     rule: str | None
     reason: str
+    agent_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,12 +182,21 @@ class PendingApproval:
         """The tool-call id this approval is for."""
         return self.request.call_id
 
+    @property
+    def agent_id(self) -> str | None:
+        """The sub-agent that made the call, or None for the top-level agent."""
+        return self.request.agent_id
+
 
 Listener = Callable[[PendingApproval], None]
 
 
 class ApprovalBroker:
-    """Pending approvals keyed by tool-call id; a UI lists them and resolves them by id.
+    """Pending approvals keyed by agent and tool-call id; a UI lists them and resolves them by id.
+
+    ``resolve``, ``cancel`` and ``forget`` take the call id and, to tell apart agents whose calls
+    have equal ids, ``agent_id`` (None: the top-level agent); without it they act on the oldest
+    pending approval with that call id.
 
     A UI that can show approval prompts sets ``interactive = True`` while it is attached; without
     that, the permission gate never waits for a person (it would wait forever).
@@ -188,7 +210,7 @@ class ApprovalBroker:
 
     def __init__(self, *, interactive: bool = False) -> None:
         self.interactive = interactive
-        self._pending: dict[str, PendingApproval] = {}
+        self._pending: dict[tuple[str | None, str], PendingApproval] = {}
         self._on_pending: list[Listener] = []
         self._on_settled: list[Listener] = []
 
@@ -217,32 +239,36 @@ class ApprovalBroker:
         return unsubscribe
 
     def request(self, call_id: str, info: ApprovalRequest) -> asyncio.Future[Approval]:
-        """Registers a pending approval for ``call_id`` and returns the future to await.
+        """Registers a pending approval for ``call_id`` (made by ``info.agent_id``) and returns the
+        future to await.
 
         Must be called on the event loop that will await it.
 
         Raises:
-            UserError: if ``call_id`` is already pending.
+            UserError: if that agent's ``call_id`` is already pending.
         """
-        if call_id in self._pending:
-            raise UserError(f"An approval for tool call {call_id!r} is already pending; call ids must be unique.")
+        key = (info.agent_id, call_id)
+        if key in self._pending:
+            whose = f" of agent {info.agent_id!r}" if info.agent_id is not None else ""
+            raise UserError(
+                f"An approval for tool call {call_id!r}{whose} is already pending; an agent's call ids must be unique."
+            )
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Approval] = loop.create_future()
         entry = PendingApproval(info, future, loop)
-        self._pending[call_id] = entry
+        self._pending[key] = entry
         future.add_done_callback(lambda _f: self._settled(entry))
         self._notify(self._on_pending, entry)
         return future
 
-    def resolve(self, call_id: str, decision: Approval | bool | str) -> bool:
-        """Decides the pending approval for ``call_id``; safe from any thread.
+    def resolve(self, call_id: str, decision: Approval | bool | str, *, agent_id: Any = ANY_AGENT) -> bool:
+        """Decides the pending approval for ``call_id`` (of ``agent_id``); safe from any thread.
 
         Returns:
             True if it was pending; False if unknown or already decided (a second click).
         """
         approval = Approval.coerce(decision)
-        # dict.pop is atomic, so two threads resolving one id cannot both win.
-        entry = self._pending.pop(call_id, None)
+        entry = self._take(call_id, agent_id)
         if entry is None:
             return False
         entry.outcome = approval
@@ -252,9 +278,10 @@ class ApprovalBroker:
             return False
         return True
 
-    def cancel(self, call_id: str) -> bool:
-        """Drops the pending approval for ``call_id``, cancelling its waiter; safe from any thread."""
-        entry = self._pending.pop(call_id, None)
+    def cancel(self, call_id: str, *, agent_id: Any = ANY_AGENT) -> bool:
+        """Drops the pending approval for ``call_id`` (of ``agent_id``), cancelling its waiter; safe
+        from any thread."""
+        entry = self._take(call_id, agent_id)
         if entry is None:
             return False
         try:
@@ -263,14 +290,24 @@ class ApprovalBroker:
             return False
         return True
 
-    def forget(self, call_id: str) -> None:
-        """Removes ``call_id`` (the gate calls this once it stops waiting, whatever the reason)."""
-        entry = self._pending.pop(call_id, None)
+    def forget(self, call_id: str, *, agent_id: Any = ANY_AGENT) -> None:
+        """Removes ``call_id`` (of ``agent_id``); the gate calls this once it stops waiting,
+        whatever the reason."""
+        entry = self._take(call_id, agent_id)
         if entry is not None and not entry.future.done():
             entry.future.cancel()
 
+    def _take(self, call_id: str, agent_id: Any) -> PendingApproval | None:
+        """Removes and returns the pending approval for ``call_id`` of ``agent_id`` (ANY_AGENT: the
+        oldest with that call id). dict.pop is atomic, so two threads taking one cannot both win."""
+        if agent_id is ANY_AGENT:
+            agent_id = next((agent for agent, call in list(self._pending) if call == call_id), None)
+        return self._pending.pop((agent_id, call_id), None)
+
     def _settled(self, entry: PendingApproval) -> None:
-        self._pending.pop(entry.call_id, None)
+        key = (entry.agent_id, entry.call_id)
+        if self._pending.get(key) is entry:
+            self._pending.pop(key, None)
         if entry.future.cancelled():
             entry.outcome = None
         self._notify(self._on_settled, entry)

@@ -597,7 +597,7 @@ class _Loop:
 
         gate = self.ctx.permissions
         if gate is not None:
-            auth = await gate.authorize(ToolRequest(call.call_id, tool, dict(call.arguments)), em.later)
+            auth = await gate.authorize(ToolRequest(call.call_id, tool, dict(call.arguments), em.agent_id), em.later)
             if not auth.allowed:
                 return self._result(call, ToolResult(auth.message or f"{name} was not allowed to run.", is_error=True))
             if auth.arguments != call.arguments:

@@ -70,11 +70,12 @@ Mode = Literal["default", "accept_edits", "plan", "bypass"]
 
 @dataclass(frozen=True, slots=True)
 class ToolRequest:
-    """One tool call awaiting authorization."""
+    """One tool call awaiting authorization (``agent_id``: the sub-agent making it, None at the top)."""
 
     call_id: str
     tool: Tool
     arguments: dict[str, Any]
+    agent_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -354,7 +355,9 @@ class RuleGate:
     async def _ask(self, request: ToolRequest, verdict: Verdict, emit: Emit) -> Authorization:
         tool, arguments = request.tool, request.arguments
         key = call_key(tool, arguments)
-        info = ApprovalRequest(request.call_id, tool.name, dict(arguments), _one_line(tool.name, key), verdict.rule, verdict.reason)
+        info = ApprovalRequest(
+            request.call_id, tool.name, dict(arguments), _one_line(tool.name, key), verdict.rule, verdict.reason, request.agent_id
+        )
         required: dict[str, Any] = {
             "call_id": info.call_id,
             "tool": info.tool,
@@ -407,7 +410,7 @@ class RuleGate:
             try:
                 return await future, "person"
             finally:
-                self.broker.forget(info.call_id)
+                self.broker.forget(info.call_id, agent_id=info.agent_id)
         return None, ""
 
     @staticmethod

@@ -208,6 +208,24 @@ async def test_resolving_one_call_leaves_the_others_pending() -> None:
     assert (await first).allowed
 
 
+async def test_two_agents_calls_with_one_id_are_asked_and_answered_apart() -> None:
+    # A sub-agent asks through its parent's broker, and offline models number calls alike.
+    gate = build_gate(None)
+    person = PersonAt(gate.broker)  # type: ignore[attr-defined]
+    parent = asyncio.create_task(gate.authorize(git(), Recorder()))
+    child = asyncio.create_task(gate.authorize(ToolRequest("c1", bash, {"command": "git log"}, agent_id="a_child"), Recorder()))
+    asked = [await person.asked.get(), await person.asked.get()]
+    assert [(p.agent_id, p.call_id, p.request.key) for p in asked] == [
+        (None, "c1", "bash(git status)"),
+        ("a_child", "c1", "bash(git log)"),
+    ]
+    assert gate.broker.resolve("c1", Approval.reject("not that"), agent_id="a_child")  # type: ignore[attr-defined]
+    assert not (await child).allowed and not parent.done()
+    assert not gate.broker.resolve("c1", True, agent_id="a_child")  # type: ignore[attr-defined]  # answered already
+    assert gate.broker.resolve("c1", True)  # type: ignore[attr-defined]  # no agent named: the oldest with that id
+    assert (await parent).allowed and gate.broker.pending == []  # type: ignore[attr-defined]
+
+
 async def test_cancelling_the_run_while_an_approval_is_pending_cleans_up() -> None:
     gate = build_gate(None)
     person = PersonAt(gate.broker)  # type: ignore[attr-defined]

@@ -459,7 +459,7 @@ def test_a_sub_agent_of_a_sub_agent_hangs_under_its_parents_call_and_ends_with_t
 
 
 def test_an_approval_click_on_a_sub_agents_card_resolves_that_call_through_on_decision(make_view):
-    decisions: list[tuple[str, str, str | None]] = []
+    decisions: list[tuple[str, str, str | None, str | None]] = []
     ev = Events()
     view = make_view(clock=Clock(), on_decision=lambda *args: decisions.append(args))
     start(view, ev)
@@ -479,7 +479,7 @@ def test_an_approval_click_on_a_sub_agents_card_resolves_that_call_through_on_de
                      "reason": None})
     front_end(view, {"type": "approval", "call_id": "c1", "agent": "s1", "decision": "reject",
                      "reason": "changed my mind"})
-    assert decisions == [("c1", "approve", None)]  # the broker's callback, once
+    assert decisions == [("c1", "approve", None, "s1")]  # the broker's callback, once, naming the agent
     view.handle(ev(T.APPROVAL_DECISION, "s1", call_id="c1", decision="approve",
                    decided_by="person", reason=None))
     assert view.transcript.card("c1", "s1").status == "queued"
@@ -490,7 +490,7 @@ def test_an_approval_click_on_a_sub_agents_card_resolves_that_call_through_on_de
     view.handle(ev(T.APPROVAL_REQUIRED, "s2", call_id="c1", tool="record", arguments={"note": "y"},
                    key="record", reason="record asks"))
     front_end(view, {"type": "approval", "call_id": "c1", "decision": "reject", "reason": "no"})
-    assert decisions[1:] == [("c1", "reject", "no")]
+    assert decisions[1:] == [("c1", "reject", "no", "s2")]
 
 
 async def test_a_scripted_delegation_through_the_view_nests_the_child_and_lists_it(make_view):
@@ -534,22 +534,22 @@ def awaiting_two_calls(view: AgentView, ev: Events) -> None:
 
 
 def test_an_approval_click_resolves_only_the_named_call_and_only_once(make_view):
-    decisions: list[tuple[str, str, str | None]] = []
+    decisions: list[tuple[str, str, str | None, str | None]] = []
     view = make_view(clock=Clock(), on_decision=lambda *args: decisions.append(args))
     awaiting_two_calls(view, Events())
 
     front_end(view, {"type": "approval", "call_id": "c2", "decision": "approve", "reason": None})
     front_end(view, {"type": "approval", "call_id": "c2", "decision": "reject", "reason": "no"})
     front_end(view, {"type": "approval", "call_id": "c1", "decision": "explode"})
-    assert decisions == [("c2", "approve", None)]
+    assert decisions == [("c2", "approve", None, None)]
 
     front_end(view, {"type": "approval", "call_id": "c1", "decision": "reject",
                      "reason": "use git rm instead"})
-    assert decisions[1] == ("c1", "reject", "use git rm instead")
+    assert decisions[1] == ("c1", "reject", "use git rm instead", None)
 
 
 def test_a_click_on_a_call_already_decided_elsewhere_is_not_passed_on(make_view):
-    decisions: list[tuple[str, str, str | None]] = []
+    decisions: list[tuple[str, str, str | None, str | None]] = []
     ev = Events()
     view = make_view(clock=Clock(), on_decision=lambda *args: decisions.append(args))
     awaiting_two_calls(view, ev)
@@ -563,17 +563,17 @@ def test_a_click_on_a_call_already_decided_elsewhere_is_not_passed_on(make_view)
 
 
 def test_always_allow_is_passed_on_as_its_own_decision(make_view):
-    decisions: list[tuple[str, str, str | None]] = []
+    decisions: list[tuple[str, str, str | None, str | None]] = []
     view = make_view(clock=Clock(), on_decision=lambda *args: decisions.append(args))
     awaiting_two_calls(view, Events())
     front_end(view, {"type": "approval", "call_id": "c1", "decision": "always_allow"})
-    assert decisions == [("c1", "always_allow", None)]
+    assert decisions == [("c1", "always_allow", None, None)]
 
 
 def test_a_failing_decision_callback_becomes_an_error_notice_and_can_be_retried(make_view):
     calls: list[str] = []
 
-    def broken(call_id: str, decision: str, reason: str | None) -> None:
+    def broken(call_id: str, decision: str, reason: str | None, agent: str | None) -> None:
         calls.append(call_id)
         raise RuntimeError("the loop has closed")
 
@@ -803,7 +803,7 @@ def chromium() -> Iterator[Any]:
 @pytest.mark.browser
 def test_the_front_end_renders_streamed_markdown_safely_and_sends_clicks_back(make_view, tmp_path,
                                                                               chromium):
-    decisions: list[tuple[str, str, str | None]] = []
+    decisions: list[tuple[str, str, str | None, str | None]] = []
     clock, ev = Clock(), Events()
     view = make_view(clock=clock, on_decision=lambda *args: decisions.append(args))
     browser = BrowserPage(chromium, view)
@@ -834,7 +834,7 @@ def test_the_front_end_renders_streamed_markdown_safely_and_sends_clicks_back(ma
     card.locator(".ak-reason").fill("list only the notes folder")
     card.locator(".ak-reject").click()
     pump()
-    assert decisions == [("c1", "reject", "list only the notes folder")]
+    assert decisions == [("c1", "reject", "list only the notes folder", None)]
 
     view.handle(ev(T.APPROVAL_DECISION, call_id="c1", decision="reject", decided_by="person",
                    reason="list only the notes folder"))
@@ -858,7 +858,7 @@ def test_the_front_end_renders_streamed_markdown_safely_and_sends_clicks_back(ma
 def test_the_front_end_nests_sub_agent_cards_that_fold_when_done_and_take_approvals(make_view,
                                                                                   tmp_path,
                                                                                   chromium):
-    decisions: list[tuple[str, str, str | None]] = []
+    decisions: list[tuple[str, str, str | None, str | None]] = []
     clock, ev = Clock(), Events()
     view = make_view(clock=clock, on_decision=lambda *args: decisions.append(args))
     browser = BrowserPage(chromium, view)
@@ -906,7 +906,7 @@ def test_the_front_end_nests_sub_agent_cards_that_fold_when_done_and_take_approv
     page.screenshot(path=str(tmp_path / "agent_view_sub_agents.png"), full_page=True)
     card("a2").locator(".ak-approve").click()
     pump()
-    assert decisions == [("c1", "approve", None)]
+    assert decisions == [("c1", "approve", None, "a2")]
     assert view._decided == {("a2", "c1")}  # the click named the writer's card
 
     view.handle(ev(T.APPROVAL_DECISION, "a2", call_id="c1", decision="approve",

@@ -404,7 +404,7 @@ class _LiveApprovals:
         self._approver: Any = None
         self._was_interactive = False
         self._attached = False
-        self._early: dict[str, Approval] = {}
+        self._early: dict[tuple[str | None, str], Approval] = {}  # (agent, call id) -> a click
         self._unsubscribe: Callable[[], None] | None = None
 
     # Comm callbacks: may run on a kernel subshell thread (ipykernel 7.0-7.3), hence the
@@ -416,26 +416,26 @@ class _LiveApprovals:
             with contextlib.suppress(RuntimeError):  # the loop has closed: nothing waits
                 self.loop.call_soon_threadsafe(self.rendered.set)
 
-    def decide(self, call_id: str, decision: str, reason: str | None) -> None:
-        """A click on a card: hands the decision to the broker on the loop's thread."""
+    def decide(self, call_id: str, decision: str, reason: str | None, agent: str | None = None) -> None:
+        """A click on ``agent``'s card: hands the decision to the broker on the loop's thread."""
         maker = {"approve": Approval.approve, "always_allow": Approval.always}.get(decision)
         approval = maker() if maker is not None else Approval.reject(reason)
         self.rendered_flag = True  # a click means a person is watching
         with contextlib.suppress(RuntimeError):
-            self.loop.call_soon_threadsafe(self._decide_on_loop, call_id, approval)
+            self.loop.call_soon_threadsafe(self._decide_on_loop, call_id, approval, agent)
 
-    def _decide_on_loop(self, call_id: str, approval: Approval) -> None:
+    def _decide_on_loop(self, call_id: str, approval: Approval, agent: str | None) -> None:
         # The card shows "awaiting approval" as soon as the gate asks, a moment before the broker
         # registers the question (the render wait comes between): a click in that moment is kept
         # and answers the question when it is registered (``_on_pending``).
         self.rendered.set()
-        if self.broker is not None and not self.broker.resolve(call_id, approval):
-            self._early[call_id] = approval
+        if self.broker is not None and not self.broker.resolve(call_id, approval, agent_id=agent):
+            self._early[(agent, call_id)] = approval
 
     def _on_pending(self, pending: Any) -> None:
-        approval = self._early.pop(pending.call_id, None)
+        approval = self._early.pop((pending.agent_id, pending.call_id), None)
         if approval is not None and self.broker is not None:
-            self.broker.resolve(pending.call_id, approval)
+            self.broker.resolve(pending.call_id, approval, agent_id=pending.agent_id)
 
     def stop(self) -> None:
         """The Stop button: cancels the run."""

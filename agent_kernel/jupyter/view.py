@@ -24,7 +24,7 @@ The runner calls ``view.handle(event)`` for every event of a run. The view folds
   ``approve``, ``reject`` or ``always_allow``; ``agent`` the card's agent, which tells apart
   sub-agents whose calls have equal ids) and ``{"type": "stop"}`` call ``on_decision`` /
   ``on_stop``. A sub-agent's call is answered like any other: its approvals go through the top
-  run's broker, so ``on_decision(call_id, ...)`` is the same callback.
+  run's broker, so ``on_decision(call_id, ..., agent)`` is the same callback.
 
 Comm callbacks may arrive on another thread (a kernel subshell), so the transcript and the
 pending changes are guarded by one lock, and the callbacks given to the view must be thread-safe.
@@ -51,7 +51,7 @@ from .transcript import Transcript
 
 __all__ = ["AgentView", "DecisionCallback", "StopCallback"]
 
-DecisionCallback = Callable[[str, str, "str | None"], None]
+DecisionCallback = Callable[[str, str, "str | None", "str | None"], None]
 StopCallback = Callable[[], None]
 
 #: Decisions the front-end may send.
@@ -76,19 +76,20 @@ class AgentView(anywidget.AnyWidget):  # type: ignore[misc]
     """The live view of one agent run: streamed text, tool cards, approvals, a Stop button.
 
     Args:
-        on_decision: called as ``on_decision(call_id, decision, reason)`` when a person clicks
-            Approve / Reject / Always on a card awaiting approval; ``decision`` is ``approve``,
-            ``reject`` or ``always_allow``. Must be thread-safe. Called at most once per call,
-            and never for a call already decided or finished.
+        on_decision: called as ``on_decision(call_id, decision, reason, agent)`` when a person
+            clicks Approve / Reject / Always on a card awaiting approval; ``decision`` is
+            ``approve``, ``reject`` or ``always_allow``; ``agent`` is the sub-agent whose call it
+            is (None for the top-level agent). Must be thread-safe. Called at most once per
+            call, and never for a call already decided or finished.
         on_stop: called with no arguments when a person clicks Stop. Must be thread-safe.
         flush_interval: seconds between batches sent to the front-end.
         clock: a monotonic clock, injectable for tests.
 
     Example:
-        >>> def decide(call_id, decision, reason):  # doctest: +SKIP
+        >>> def decide(call_id, decision, reason, agent):  # doctest: +SKIP
         ...     broker.resolve(call_id, Approval.reject(reason) if decision == "reject"
         ...                    else Approval.always() if decision == "always_allow"
-        ...                    else Approval.approve())
+        ...                    else Approval.approve(), agent_id=agent)
         >>> view = AgentView(on_decision=decide, on_stop=agent.cancel)  # doctest: +SKIP
         >>> display(view)  # doctest: +SKIP
         >>> async for event in agent.stream(prompt):  # doctest: +SKIP
@@ -290,7 +291,7 @@ class AgentView(anywidget.AnyWidget):  # type: ignore[misc]
             self._decided.add(key)
             name = card.name if card is not None else call_id
         try:
-            self.on_decision(call_id, str(decision), reason)
+            self.on_decision(call_id, str(decision), reason, agent)
         except Exception as exc:  # the click must not vanish silently
             with self._lock:
                 self._decided.discard(key)
