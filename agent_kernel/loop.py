@@ -260,6 +260,9 @@ class _Loop:
         if prepared.compacted:
             turn = turn.with_compacted()
             self.em.turn = turn
+        summary = getattr(prepared, "compaction", None)  # a custom manager may not say
+        if summary is not None and summary.usage is not None:
+            self.ctx.stats.add_usage(summary.usage.to_dict(), summary.cost_usd)  # the summary was a model call
         self._prepared = (prepared.request, turn)
 
     async def _call_model(self, request: ModelRequest, final: bool) -> AsyncIterator[AgentEvent]:

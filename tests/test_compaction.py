@@ -14,7 +14,8 @@ from agent_kernel.context import SECTIONS, Compactor, ContextManager, TokenCount
 from agent_kernel.context.compaction import is_valid_cut, render_transcript, summary_block
 from agent_kernel.events import AgentEvent, EventType
 from agent_kernel.messages import Message, SummaryBlock, TextBlock, ToolResultBlock, ToolUseBlock
-from agent_kernel.models.base import ModelRequest
+from agent_kernel.models import pricing
+from agent_kernel.models.base import ModelRequest, Usage
 from agent_kernel.models.scripted import ScriptedModel, fail, text, tool_call
 from agent_kernel.state import TurnState
 from agent_kernel.tools.tool import tool
@@ -192,6 +193,20 @@ async def test_a_cheaper_compaction_model_writes_the_summary() -> None:
     assert len(summariser.requests) == 1 and is_summary_request(summariser.requests[0])
     [complete] = of(result.events, EventType.COMPACTION_COMPLETE)
     assert complete["model"] == "cheap"
+
+
+async def test_the_summary_call_counts_in_the_runs_usage_and_cost() -> None:
+    summariser = ScriptedModel([SUMMARY], name="claude-haiku-4-5", context_window=50_000)
+    script = [[text(f"Reading chunk {i}."), tool_call("read_chunk", {"n": i})] for i in range(5)] + ["Done."]
+    model = ScriptedModel(script, name="claude-sonnet-4-5", context_window=2_000)
+    manager = ContextManager(micro_compact=False, keep_messages=4, retry_delays=(), compaction_model=summariser)
+    result = await Agent(model, tools=[read_chunk], journal=None, context=manager).run("Process every chunk.")
+    [complete] = of(result.events, EventType.COMPACTION_COMPLETE)
+    summary = Usage(**complete["usage"])
+    assert summary.output_tokens > 0 and complete["cost_usd"] == pricing.cost("claude-haiku-4-5", summary) > 0
+    turns = of(result.events, EventType.LLM_COMPLETE)
+    assert result.usage == sum((Usage(**t["usage"]) for t in turns), summary)
+    assert result.cost_usd == pytest.approx(sum(t["cost_usd"] for t in turns) + complete["cost_usd"])
 
 
 async def test_failed_summaries_are_retried_with_backoff_then_a_sliding_window_takes_over() -> None:

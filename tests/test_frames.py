@@ -450,9 +450,12 @@ async def test_frames_of_a_real_run_with_parallel_tools_an_approval_and_a_compac
 
     usage = usage_df(path)
     assert_columns(usage, USAGE_COLUMNS)
-    assert len(usage) == len(turns) and usage["output_tokens"].sum() == sum(
-        e.data["usage"]["output_tokens"] for e in agent.events if e.type is EventType.LLM_COMPLETE
-    )
+    # One row per model call: each turn's response, and the summary the compaction asked for.
+    assert usage["purpose"].tolist().count("turn") == len(turns) and usage["purpose"].tolist().count("compaction") == 1
+    summary_row = usage[usage["purpose"] == "compaction"].iloc[0]
+    assert pd.isna(summary_row["stop_reason"]) and summary_row["output_tokens"] > 0 and summary_row["duration_s"] >= 0
+    assert usage["output_tokens"].sum() == result.usage.output_tokens and usage["input_tokens"].sum() == result.usage.input_tokens
+    assert turns_frame["llm_calls"].sum() == len(usage) and turns_frame["output_tokens"].sum() == result.usage.output_tokens
 
     messages = messages_df(path)
     assert_columns(messages, MESSAGE_COLUMNS)

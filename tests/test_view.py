@@ -310,6 +310,20 @@ def test_compaction_fallback_and_stall_show_as_cards_and_notices(make_view):
     assert view.transcript.status.model == "small"
 
 
+def test_a_compaction_summarys_usage_counts_in_the_status(make_view):
+    ev = Events()
+    view = make_view(clock=Clock())
+    start(view, ev)
+    view.handle(ev(T.LLM_COMPLETE, usage={"input_tokens": 100, "output_tokens": 20}, cost_usd=0.01, model="big"))
+    view.handle(ev(T.COMPACTION_START, tokens_before=150_000))
+    view.handle(ev(T.COMPACTION_COMPLETE, tokens_before=150_000, tokens_after=9_000, messages_removed=40,
+                   summary="Earlier: read three files.", usage={"input_tokens": 900, "output_tokens": 80},
+                   cost_usd=0.002, model="small"))
+    status = view.transcript.status
+    assert (status.input_tokens, status.output_tokens, status.model) == (1_000, 100, "big")
+    assert status.cost_usd == pytest.approx(0.012)
+
+
 def test_status_follows_turns_usage_and_the_final_stats(make_view):
     ev = Events()
     view = make_view(clock=Clock())

@@ -23,6 +23,7 @@ from typing import Any
 
 from ..events import EventType
 from ..messages import Message, SummaryBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
+from ..models import pricing
 from ..models.base import MessageEnd, Model, ModelRequest, TextDelta, Usage
 from .tokens import TokenCounter
 
@@ -190,6 +191,7 @@ class CompactionResult:
     tokens_after: int
     fallback: bool
     usage: Usage | None = None
+    cost_usd: float | None = None
 
     def event_data(self, **extra: Any) -> dict[str, Any]:
         """The ``compaction_complete`` data (``extra`` adds context such as the trigger)."""
@@ -201,6 +203,7 @@ class CompactionResult:
             "summary": self.summary,
             "fallback": self.fallback,
             "usage": self.usage.to_dict() if self.usage is not None else None,
+            "cost_usd": self.cost_usd,
             **extra,
         }
 
@@ -334,8 +337,10 @@ class Compactor:
                     await self.sleep(delay)
                 continue
             new_history = compacted_history(summary, cut, history[cut:])
+            name = getattr(model, "name", None)
+            cost = pricing.cost(name, usage) if usage is not None and isinstance(name, str) else None
             result = CompactionResult(
-                new_history, summary, cut, len(history) - cut, tokens_before, measure(new_history), False, usage
+                new_history, summary, cut, len(history) - cut, tokens_before, measure(new_history), False, usage, cost
             )
             emit(EventType.COMPACTION_COMPLETE, result.event_data(trigger=trigger, model=getattr(model, "name", None)))
             return result

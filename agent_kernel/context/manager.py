@@ -28,7 +28,7 @@ from ..messages import Message, SummaryBlock
 from ..models.base import Model, ModelRequest, Usage
 from ..state import TurnState
 from .assembler import Component, ContextAssembler, Priority
-from .compaction import Compactor, Emit, window_cut, with_summary
+from .compaction import CompactionResult, Compactor, Emit, window_cut, with_summary
 from .micro import MicroCompactor, MicroResult
 from .tokens import TokenCounter, reported_input_tokens
 
@@ -46,11 +46,13 @@ class PreparedContext:
         request: the request to send (old tool results may be cleared in it).
         history: the new stored conversation when auto-compaction rewrote it, else None.
         compacted: True when auto-compaction happened (the turn is marked compacted).
+        compaction: that compaction's result (its summary's usage and cost count for the run).
     """
 
     request: ModelRequest
     history: list[Message] | None = None
     compacted: bool = False
+    compaction: CompactionResult | None = None
 
 
 class ContextManager:
@@ -221,6 +223,7 @@ class ContextManager:
         self._fixed_tokens = fixed
         view = self._view(request.messages, counter)
         new_history: list[Message] | None = None
+        result: CompactionResult | None = None
         # When system and tools alone pass the threshold, removing history cannot help: the
         # assembly event shows the overflow instead of the conversation being destroyed turn by turn.
         if self.auto_compact and fixed < threshold < fixed + view.tokens:
@@ -285,7 +288,7 @@ class ContextManager:
             self._sent = (sent, raw_fixed[0] + raw_fixed[1] + counter.raw_messages_from(view.chars, len(messages)))
         else:
             self._sent = None
-        return PreparedContext(sent, new_history, new_history is not None)
+        return PreparedContext(sent, new_history, new_history is not None, result)
 
     def record_usage(self, request: ModelRequest, usage: Usage) -> None:
         """Calibrates the estimates from what the provider reported for ``request``."""

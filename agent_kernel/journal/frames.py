@@ -145,6 +145,7 @@ USAGE_COLUMNS: dict[str, Any] = {
     "seq": "int64",
     "ts": TIME,
     "iteration": "int64",
+    "purpose": STRING,
     "model": STRING,
     "stop_reason": STRING,
     "input_tokens": "int64",
@@ -546,10 +547,11 @@ def turns_df(source: Any) -> pd.DataFrame:
     ``turn_counter`` int64; ``turn_id``, ``parent_turn_id`` string; ``compacted`` bool (the
     TurnState says so, or a compaction completed in the turn); ``start``, ``end``
     datetime64[ns, UTC] (``end`` is NaT while the turn runs); ``duration_s``; ``model_s`` (model
-    streaming); ``tool_s`` (wall time with at least one tool running, so parallel calls count
+    streaming, a compaction summary written in the turn included); ``tool_s`` (wall time with at least one tool running, so parallel calls count
     once); ``approval_wait_s``; ``input_tokens``, ``output_tokens``, ``cache_read_tokens``,
     ``cache_write_tokens`` int64; ``cost_usd`` float64 (NaN if a price was unknown);
-    ``llm_calls``, ``tool_calls`` int64; ``ended_by`` string: ``recursion`` (tools ran, the loop
+    ``llm_calls`` (model calls, summaries included, so tokens and cost match ``usage_df``),
+    ``tool_calls`` int64; ``ended_by`` string: ``recursion`` (tools ran, the loop
     went on), the ``run_finish`` reason (``end_turn``, ``max_turns``, ...), ``max_iterations``,
     ``cancelled`` or ``error``; missing while the turn runs.
     """
@@ -582,12 +584,10 @@ def turns_df(source: Any) -> pd.DataFrame:
             turn["turn_counter"] = int(state.get("turn_counter", event.iteration))
             turn["parent_turn_id"] = state.get("parent_turn_id", event.parent_turn_id)
             turn["compacted"] = turn["compacted"] or bool(state.get("compacted", False))
-        elif kind is EventType.COMPACTION_COMPLETE:
-            turn["compacted"] = True
-        elif kind is EventType.LLM_START:
+        elif kind is EventType.LLM_START or kind is EventType.COMPACTION_START:
             llm_started[event.turn_id] = event.ts
-        elif kind is EventType.LLM_COMPLETE:
-            duration = _number(data.get("duration_s"))
+        elif _is_model_call(event):
+            duration = _number(data.get("duration_s")) if kind is EventType.LLM_COMPLETE else None
             if duration is None and event.turn_id in llm_started:
                 duration = event.ts - llm_started[event.turn_id]
             turn["model_s"] += duration or 0.0
@@ -601,6 +601,8 @@ def turns_df(source: Any) -> pd.DataFrame:
             turn["ended_by"], turn["end"] = str(data.get("reason", "run_finish")), event.ts
         elif kind in _TURN_ENDS:
             turn["ended_by"], turn["end"] = _TURN_ENDS[kind], event.ts
+        if kind is EventType.COMPACTION_COMPLETE:
+            turn["compacted"] = True
     calls_of: dict[str | None, list[_Call]] = {}
     for call in _calls(events):
         calls_of.setdefault(call.event.turn_id, []).append(call)
@@ -636,22 +638,34 @@ def turns_df(source: Any) -> pd.DataFrame:
     return _frame(rows, TURN_COLUMNS)
 
 
+def _is_model_call(event: AgentEvent) -> bool:
+    """A model's answer: a turn's response, or a compaction summary a model wrote (it has usage)."""
+    kind = event.type
+    return kind is EventType.LLM_COMPLETE or (kind is EventType.COMPACTION_COMPLETE and bool(event.data.get("usage")))
+
+
 def usage_df(source: Any) -> pd.DataFrame:
-    """One row per model call (each ``llm_complete``).
+    """One row per model call: each ``llm_complete``, and each compaction summary a model wrote.
 
     Columns: ``session_id``, ``run_id``, ``turn_id``, ``agent_id``, ``parent_agent_id`` string;
-    ``seq`` int64; ``ts`` datetime64[ns, UTC]; ``iteration`` int64; ``model``, ``stop_reason``
-    string; ``input_tokens``, ``output_tokens``, ``cache_read_tokens``, ``cache_write_tokens``
+    ``seq`` int64; ``ts`` datetime64[ns, UTC]; ``iteration`` int64; ``purpose`` string
+    (``turn`` or ``compaction``); ``model``, ``stop_reason`` string (no stop reason for a
+    summary); ``input_tokens``, ``output_tokens``, ``cache_read_tokens``, ``cache_write_tokens``
     int64; ``cost_usd`` float64 (NaN when the price is unknown); ``duration_s`` float64.
     """
     rows: dict[str, list[Any]] = {name: [] for name in USAGE_COLUMNS}
     events = source_events(source)
     parents = _parent_agents(events)
+    started: dict[str | None, float] = {}  # compaction_start time per agent
     for event in events:
-        if event.type is not EventType.LLM_COMPLETE:
+        if event.type is EventType.COMPACTION_START:
+            started[event.agent_id] = event.ts
+        if not _is_model_call(event):
             continue
         data = event.data
         usage = data.get("usage") or {}
+        summary = event.type is EventType.COMPACTION_COMPLETE
+        since = started.pop(event.agent_id, None) if summary else None
         values = {
             "session_id": event.session_id,
             "run_id": event.run_id,
@@ -660,14 +674,15 @@ def usage_df(source: Any) -> pd.DataFrame:
             "seq": event.seq,
             "ts": event.ts,
             "iteration": event.iteration,
+            "purpose": "compaction" if summary else "turn",
             "model": data.get("model"),
-            "stop_reason": data.get("stop_reason"),
+            "stop_reason": None if summary else data.get("stop_reason"),
             "input_tokens": int(usage.get("input_tokens") or 0),
             "output_tokens": int(usage.get("output_tokens") or 0),
             "cache_read_tokens": int(usage.get("cache_read_tokens") or 0),
             "cache_write_tokens": int(usage.get("cache_write_tokens") or 0),
             "cost_usd": _number(data.get("cost_usd")),
-            "duration_s": _number(data.get("duration_s")),
+            "duration_s": event.ts - since if since is not None else _number(data.get("duration_s")),
         }
         for name, value in values.items():
             rows[name].append(value)

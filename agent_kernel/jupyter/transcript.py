@@ -235,6 +235,10 @@ class Transcript:
                   result_chars=len(content), duration_s=data.get("duration_s"), progress=None)
 
     def _on_llm_complete(self, event: AgentEvent, data: dict[str, Any]) -> None:
+        self._add_usage(data, model=data.get("model") if event.agent_id is None else None)
+
+    def _add_usage(self, data: dict[str, Any], model: str | None = None) -> None:
+        """Adds one model call's tokens and cost (a response, or a compaction summary) to the status."""
         usage = data.get("usage") or {}
         cost = data.get("cost_usd")
         total = None if cost is None or self.status.cost_usd is None \
@@ -244,8 +248,8 @@ class Transcript:
             "output_tokens": self.status.output_tokens + int(usage.get("output_tokens") or 0),
             "cost_usd": total,
         }
-        if event.agent_id is None and data.get("model"):
-            changes["model"] = data["model"]
+        if model:
+            changes["model"] = model
         self._set_status(**changes)
 
     def _on_retry(self, event: AgentEvent, data: dict[str, Any]) -> None:
@@ -301,6 +305,8 @@ class Transcript:
                   tokens_before=data.get("tokens_before", card.tokens_before),
                   tokens_after=data.get("tokens_after"),
                   messages_removed=data.get("messages_removed"), summary=data.get("summary"))
+        if data.get("usage"):  # the summary was a model call: it counts like one
+            self._add_usage(data)
 
     def _on_compaction_fallback(self, event: AgentEvent, data: dict[str, Any]) -> None:
         reason = data.get("reason") or data.get("error")
