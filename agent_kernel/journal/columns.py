@@ -7,10 +7,12 @@
   canonical shape (compact separators, ASCII, keys in a fixed order with ``data`` last), so the
   envelope of a million lines is located and parsed with vectorised NumPy byte operations instead
   of a JSON parser per line: the ids that repeat on every line of a turn are parsed once per turn,
-  ``seq`` and ``ts`` are parsed column-wise, and the payloads of the frequent event types (the
-  per-token deltas) go to Arrow's JSON reader in one buffer per type. Rare types are parsed with
-  ``json``. A file with any line in another shape (edited by hand, written by another tool) is
-  read entirely through ``json`` instead, giving the same columns, only slower.
+  the type is read from a few machine words, ``seq`` and ``ts`` are parsed column-wise. Payloads
+  that are one plain string under one key (most per-token deltas) are gathered straight into an
+  Arrow string array; the other payloads of frequent types go to Arrow's JSON reader in one buffer
+  per type, and rare types to ``json``. Chunks of the file are parsed on every core. A file with
+  any line in another shape (edited by hand, written by another tool) is read entirely through
+  ``json`` instead, giving the same columns, only slower.
 
 Data values become columns by kind (see ``data_kind``): booleans, integers, numbers and strings
 get typed columns; objects, arrays and mixed values stay Python objects, exactly as ``json.loads``
