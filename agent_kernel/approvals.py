@@ -6,8 +6,9 @@ headless policy chosen with ``AGENT_KERNEL_APPROVAL`` for notebooks run without 
 
 A pending approval is an ``asyncio.Future`` keyed by agent and tool-call id (a sub-agent's calls
 go through its parent's broker, and two agents' models may number their calls alike).
-``ApprovalBroker.resolve`` may be called from any thread (widget callbacks can arrive on an ipykernel subshell thread): it hands the
-decision to the future's loop with ``call_soon_threadsafe`` and touches no other call's future.
+``ApprovalBroker.resolve`` may be called from any thread (widget callbacks can arrive on an
+ipykernel subshell thread): it hands the decision to the future's loop with
+``call_soon_threadsafe`` and touches no other call's future.
 
 Policy syntax (``AGENT_KERNEL_APPROVAL`` or ``build_gate(policy=...)``)::
 

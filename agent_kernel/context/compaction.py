@@ -342,7 +342,7 @@ class Compactor:
             result = CompactionResult(
                 new_history, summary, cut, len(history) - cut, tokens_before, measure(new_history), False, usage, cost
             )
-            emit(EventType.COMPACTION_COMPLETE, result.event_data(trigger=trigger, model=getattr(model, "name", None)))
+            emit(EventType.COMPACTION_COMPLETE, result.event_data(trigger=trigger, model=name))
             return result
         # Every attempt failed: keep the newest messages that fit, behind a notice.
         assert error is not None

@@ -267,7 +267,7 @@ def _read_canonical(path: Path) -> EventColumns:
     # NumPy and Arrow release the GIL for most of a chunk's work, so chunks parse in worker
     # threads, one per core, while this one reads ahead and merges them in file order (at most
     # a few are in memory at once; merging is mostly waiting).
-    workers = _threads()
+    workers = worker_threads()
     with f, ThreadPoolExecutor(workers, thread_name_prefix="journal-read") as pool:
         pending: deque[Future[_Part | None]] = deque()
         tail = b""
@@ -285,7 +285,7 @@ def _read_canonical(path: Path) -> EventColumns:
     return builder.finish()
 
 
-def _threads() -> int:
+def worker_threads() -> int:
     """Worker threads for the parallel parts of reading: one per usable core, at most four."""
     try:
         cores = len(os.sched_getaffinity(0))
@@ -532,19 +532,18 @@ def _parse_chunk(chunk: bytearray, size: int) -> _Part | None:
 def _type_key(name: bytes) -> tuple[int, int, int, int]:
     """The words that identify a type name in a canonical line (see ``_type_codes``)."""
     line = b'"type":"' + name + b'","data":'  # the name starts at byte 8 and ends at 8 + len(name)
-    word = lambda at: int.from_bytes(line[at : at + 8], "little")  # noqa: E731
     size = len(name)
-    return size, word(8), word(16) if size >= 7 else 0, word(size)
+    first, middle, last = (int.from_bytes(line[at : at + 8], "little") for at in (8, 16, size))
+    return size, first, middle if size >= 7 else 0, last
 
 
-def _type_hash(size: Any, first: Any, middle: Any, last: Any) -> Any:
-    """Mixes a type key into one uint64 (NumPy arrays wrap around; Python ints are masked)."""
-    mix = size * 0x9E3779B97F4A7C15 + first * 0xC2B2AE3D27D4EB4F + middle * 0x165667B19E3779F9 + last * 0xD6E8FEB86659FD93
-    return mix if isinstance(mix, np.ndarray) else np.uint64(mix & 0xFFFFFFFFFFFFFFFF)
+def _type_hash(size: np.ndarray, first: np.ndarray, middle: np.ndarray, last: np.ndarray) -> np.ndarray:
+    """Mixes type keys (uint64 arrays) into one uint64 each; the products wrap around."""
+    return size * 0x9E3779B97F4A7C15 + first * 0xC2B2AE3D27D4EB4F + middle * 0x165667B19E3779F9 + last * 0xD6E8FEB86659FD93
 
 
 _TYPE_KEYS = np.asarray([_type_key(name.encode()) for name in EVENT_TYPES], np.uint64)
-_TYPE_HASHES = np.asarray([_type_hash(*(int(v) for v in key)) for key in _TYPE_KEYS], np.uint64)
+_TYPE_HASHES = _type_hash(*_TYPE_KEYS.T)
 _TYPE_ORDER = np.argsort(_TYPE_HASHES)
 assert len(set(_TYPE_HASHES.tolist())) == len(EVENT_TYPES), "two event types share a hash"
 _MAX_TYPE = 24  # the three words cover names up to this long

@@ -32,7 +32,7 @@ from .columns import (
     EVENT_TYPES,
     ID_FIELDS,
     EventColumns,
-    _threads,
+    worker_threads,
     arrow_kind,
     columns_from_events,
     columns_from_file,
@@ -275,7 +275,7 @@ def _events_frame(columns: EventColumns) -> pd.DataFrame:
     # Each data column is a fresh full-length array, and filling them (page faults included) is
     # most of the time here; NumPy and Arrow release the GIL for it, so columns fill in parallel.
     keys = sorted(columns.data, key=lambda key: -sum(len(piece.rows) for piece in columns.data[key]))
-    with ThreadPoolExecutor(_threads(), thread_name_prefix="journal-frame") as pool:
+    with ThreadPoolExecutor(worker_threads(), thread_name_prefix="journal-frame") as pool:
         built = dict(zip(keys, pool.map(lambda key: _data_column(columns.data.pop(key), n), keys)))
     for key in sorted(built):
         out[f"data_{key}" if key in EVENT_COLUMNS else key] = built[key]
@@ -547,8 +547,8 @@ def turns_df(source: Any) -> pd.DataFrame:
     ``turn_counter`` int64; ``turn_id``, ``parent_turn_id`` string; ``compacted`` bool (the
     TurnState says so, or a compaction completed in the turn); ``start``, ``end``
     datetime64[ns, UTC] (``end`` is NaT while the turn runs); ``duration_s``; ``model_s`` (model
-    streaming, a compaction summary written in the turn included); ``tool_s`` (wall time with at least one tool running, so parallel calls count
-    once); ``approval_wait_s``; ``input_tokens``, ``output_tokens``, ``cache_read_tokens``,
+    streaming, a compaction summary written in the turn included); ``tool_s`` (wall time with at
+    least one tool running, so parallel calls count once); ``approval_wait_s``; ``input_tokens``, ``output_tokens``, ``cache_read_tokens``,
     ``cache_write_tokens`` int64; ``cost_usd`` float64 (NaN if a price was unknown);
     ``llm_calls`` (model calls, summaries included, so tokens and cost match ``usage_df``),
     ``tool_calls`` int64; ``ended_by`` string: ``recursion`` (tools ran, the loop
