@@ -770,18 +770,30 @@ class BrowserPage:
         else:
             route.abort()  # nothing else may be fetched (an <img> from model output, say)
 
-    def pump(self) -> None:
-        """Carries messages both ways until both sides are quiet."""
+    def pump(self, click: str | None = None) -> None:
+        """Carries messages both ways until both sides are quiet.
+
+        Each round's messages reach the page in one task. With ``click``, the element it selects
+        is clicked at the start of that same task, so whatever the click queues (a ``toggle``
+        event, say) runs only after the messages: the order a person's click and a message
+        arriving together can take in a browser.
+        """
         view, page = self.view, self.page
         while True:
-            for message in view.comm.messages[self._forwarded:]:
-                self._forwarded += 1
-                if message["method"] == "custom":
-                    page.evaluate("m => window.model.emit(m)", message["content"])
-                elif message["method"] == "update":
-                    for key, value in message["state"].items():
-                        page.evaluate("([k, v]) => window.model.set(k, v)", [key, value])
-            replies = page.evaluate("window.sent.splice(0)")
+            pending = view.comm.messages[self._forwarded:]
+            self._forwarded += len(pending)
+            replies = page.evaluate("""([click, messages]) => {
+                if (click) document.querySelector(click).click();
+                for (const m of messages) {
+                    if (m.method === "custom") window.model.emit(m.content);
+                    else if (m.method === "update") {
+                        for (const [k, v] of Object.entries(m.state)) window.model.set(k, v);
+                    }
+                }
+                return window.sent.splice(0);
+            }""", [click, [{"method": m["method"], "content": m.get("content"),
+                            "state": m.get("state")} for m in pending]])
+            click = None
             for reply in replies:
                 front_end(view, reply)
             if not replies and self._forwarded == len(view.comm.messages):
@@ -938,10 +950,11 @@ def test_the_front_end_nests_sub_agent_cards_that_fold_when_done_and_take_approv
     assert "300 in · 40 out · $0.0021 · 1 tool call · 1.5 s" in head
     assert "Draft written to draft.md. …" in head  # its answer, one line, seen while folded
 
-    card("a2").locator(".ak-agent-summary").click()  # the person opens it again ...
     finish_subagent(view, ev, "a1", "researcher", "In notes.md.", call_id="p1")
     view.handle(ev(T.RUN_FINISH, reason="end_turn", text="Done.", stats={"turns": 2}))
-    pump()  # ... and the view, rebuilt from the final snapshot, keeps it open
+    # The person opens it again as the final snapshot arrives, in the same task: the view, rebuilt
+    # from that snapshot before the click's `toggle` event runs, keeps it open all the same.
+    pump(click='#out .ak-agent-card[data-agent-id="a2"] > .ak-agent-summary')
     assert [(c["agent"], c["open"], c["badge"], c["under"]) for c in page.evaluate(cards)] == [
         ("a1", False, "done", "p1"), ("a2", True, "done", "p2")]
     page.screenshot(path=str(tmp_path / "agent_view_sub_agents_done.png"), full_page=True)

@@ -648,7 +648,12 @@ function subagentItem(model, item, store, toggled) {
   let current = item;
   let touched = toggled.has(item.agent_id);
   let wasRunning = null;
-  summary.addEventListener("click", () => { touched = true; });
+  // The choice is kept from the click itself: its `toggle` event comes in a later task, and a
+  // snapshot arriving before that task would rebuild the card and lose the click.
+  summary.addEventListener("click", () => {
+    touched = true;
+    toggled.set(current.agent_id, !root.open); // the click's default action flips `open` next
+  });
   root.addEventListener("toggle", () => {
     if (touched) toggled.set(current.agent_id, root.open);
   });
