@@ -108,6 +108,7 @@ ANTHROPIC_BY_STATUS: frozenset[str] = frozenset(
         "SandboxEgressRestrictedError",
         "ServiceUnavailableError",
         "UnprocessableEntityError",
+        "WorkspaceHumanReviewDisabledError",
     }
 )
 
