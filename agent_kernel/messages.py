@@ -11,6 +11,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal, Union
 
+from .text import encodable, encodable_data
+
 __all__ = [
     "Block",
     "Message",
@@ -34,6 +36,9 @@ class TextBlock:
     text: str
     type: Literal["text"] = "text"
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "text", encodable(self.text))
+
 
 @dataclass(frozen=True, slots=True)
 class ThinkingBlock:
@@ -42,6 +47,9 @@ class ThinkingBlock:
     text: str
     signature: str | None = None
     type: Literal["thinking"] = "thinking"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "text", encodable(self.text))
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +61,10 @@ class ToolUseBlock:
     input: dict[str, Any]
     type: Literal["tool_use"] = "tool_use"
 
+    def __post_init__(self) -> None:
+        # A model's JSON may escape a lone surrogate; arguments are sent back with the history.
+        object.__setattr__(self, "input", encodable_data(self.input))
+
 
 @dataclass(frozen=True, slots=True)
 class ToolResultBlock:
@@ -63,6 +75,9 @@ class ToolResultBlock:
     is_error: bool = False
     type: Literal["tool_result"] = "tool_result"
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "content", encodable(self.content))
+
 
 @dataclass(frozen=True, slots=True)
 class SummaryBlock:
@@ -71,6 +86,9 @@ class SummaryBlock:
     text: str
     messages_replaced: int = 0
     type: Literal["summary"] = "summary"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "text", encodable(self.text))
 
 
 Block = Union[TextBlock, ThinkingBlock, ToolUseBlock, ToolResultBlock, SummaryBlock]
