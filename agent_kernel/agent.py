@@ -26,6 +26,9 @@ from .loop import LoopConfig, tt
 from .messages import Message, TextBlock
 from .models.base import Model, Usage
 from .state import ExecutionContext, LoopStats, TerminationReason, TurnState, new_id
+from .journal.journal import SESSIONS_DIR
+from .text import encodable
+from .tools.output import DEFAULT_TOOL_RESULT_LIMIT
 from .tools.registry import ToolRegistry
 from .tools.tool import Tool
 
@@ -137,8 +140,11 @@ class Agent:
         hooks: lifecycle hooks.
         session_id: the conversation's id (default: a new one).
         working_dir: where file tools work and the journal lives (default: the current directory).
-        max_retries, retry_base_delay, stall_timeout, on_stall, max_parallel_tools,
-        model_options: see ``LoopConfig``.
+        max_retries, retry_base_delay, retry_max_delay, stall_timeout, on_stall,
+        max_parallel_tools, model_options: see ``LoopConfig``. ``retry_max_delay`` caps every
+            wait between attempts, a server's ``retry-after`` included.
+        tool_result_limit: characters of one tool result the model sees (30,000); the whole
+            output is kept in ``.agent_kernel/sessions/<id>/tool-output/``. None: no cap.
         name: a display name (sub-agents, crews).
         subagents: agents the built-in ``task`` tool may delegate to, by name: ``{"researcher":
             Agent(...)}`` (or ``Subagent`` objects); see ``add_subagent``.
@@ -171,10 +177,12 @@ class Agent:
         working_dir: str | os.PathLike[str] | None = None,
         max_retries: int = 4,
         retry_base_delay: float = 1.0,
+        retry_max_delay: float = 30.0,
         stall_timeout: float | None = 30.0,
         on_stall: str = "retry",
         max_parallel_tools: int = 10,
         model_options: dict[str, Any] | None = None,
+        tool_result_limit: int | None = DEFAULT_TOOL_RESULT_LIMIT,
         name: str | None = None,
         subagents: Mapping[str, Any] | None = None,
     ) -> None:
@@ -191,7 +199,8 @@ class Agent:
         self.session_id = session_id or new_id("s_")
         self.working_dir = Path(working_dir) if working_dir is not None else Path.cwd()
         self.hooks = hooks
-        self.retry = {"max_retries": max_retries, "retry_base_delay": retry_base_delay}
+        self.retry = {"max_retries": max_retries, "retry_base_delay": retry_base_delay, "retry_max_delay": retry_max_delay}
+        self.tool_result_limit = tool_result_limit
         self.stall_timeout = stall_timeout
         self.on_stall = on_stall
         self.max_parallel_tools = max_parallel_tools
@@ -273,10 +282,13 @@ class Agent:
             fallback_model=self.fallback_model,
             max_retries=self.retry["max_retries"],
             retry_base_delay=self.retry["retry_base_delay"],
+            retry_max_delay=self.retry.get("retry_max_delay", 30.0),
             stall_timeout=self.stall_timeout,
             on_stall=self.on_stall,
             max_parallel_tools=self.max_parallel_tools,
             model_options=self.model_options,
+            tool_result_limit=self.tool_result_limit,
+            tool_output_dir=self.working_dir / SESSIONS_DIR / self.session_id / "tool-output",
         )
 
     async def stream(self, prompt: str) -> AsyncIterator[AgentEvent]:
@@ -294,6 +306,7 @@ class Agent:
         loop_started = False
         try:
             turn = TurnState.initial(self.max_iterations)
+            prompt = encodable(prompt)  # a lone surrogate would break every later request
             self._add_user_message(prompt)
             em.turn = turn
             yield em.emit(

@@ -32,6 +32,7 @@ class EventType(str, Enum):
     TOOL_CALL_DELTA = "tool_call_delta"
     TOOL_CALL_READY = "tool_call_ready"
     LLM_COMPLETE = "llm_complete"
+    CONTINUATION = "continuation"
     RETRY = "retry"
     MODEL_FALLBACK = "model_fallback"
     STALL_DETECTED = "stall_detected"

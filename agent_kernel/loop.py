@@ -18,11 +18,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
-import random
 import time
 from collections.abc import AsyncIterator, Coroutine
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TypeVar
 
 import pydantic
@@ -44,18 +43,27 @@ from .models.base import (
     Usage,
 )
 from .permissions import ToolRequest
+from .models.transport import on_stream_activity
 from .state import ExecutionContext, LoopState, TerminationReason, TurnState
+from .streaming import NAMELESS_TOOL, ResponseBuilder, Watchdog, backoff, parse_arguments, validation_summary
+from .text import encodable
 from .tools.executor import ABORT_FALLBACK, ABORT_RETRY, ABORT_USER, PendingCall, StreamingToolExecutor
+from .tools.output import DEFAULT_TOOL_RESULT_LIMIT, cap_tool_output
+from .tools.registry import ToolRegistry
+from .tools.tool import ToolContext, ToolResult
 
 ABORT_FINAL = "tools are disabled for the final answer"
 ABORT_ENDED = "the run ended before this call finished"
 ABORT_FAILED = "the run failed before this call finished"
-from .tools.registry import ToolRegistry
-from .tools.tool import ToolContext, ToolResult
 
-__all__ = ["FINAL_TURN_INSTRUCTION", "LoopConfig", "tt"]
+__all__ = ["CONTINUE_INSTRUCTION", "FINAL_TURN_INSTRUCTION", "LoopConfig", "tt"]
 
 T = TypeVar("T")
+
+CONTINUE_INSTRUCTION = (
+    "Your last response was cut off by the output token limit. Continue exactly where it stopped, "
+    "without repeating anything."
+)
 
 FINAL_TURN_INSTRUCTION = (
     "You have reached the maximum number of turns for this request, so tools are now disabled. "
@@ -82,6 +90,10 @@ class LoopConfig:
         on_stall: ``retry``, ``abort`` or ``fallback``.
         max_parallel_tools: concurrency-safe calls running at once.
         model_options: passed to the model in every request (``max_tokens``, ...).
+        tool_result_limit: characters of one tool result sent to the model; the whole output
+            goes to a file in ``tool_output_dir`` (None: no cap).
+        tool_output_dir: where capped tool outputs are kept in full.
+        max_continuations: times a response cut off by ``max_tokens`` is asked to go on.
     """
 
     model: Model
@@ -95,6 +107,9 @@ class LoopConfig:
     on_stall: str = "retry"
     max_parallel_tools: int = 10
     model_options: dict[str, Any] = field(default_factory=dict)
+    tool_result_limit: int | None = DEFAULT_TOOL_RESULT_LIMIT
+    tool_output_dir: Path | None = None
+    max_continuations: int = 3
 
 
 class _Interrupted(Exception):
@@ -135,8 +150,17 @@ class _Loop:
         self.token = ctx.cancel
         self.model: Model = self.config.model
         self.executor: StreamingToolExecutor | None = None
-        self.partial: _MessageBuilder | None = None
+        self.partial: ResponseBuilder | None = None
         self.last_text = ""
+        # What one phase leaves for the next (set before each is read).
+        self._prepared: tuple[ModelRequest, TurnState] = (ModelRequest(()), TurnState.initial(1))
+        self._completed = Message("assistant")
+        self._stop_reason = ""
+        self._end: MessageEnd | None = None
+        self._error: ModelError | None = None
+        self._held: list[PendingCall] = []  # unsafe tool calls waiting for the whole response
+        self._shrunk: ModelRequest | None = None
+        self._finished_calls: list[PendingCall] = []
 
     # -- the recursion ----------------------------------------------------------------------
 
@@ -155,33 +179,39 @@ class _Loop:
                     final = turn.is_final
                     request = self._request(final)
                     await self._hook(HookPoint.BEFORE_CONTEXT_ASSEMBLY, turn, request=request)
-                    cm = ctx.context_manager
-                    if cm is not None:
-                        if getattr(cm, "due", None) is None or cm.due(request, self.model):
-                            # Compaction calls a model: run it as a task so its events stream live.
-                            async for ev in self._drive(self._prepare_context(turn, request)):
-                                yield ev
-                        else:
-                            await self._prepare_context(turn, request)  # no model call: no task needed
-                            for ev in em.drain():
-                                yield ev
-                        request, turn = self._prepared
+                    async for ev in self._assemble(turn, request):
+                        yield ev
+                    request, turn = self._prepared
                     await self._hook(HookPoint.AFTER_CONTEXT_ASSEMBLY, turn, request=request)
                     self._check_cancelled()
                     await self._hook(HookPoint.BEFORE_LLM_CALL, turn, request=request)
 
-                    async for ev in self._call_model(request, final):
-                        yield ev
-                    message = self._completed
+                    said: list[str] = []  # text of responses cut off by max_tokens, then continued
+                    while True:
+                        async for ev in self._call_model(request, final):
+                            yield ev
+                        turn = em.turn or turn  # a forced compaction marks the turn compacted
+                        message = self._completed
+                        if self._stop_reason != "max_tokens" or message.tool_uses or len(said) >= self.config.max_continuations:
+                            break
+                        said.append(message.text)
+                        self.messages.append(Message.user(CONTINUE_INSTRUCTION))
+                        yield em.emit(EventType.CONTINUATION, {"attempt": len(said), "max_continuations": self.config.max_continuations, "instruction": CONTINUE_INSTRUCTION})
+                        async for ev in self._assemble(turn, self._request(final)):
+                            yield ev
+                        request, turn = self._prepared
+                    text = "".join(said) + message.text
+                    if said:
+                        self.last_text = text
                     await self._hook(HookPoint.AFTER_LLM_RESPONSE, turn, message=message)
 
                     uses = message.tool_uses
                     if final:
                         yield em.emit(EventType.MAX_ITERATIONS_REACHED, {"max_iterations": turn.max_iterations})
-                        raise _Finish(TerminationReason.MAX_TURNS, message.text)
+                        raise _Finish(TerminationReason.MAX_TURNS, text)
                     if not uses:
                         reason = TerminationReason.END_TURN if self._stop_reason in _NORMAL_STOPS else TerminationReason.STOP_REASON
-                        raise _Finish(reason, message.text, {"stop_reason": self._stop_reason})
+                        raise _Finish(reason, text, {"stop_reason": self._stop_reason})
 
                     ctx.state.set(LoopState.EXECUTING_TOOLS)
                     async for ev in self._await_tools():
@@ -253,6 +283,20 @@ class _Loop:
             messages = _with_instruction(messages, FINAL_TURN_INSTRUCTION)
         return ModelRequest(messages, cfg.system, cfg.tools.specs(), options)
 
+    async def _assemble(self, turn: TurnState, request: ModelRequest) -> AsyncIterator[AgentEvent]:
+        """Runs the context manager on ``request``, yielding its events; leaves ``_prepared``."""
+        cm = self.ctx.context_manager
+        if cm is None:
+            self._prepared = (request, turn)
+        elif getattr(cm, "due", None) is None or cm.due(request, self.model):
+            # Compaction calls a model: run it as a task so its events stream live.
+            async for ev in self._drive(self._prepare_context(turn, request)):
+                yield ev
+        else:
+            await self._prepare_context(turn, request)  # no model call: no task needed
+            for ev in self.em.drain():
+                yield ev
+
     async def _prepare_context(self, turn: TurnState, request: ModelRequest) -> None:
         prepared = await self.ctx.context_manager.prepare(self.messages, turn, request, self.model, self.em.later)
         if prepared.history is not None:
@@ -267,93 +311,35 @@ class _Loop:
 
     async def _call_model(self, request: ModelRequest, final: bool) -> AsyncIterator[AgentEvent]:
         """Streams one model response into events, retrying and falling back as configured."""
-        em, cfg, token, ctx = self.em, self.config, self.token, self.ctx
+        em, cfg, ctx = self.em, self.config, self.ctx
         attempt = 0
+        recovered = False  # one forced compaction per model call after a context-length error
         while True:
-            ctx.state.set(LoopState.CALLING_LLM)
             model = self.model
-            yield em.emit(
-                EventType.LLM_START,
-                {"model": model.name, "provider": model.provider, "attempt": attempt, "messages": len(request.messages), "tools_enabled": not final},
-            )
-            builder = self.partial = _MessageBuilder()
-            executor = self.executor = self._new_executor()
+            builder = self.partial = ResponseBuilder()
+            self.executor = self._new_executor()
             started = time.monotonic()
-            watchdog = _Watchdog(cfg.stall_timeout, token) if cfg.stall_timeout else None
-            end: MessageEnd | None = None
-            error: ModelError | None = None
-            try:
-                token.arm()
-                stream = model.stream(request)
-                ctx.state.set(LoopState.PROCESSING_RESPONSE)
-                async for sev in stream:
-                    token.disarm()
-                    if watchdog is not None:
-                        watchdog.last = time.monotonic()
-                    kind = type(sev)
-                    if kind is TextDelta:
-                        builder.text(sev.text)
-                        yield em.emit(EventType.TEXT_DELTA, {"text": sev.text})
-                    elif kind is ThinkingDelta:
-                        builder.thinking(sev.text, sev.signature)
-                        yield em.emit(EventType.THINKING_DELTA, {"text": sev.text, "signature": sev.signature})
-                    elif kind is ToolCallStart:
-                        builder.tool_start(sev.index, sev.id, sev.name)
-                        yield em.emit(EventType.TOOL_CALL_START, {"call_id": sev.id, "name": sev.name, "index": sev.index})
-                    elif kind is ToolCallDelta:
-                        yield em.emit(EventType.TOOL_CALL_DELTA, {"call_id": builder.call_id(sev.index), "index": sev.index, "delta": sev.arguments})
-                    elif kind is ToolCallEnd:
-                        arguments, parse_error = _parse_arguments(sev.arguments)
-                        builder.tool_use(sev.id, sev.name, arguments)
-                        data: dict[str, Any] = {"call_id": sev.id, "name": sev.name, "arguments": arguments, "index": sev.index}
-                        if parse_error:
-                            data["parse_error"] = parse_error
-                        yield em.emit(EventType.TOOL_CALL_READY, data)
-                        if not final:
-                            executor.submit(sev.id, sev.name, arguments, parse_error=parse_error)
-                    elif kind is MessageEnd:
-                        end = sev
-                    if em.has_pending:
-                        for ev in em.drain():
-                            yield ev
-                    if token.reason is not None:
-                        raise _Interrupted
-                    token.arm()
-                token.disarm()
-            except asyncio.CancelledError:
-                token.disarm()
-                interrupt = token.consume_interrupt()
-                if interrupt is None:
-                    raise
-                if interrupt == "cancel":
-                    raise _Interrupted from None
-                # A stall: the watchdog interrupted a silent stream.
-                seconds = cfg.stall_timeout or 0.0
-                yield em.emit(EventType.STALL_DETECTED, {"seconds": seconds, "action": cfg.on_stall, "model": model.name, "partial": builder.has_output})
-                error = ModelError(
-                    f"no stream event for {seconds:g} s from {model.name}",
-                    retryable=cfg.on_stall == "retry",
-                    overloaded=cfg.on_stall == "fallback",
-                    kind="stall",
-                )
-            except ModelError as exc:
-                token.disarm()
-                error = exc
-            finally:
-                if watchdog is not None:
-                    watchdog.stop()
-
-            if error is None and end is None:
-                error = ModelError(f"the stream from {model.name} ended without a final message", retryable=True, kind="stream_cut")
+            async for ev in self._attempt(request, final, attempt):
+                yield ev
+            error = self._error
             if error is None:
                 break
-
-            # Failure: decide between fallback, retry and giving up.
-            if self.config.fallback_model is not None and error.overloaded and self.model is not self.config.fallback_model:
-                self._abort_tools(ABORT_FALLBACK)
-                await executor.aclose()
-                self._drop_partial()
-                self.model = self.config.fallback_model
+            # Failure: recover, fall back, retry or give up. Whatever ran or streamed for a
+            # discarded response reaches the stream as events, not only the journal.
+            if error.kind == "context_length" and not recovered and ctx.context_manager is not None:
+                recovered = True
+                async for ev in self._discard(ABORT_RETRY):
+                    yield ev
+                async for ev in self._drive(self._shrink_context(str(error), final)):
+                    yield ev
+                if self._shrunk is not None:
+                    request = self._shrunk
+                    continue
+                raise error
+            if cfg.fallback_model is not None and error.overloaded and self.model is not cfg.fallback_model:
+                async for ev in self._discard(ABORT_FALLBACK):
+                    yield ev
+                self.model = cfg.fallback_model
                 yield em.emit(
                     EventType.MODEL_FALLBACK,
                     {"from_model": model.name, "to_model": self.model.name, "reason": str(error), "kind": error.kind, "partial": builder.has_output},
@@ -361,21 +347,23 @@ class _Loop:
                 attempt = 0
                 continue
             if error.retryable and attempt < cfg.max_retries:
-                self._abort_tools(ABORT_RETRY)
-                await executor.aclose()
-                self._drop_partial()
-                delay = _backoff(attempt, cfg.retry_base_delay, cfg.retry_max_delay, error.retry_after)
+                async for ev in self._discard(ABORT_RETRY):
+                    yield ev
+                delay = backoff(attempt, cfg.retry_base_delay, cfg.retry_max_delay, error.retry_after)
                 attempt += 1
-                yield em.emit(
-                    EventType.RETRY,
-                    {"attempt": attempt, "max_retries": cfg.max_retries, "delay_s": delay, "error": str(error), "kind": error.kind, "status_code": error.status_code, "partial": builder.has_output},
-                )
+                data: dict[str, Any] = {"attempt": attempt, "max_retries": cfg.max_retries, "delay_s": delay, "error": str(error), "kind": error.kind, "status_code": error.status_code, "partial": builder.has_output}
+                if error.retry_after is not None and error.retry_after > delay:
+                    data["retry_after_s"] = error.retry_after  # the server asked for longer than retry_max_delay
+                yield em.emit(EventType.RETRY, data)
                 await self._sleep(delay)
                 continue
             raise error
 
-        # Success.
-        assert end is not None
+        # Success: tool calls held back until the response was whole may start now.
+        end = self._end
+        assert end is not None and self.executor is not None
+        for call in self._held:
+            self.executor.submit(call.call_id, call.name, call.arguments, parse_error=call.parse_error)
         message = builder.build()
         self.partial = None
         duration = time.monotonic() - started
@@ -402,6 +390,93 @@ class _Loop:
                 "attempts": attempt + 1,
             },
         )
+
+    async def _attempt(self, request: ModelRequest, final: bool, attempt: int) -> AsyncIterator[AgentEvent]:
+        """One streaming attempt; leaves ``_end`` (success) or ``_error`` (failure) set.
+
+        A concurrency-safe tool starts the moment its block completes. Any other call is held
+        until the response is whole: if the stream is cut and retried, a side effect that already
+        ran would run again.
+        """
+        em, cfg, token, ctx = self.em, self.config, self.token, self.ctx
+        builder, executor, model = self.partial, self.executor, self.model
+        assert builder is not None and executor is not None
+        self._end, self._error, self._held = None, None, []
+        ctx.state.set(LoopState.CALLING_LLM)
+        yield em.emit(
+            EventType.LLM_START,
+            {"model": model.name, "provider": model.provider, "attempt": attempt, "messages": len(request.messages), "tools_enabled": not final},
+        )
+        watchdog = Watchdog(cfg.stall_timeout, token) if cfg.stall_timeout else None
+        tools = cfg.tools
+        try:
+            with on_stream_activity(watchdog.touch) if watchdog is not None else contextlib.nullcontext():
+                token.arm()
+                stream = model.stream(request)
+                ctx.state.set(LoopState.PROCESSING_RESPONSE)
+                async for sev in stream:
+                    token.disarm()
+                    if watchdog is not None:
+                        watchdog.last = time.monotonic()
+                    kind = type(sev)
+                    if kind is TextDelta:
+                        builder.text(sev.text)
+                        yield em.emit(EventType.TEXT_DELTA, {"text": sev.text})
+                    elif kind is ThinkingDelta:
+                        builder.thinking(sev.text, sev.signature)
+                        yield em.emit(EventType.THINKING_DELTA, {"text": sev.text, "signature": sev.signature})
+                    elif kind is ToolCallStart:
+                        builder.tool_start(sev.index, sev.id, sev.name or NAMELESS_TOOL)
+                        yield em.emit(EventType.TOOL_CALL_START, {"call_id": sev.id, "name": sev.name or NAMELESS_TOOL, "index": sev.index})
+                    elif kind is ToolCallDelta:
+                        yield em.emit(EventType.TOOL_CALL_DELTA, {"call_id": builder.call_id(sev.index), "index": sev.index, "delta": sev.arguments})
+                    elif kind is ToolCallEnd:
+                        name = sev.name or NAMELESS_TOOL
+                        arguments, parse_error = parse_arguments(sev.arguments)
+                        builder.tool_use(sev.id, name, arguments)
+                        data: dict[str, Any] = {"call_id": sev.id, "name": name, "arguments": arguments, "index": sev.index}
+                        if parse_error:
+                            data["parse_error"] = parse_error
+                        yield em.emit(EventType.TOOL_CALL_READY, data)
+                        if not final:
+                            tool = tools.get(name)
+                            if self._held or tool is None or not tool.concurrency_safe:
+                                self._held.append(PendingCall(sev.id, name, arguments, sev.index, False, parse_error))
+                            else:
+                                executor.submit(sev.id, name, arguments, parse_error=parse_error)
+                    elif kind is MessageEnd:
+                        self._end = sev
+                    if em.has_pending:
+                        for ev in em.drain():
+                            yield ev
+                    if token.reason is not None:
+                        raise _Interrupted
+                    token.arm()
+                token.disarm()
+        except asyncio.CancelledError:
+            token.disarm()
+            interrupt = token.consume_interrupt()
+            if interrupt is None:
+                raise
+            if interrupt == "cancel":
+                raise _Interrupted from None
+            # A stall: the watchdog interrupted a silent stream.
+            seconds = cfg.stall_timeout or 0.0
+            yield em.emit(EventType.STALL_DETECTED, {"seconds": seconds, "action": cfg.on_stall, "model": model.name, "partial": builder.has_output})
+            self._error = ModelError(
+                f"no stream event for {seconds:g} s from {model.name}",
+                retryable=cfg.on_stall == "retry",
+                overloaded=cfg.on_stall == "fallback",
+                kind="stall",
+            )
+        except ModelError as exc:
+            token.disarm()
+            self._error = exc
+        finally:
+            if watchdog is not None:
+                watchdog.stop()
+        if self._error is None and self._end is None:
+            self._error = ModelError(f"the stream from {model.name} ended without a final message", retryable=True, kind="stream_cut")
 
     async def _await_tools(self) -> AsyncIterator[AgentEvent]:
         executor = self.executor
@@ -551,10 +626,30 @@ class _Loop:
         if self.executor is not None:
             self.executor.abort_all(reason)
 
-    def _drop_partial(self) -> None:
+    async def _discard(self, reason: str) -> AsyncIterator[AgentEvent]:
+        """Drops the response being built: its tool calls stop and their results are yielded."""
+        self._abort_tools(reason)
+        if self.executor is not None:
+            await self.executor.aclose()
         self.partial = None
         self.executor = None
-        self.em.drain()  # synthetic results of a discarded response are journaled, then dropped
+        for ev in self.em.drain():
+            yield ev
+
+    async def _shrink_context(self, error: str, final: bool) -> None:
+        """After a context-length error: one forced compaction, and the request to send again.
+
+        Leaves ``_shrunk`` None when nothing could be made smaller.
+        """
+        cm = self.ctx.context_manager
+        shrink = getattr(cm, "shrink", None)  # a custom manager may not offer it
+        self._shrunk = None
+        history = None if shrink is None else await shrink(self.messages, self.model, self.em.later, reason=error)
+        if history is None:
+            return
+        self.messages[:] = history
+        await self._prepare_context(self.em.turn, self._request(final))
+        self._shrunk = self._prepared[0]
 
     def _close_dangling(self, content: str) -> list[ToolResultBlock]:
         """Gives every tool_use without a result a synthetic error result, keeping history valid.
@@ -586,6 +681,8 @@ class _Loop:
         tool = self.config.tools.get(name)
         if tool is None:
             known = ", ".join(self.config.tools.names) or "none"
+            if name == NAMELESS_TOOL:
+                return self._result(call, ToolResult(f"This tool call had no name, so nothing ran. Call one of the available tools by name: {known}.", is_error=True))
             return self._result(call, ToolResult(f"Unknown tool {name!r}. Available tools: {known}.", is_error=True))
         if call.parse_error is not None:
             raw = str(call.arguments.get("_raw", ""))[:500]
@@ -596,7 +693,7 @@ class _Loop:
         try:
             arguments = tool.validate(call.arguments)
         except pydantic.ValidationError as exc:
-            return self._result(call, ToolResult(f"Invalid arguments for {name}: {_validation_summary(exc)}", is_error=True))
+            return self._result(call, ToolResult(f"Invalid arguments for {name}: {validation_summary(exc)}", is_error=True))
 
         gate = self.ctx.permissions
         if gate is not None:
@@ -607,7 +704,7 @@ class _Loop:
                 try:
                     arguments = tool.validate(auth.arguments)
                 except pydantic.ValidationError as exc:
-                    return self._result(call, ToolResult(f"Invalid edited arguments for {name}: {_validation_summary(exc)}", is_error=True))
+                    return self._result(call, ToolResult(f"Invalid edited arguments for {name}: {validation_summary(exc)}", is_error=True))
                 call.arguments = dict(auth.arguments)
 
         turn = em.turn
@@ -648,11 +745,15 @@ class _Loop:
         return result
 
     def _result(self, call: PendingCall, result: ToolResult, started: float | None = None) -> ToolResult:
+        """Records ``result`` as the call's ``tool_result``: encodable, redacted and capped."""
+        content = encodable(result.content)
         redactor = self.ctx.redactor
         if redactor is not None and getattr(redactor, "active", True):
-            content = redactor.redact(result.content)
-            if content != result.content:
-                result = ToolResult(content, result.is_error, result.stop, result.final_message)
+            content = redactor.redact(content)
+        cfg = self.config
+        content = cap_tool_output(content, cfg.tool_result_limit, cfg.tool_output_dir, call.call_id)
+        if content is not result.content:
+            result = ToolResult(content, result.is_error, result.stop, result.final_message)
         ended = time.time()
         self.em.later(
             EventType.TOOL_RESULT,
@@ -667,117 +768,6 @@ class _Loop:
             },
         )
         return result
-
-
-class _MessageBuilder:
-    """Assembles the assistant message from stream events, block by block, in stream order."""
-
-    __slots__ = ("blocks", "_text", "_thinking", "_signature", "_calls")
-
-    def __init__(self) -> None:
-        self.blocks: list[Block] = []
-        self._text: list[str] = []
-        self._thinking: list[str] = []
-        self._signature: str | None = None
-        self._calls: dict[int, str] = {}
-
-    @property
-    def has_output(self) -> bool:
-        return bool(self.blocks or self._text or self._thinking)
-
-    def _close_text(self) -> None:
-        if self._text:
-            self.blocks.append(TextBlock("".join(self._text)))
-            self._text = []
-
-    def _close_thinking(self) -> None:
-        if self._thinking or self._signature:
-            self.blocks.append(ThinkingBlock("".join(self._thinking), self._signature))
-            self._thinking, self._signature = [], None
-
-    def text(self, s: str) -> None:
-        if self._thinking or self._signature:
-            self._close_thinking()
-        self._text.append(s)
-
-    def thinking(self, s: str, signature: str | None) -> None:
-        self._close_text()
-        if self._signature is not None and s:
-            self._close_thinking()  # a signed block is complete; this is a new one
-        if s:
-            self._thinking.append(s)
-        if signature:
-            self._signature = signature
-
-    def tool_start(self, index: int, call_id: str, name: str) -> None:
-        self._calls[index] = call_id
-
-    def call_id(self, index: int) -> str | None:
-        return self._calls.get(index)
-
-    def tool_use(self, call_id: str, name: str, arguments: dict[str, Any]) -> None:
-        self._close_text()
-        self._close_thinking()
-        self.blocks.append(ToolUseBlock(call_id, name, arguments))
-
-    def build(self) -> Message:
-        self._close_text()
-        self._close_thinking()
-        return Message("assistant", tuple(self.blocks))
-
-
-class _Watchdog:
-    """Interrupts the stream when no event has arrived for ``timeout`` seconds."""
-
-    __slots__ = ("timeout", "token", "last", "_handle", "_loop")
-
-    def __init__(self, timeout: float, token: Any) -> None:
-        self.timeout = timeout
-        self.token = token
-        self.last = time.monotonic()
-        self._loop = asyncio.get_running_loop()
-        self._handle: asyncio.TimerHandle | None = self._loop.call_later(timeout, self._check)
-
-    def _check(self) -> None:
-        idle = time.monotonic() - self.last
-        if idle >= self.timeout:
-            self._handle = None
-            self.token.interrupt("stall")
-        else:
-            self._handle = self._loop.call_later(self.timeout - idle, self._check)
-
-    def stop(self) -> None:
-        if self._handle is not None:
-            self._handle.cancel()
-            self._handle = None
-
-
-def _parse_arguments(raw: str) -> tuple[dict[str, Any], str | None]:
-    if not raw.strip():
-        return {}, None
-    try:
-        value = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        return {"_raw": raw}, str(exc)
-    if not isinstance(value, dict):
-        return {"_raw": raw}, f"expected a JSON object, got {type(value).__name__}"
-    return value, None
-
-
-def _validation_summary(exc: pydantic.ValidationError) -> str:
-    parts = []
-    for err in exc.errors()[:5]:
-        loc = ".".join(str(p) for p in err["loc"]) or "arguments"
-        parts.append(f"{loc}: {err['msg']}")
-    return "; ".join(parts) + ". Call the tool again with arguments that match its schema."
-
-
-def _backoff(attempt: int, base: float, cap: float, retry_after: float | None) -> float:
-    """Exponential backoff with full jitter on the upper half; ``retry-after`` wins when given."""
-    if retry_after is not None:
-        return min(max(retry_after, 0.0), max(cap, retry_after))
-    delay = min(cap, base * (2**attempt))
-    return delay / 2 + random.random() * delay / 2
 
 
 def _cost(model_name: str, usage: Usage) -> float | None:

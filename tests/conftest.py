@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import pytest
 
@@ -14,8 +15,9 @@ _ENV_PREFIXES = ("AGENT_KERNEL_", "ANTHROPIC_", "OPENAI_")
 def _no_provider_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """Removes provider keys, base URLs and AGENT_KERNEL_* settings, and blocks real HTTP.
 
-    The SDKs send through httpx2's real transports; tests hand them an ``httpx2.MockTransport``
-    instead, so any request that reaches a real transport is a test bug and fails loudly.
+    The SDKs send through httpx2's real transports. Tests either hand them an
+    ``httpx2.MockTransport`` or point them at a server of their own on loopback (the strict fake
+    providers, a llama.cpp server); any other host is a test bug and fails loudly.
     """
     for name in list(os.environ):
         if name.startswith(_ENV_PREFIXES) or name.endswith("_API_KEY"):
@@ -25,11 +27,33 @@ def _no_provider_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     except ImportError:  # older SDKs send through httpx, which tests mock the same way
         return
 
-    def refuse(*args: object, **kwargs: object) -> None:
-        raise RuntimeError("a test tried to reach the network; pass a client with an httpx2.MockTransport")
+    def check(request: Any) -> None:
+        if request.url.host not in _LOOPBACK:
+            raise RuntimeError(f"a test tried to reach {request.url.host}; use an httpx2.MockTransport or a server on 127.0.0.1")
 
-    async def refuse_async(*args: object, **kwargs: object) -> None:
-        refuse()
+    sync_send, async_send = httpx2.HTTPTransport.handle_request, httpx2.AsyncHTTPTransport.handle_async_request
 
-    monkeypatch.setattr(httpx2.HTTPTransport, "handle_request", refuse)
-    monkeypatch.setattr(httpx2.AsyncHTTPTransport, "handle_async_request", refuse_async)
+    def handle(self: Any, request: Any) -> Any:
+        check(request)
+        return sync_send(self, request)
+
+    async def handle_async(self: Any, request: Any) -> Any:
+        check(request)
+        return await async_send(self, request)
+
+    monkeypatch.setattr(httpx2.HTTPTransport, "handle_request", handle)
+    monkeypatch.setattr(httpx2.AsyncHTTPTransport, "handle_async_request", handle_async)
+
+
+_LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Prints the conformance matrix (scenario × adapter) when its tests ran."""
+    from .test_conformance import RESULTS, matrix_lines
+
+    if not RESULTS:
+        return
+    terminalreporter.section("conformance matrix: loop scenarios × model adapters")
+    for line in matrix_lines():
+        terminalreporter.write_line(line)

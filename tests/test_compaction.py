@@ -411,3 +411,19 @@ async def test_prepare_only_suspends_when_compaction_is_due() -> None:
     prepared = await manager.prepare(long, TurnState.initial(), request, model, Recorder())
     assert prepared.compacted
     assert not manager.due(prepared.request, model)
+
+
+async def test_compact_shrinks_a_huge_tool_result_even_when_the_conversation_is_too_short_to_summarise(tmp_path: Any) -> None:
+    @tool(read_only=True)
+    def dump() -> str:
+        """Returns a huge log."""
+        return "x" * 100_000
+
+    model = ScriptedModel([[tool_call("dump", {})], "Read it."])
+    agent = Agent(model, tools=[dump], working_dir=tmp_path, tool_result_limit=None)  # nothing capped it
+    await agent.run("dump it")
+    before = sum(m.char_count() for m in agent.messages)
+    events = await agent.compact()
+    assert [e.data["trigger"] for e in events if e.type is EventType.MICRO_COMPACTION] == ["manual"]
+    assert sum(m.char_count() for m in agent.messages) < before - 90_000
+    assert agent.messages[-2].tool_results[0].content.startswith("x" * 500)  # a preview stays

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agent_kernel import EventType, TerminationReason, tool
-from agent_kernel.loop import _backoff
+from agent_kernel.streaming import backoff
 from agent_kernel.models.scripted import ScriptedModel, fail, stall, text, tool_call
 
 from .helpers import make_agent, of_type, types
@@ -61,12 +61,13 @@ async def test_retries_stop_at_the_configured_count() -> None:
     assert len(of_type(result.events, EventType.RETRY)) == 2 and len(model.requests) == 3
 
 
-def test_backoff_grows_exponentially_and_honours_retry_after() -> None:
-    delays = [_backoff(a, 1.0, 30.0, None) for a in range(6)]
+def test_backoff_grows_exponentially_and_honours_retry_after_up_to_the_cap() -> None:
+    delays = [backoff(a, 1.0, 30.0, None) for a in range(6)]
     for attempt, d in enumerate(delays):
         nominal = min(30.0, 2.0**attempt)
         assert nominal / 2 <= d <= nominal
-    assert _backoff(0, 1.0, 30.0, 7.0) == 7.0
+    assert backoff(0, 1.0, 30.0, 7.0) == 7.0
+    assert backoff(0, 1.0, 30.0, 3600.0) == 30.0  # a server asking for an hour waits the cap
 
 
 async def test_retry_after_from_the_server_sets_the_delay() -> None:

@@ -24,12 +24,12 @@ from typing import Any
 
 from ..errors import UserError
 from ..events import EventType
-from ..messages import Message, SummaryBlock
+from ..messages import Message, SummaryBlock, ToolResultBlock
 from ..models.base import Model, ModelRequest, Usage
 from ..state import TurnState
 from .assembler import Component, ContextAssembler, Priority
 from .compaction import CompactionResult, Compactor, Emit, window_cut, with_summary
-from .micro import MicroCompactor, MicroResult
+from .micro import MicroCompactor, MicroResult, placeholder
 from .tokens import TokenCounter, reported_input_tokens
 
 __all__ = ["DEFAULT_CONTEXT_WINDOW", "ContextManager", "PreparedContext"]
@@ -326,7 +326,70 @@ class ContextManager:
             focus=focus,
             trigger="manual",
         )
-        return list(history) if result is None else result.history
+        if result is not None:
+            return result.history
+        # Too short to summarise: shrinking the tool results is all that can help, and it does
+        # whenever one is large (a session with one huge result must still be rescuable).
+        cleared = clear_tool_results(history, emit, trigger="manual")
+        return list(history) if cleared is None else cleared
+
+    async def shrink(self, history: Sequence[Message], model: Model, emit: Emit, *, reason: str) -> list[Message] | None:
+        """The provider refused a request as too long: one forced compaction, micro then auto.
+
+        Every large tool result is cut to a preview (the journal keeps it whole), then the
+        conversation is summarised if it is long enough. Returns the new history, or None when
+        neither made anything smaller.
+        """
+        cleared = clear_tool_results(history, emit, trigger="overflow", reason=reason)
+        current = list(history) if cleared is None else cleared
+        counter = self.counter(model)
+        threshold = self.threshold_tokens(model)
+        fixed = self._fixed_tokens
+        result = await self.compactor.compact(
+            current,
+            self.compaction_model or model,
+            counter,
+            budget=max(0, threshold - fixed),
+            measure=self._measure(fixed, counter),
+            emit=emit,
+            threshold=threshold,
+            trigger="overflow",
+        )
+        if result is not None:
+            return result.history
+        return cleared
+
+
+#: Tool results longer than this are cut by a forced micro-compaction; what is kept of each.
+_FORCED_CLEAR_OVER = 2_000
+_FORCED_KEEP = 500
+
+
+def clear_tool_results(history: Sequence[Message], emit: Emit, *, trigger: str, reason: str | None = None) -> list[Message] | None:
+    """``history`` with every tool result over 2,000 characters cut to a preview, or None if none is.
+
+    Unlike micro-compaction, which changes only what one request sends, this rewrites the stored
+    conversation: it is for a conversation that no request can carry any more.
+    """
+    out: list[Message] = []
+    cleared = saved = 0
+    for message in history:
+        blocks = []
+        for block in message.content:
+            if isinstance(block, ToolResultBlock) and len(block.content) > _FORCED_CLEAR_OVER:
+                kept = block.content[:_FORCED_KEEP] + "\n" + placeholder(len(block.content))
+                saved += len(block.content) - len(kept)
+                cleared += 1
+                block = ToolResultBlock(block.tool_use_id, kept, block.is_error)
+            blocks.append(block)
+        out.append(Message(message.role, tuple(blocks)) if blocks != list(message.content) else message)
+    if not cleared:
+        return None
+    data: dict[str, Any] = {"results_cleared": cleared, "tokens_saved": saved // 4, "total_results_cleared": cleared, "total_tokens_saved": saved // 4, "trigger": trigger}
+    if reason is not None:
+        data["reason"] = reason
+    emit(EventType.MICRO_COMPACTION, data)
+    return out
 
 
 def _hidden_notice(count: int) -> str:

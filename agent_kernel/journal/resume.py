@@ -32,8 +32,9 @@ from typing import Any, NamedTuple
 
 from ..errors import JournalError, did_you_mean
 from ..events import AgentEvent, EventType
-from ..messages import Message, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock, block_from_dict, message_from_dict
+from ..messages import Message, ToolResultBlock, block_from_dict, message_from_dict
 from ..state import TurnState
+from ..streaming import ResponseBuilder
 from .journal import SESSIONS_DIR, session_path
 
 __all__ = [
@@ -82,49 +83,24 @@ class Entry:
 
 
 class _Partial:
-    """A streaming response rebuilt from deltas, as the loop's ``_MessageBuilder`` builds it."""
+    """A streaming response rebuilt from its journaled deltas with the loop's own builder."""
 
     def __init__(self) -> None:
-        self.blocks: list[Any] = []
-        self.text: list[str] = []
-        self.thinking: list[str] = []
-        self.signature: str | None = None
-
-    def _close_text(self) -> None:
-        if self.text:
-            self.blocks.append(TextBlock("".join(self.text)))
-            self.text = []
-
-    def _close_thinking(self) -> None:
-        if self.thinking or self.signature:
-            self.blocks.append(ThinkingBlock("".join(self.thinking), self.signature))
-            self.thinking, self.signature = [], None
+        self.builder = ResponseBuilder()
 
     def add(self, event: AgentEvent) -> None:
         kind, data = event.type, event.data
         if kind is EventType.TEXT_DELTA:
-            if self.thinking or self.signature:
-                self._close_thinking()
-            self.text.append(str(data.get("text", "")))
+            self.builder.text(str(data.get("text", "")))
         elif kind is EventType.THINKING_DELTA:
-            self._close_text()
-            text, signature = data.get("text") or "", data.get("signature")
-            if self.signature is not None and text:
-                self._close_thinking()
-            if text:
-                self.thinking.append(text)
-            if signature:
-                self.signature = signature
+            self.builder.thinking(data.get("text") or "", data.get("signature"))
         elif kind is EventType.TOOL_CALL_READY:
-            self._close_text()
-            self._close_thinking()
             arguments = data.get("arguments")
-            self.blocks.append(ToolUseBlock(str(data.get("call_id")), str(data.get("name")), arguments if isinstance(arguments, dict) else {}))
+            self.builder.tool_use(str(data.get("call_id")), str(data.get("name")), arguments if isinstance(arguments, dict) else {})
 
     def build(self) -> Message | None:
-        self._close_text()
-        self._close_thinking()
-        return Message("assistant", tuple(self.blocks)) if self.blocks else None
+        message = self.builder.build()
+        return message if message.content else None
 
 
 _PARTIAL_EVENTS = frozenset({EventType.TEXT_DELTA, EventType.THINKING_DELTA, EventType.TOOL_CALL_READY})
@@ -189,6 +165,9 @@ class Conversation:
                 content if isinstance(content, str) else json.dumps(content, default=str),
                 bool(data.get("is_error", False)),
             )
+        elif kind is EventType.CONTINUATION:
+            # The loop asked a response cut off by max_tokens to go on.
+            self._append(Message.user(str(data.get("instruction", ""))), "prompt", event)
         elif kind is EventType.RECURSION:
             blocks = tuple(block_from_dict(block) for block in data.get("tool_results", ()))
             self._append(Message("user", blocks), "tool_results", event)

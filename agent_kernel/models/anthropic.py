@@ -39,12 +39,16 @@ from .base import (
 )
 from .catalog import DEFAULT_MODELS, context_window
 from .keys import require_key
-from .options import check_options, fit_to_signature, provider_extras
+from .options import check_options, fit_to_signature, provider_extras, tool_choice
 from .sdk_errors import map_anthropic_error, stream_cut
+from .transport import LoopBound, watch_stream_activity
 
 __all__ = ["AnthropicModel", "to_anthropic_messages", "to_anthropic_tools"]
 
 _EPHEMERAL = {"type": "ephemeral"}
+
+# The neutral tool_choice modes in the Messages API's shape ("required" is "any" there).
+_ANTHROPIC_TOOL_CHOICE = {"auto": {"type": "auto"}, "none": {"type": "none"}, "required": {"type": "any"}}
 
 
 class AnthropicModel:
@@ -97,8 +101,21 @@ class AnthropicModel:
             has_token = client_options.get("auth_token") or os.environ.get("ANTHROPIC_AUTH_TOKEN")
             if not has_token:
                 api_key = require_key("Anthropic", "ANTHROPIC_API_KEY", api_key, base_url, "ANTHROPIC_BASE_URL")
-            client = anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=max_retries, **client_options)
-        self.client = client
+            key = api_key
+
+            def make() -> anthropic.AsyncAnthropic:
+                return anthropic.AsyncAnthropic(api_key=key, base_url=base_url, max_retries=max_retries, **client_options)
+
+            self._clients = LoopBound(make)
+        else:
+            self._clients = LoopBound(given=client)
+
+    @property
+    def client(self) -> anthropic.AsyncAnthropic:
+        """The SDK client of the running event loop (one per loop: see ``models.transport``)."""
+        client = self._clients.get()
+        watch_stream_activity(getattr(client, "_client", None))  # the SDK's httpx client
+        return client
 
     def __repr__(self) -> str:
         return f"AnthropicModel({self.name!r})"
@@ -119,6 +136,9 @@ class AnthropicModel:
             params["system"] = [system]
         if request.tools:
             params["tools"] = to_anthropic_tools(request.tools, cache=self.prompt_caching)
+            choice = tool_choice(options)
+            if choice is not None:
+                params["tool_choice"] = _ANTHROPIC_TOOL_CHOICE[choice] if isinstance(choice, str) else {"type": "tool", **choice}
         budget = options.get("thinking_budget", self.thinking_budget)
         if budget == "adaptive":
             # Newer models decide their own budget (and the SDK warns about fixed ones on them).
@@ -143,7 +163,8 @@ class AnthropicModel:
 
     async def _stream(self, params: dict[str, Any]) -> AsyncIterator[StreamEvent]:
         try:
-            sdk_stream = await self.client.messages.create(**fit_to_signature(self.client.messages.create, params), stream=True)
+            client = self.client
+            sdk_stream = await client.messages.create(**fit_to_signature(client.messages.create, params), stream=True)
         except Exception as exc:
             raise map_anthropic_error(exc) from exc
 

@@ -36,8 +36,9 @@ from .base import (
 )
 from .catalog import DEFAULT_MODELS, context_window
 from .keys import require_key
-from .options import check_options, fit_to_signature, provider_extras
+from .options import check_options, fit_to_signature, provider_extras, tool_choice
 from .sdk_errors import map_openai_error, stream_cut
+from .transport import LoopBound, watch_stream_activity
 
 __all__ = ["OpenAIModel", "to_openai_messages", "to_openai_tools"]
 
@@ -94,11 +95,21 @@ class OpenAIModel:
         self.stream_usage = stream_usage
         if client is None:
             key = require_key("OpenAI", "OPENAI_API_KEY", api_key, base_url, "OPENAI_BASE_URL")
-            # A compatible server without auth still needs some key for the SDK to build a client.
-            client = openai.AsyncOpenAI(
-                api_key=key or "not-needed", base_url=base_url, max_retries=max_retries, **client_options
-            )
-        self.client = client
+
+            def make() -> openai.AsyncOpenAI:
+                # A compatible server without auth still needs some key for the SDK to build a client.
+                return openai.AsyncOpenAI(api_key=key or "not-needed", base_url=base_url, max_retries=max_retries, **client_options)
+
+            self._clients = LoopBound(make)
+        else:
+            self._clients = LoopBound(given=client)
+
+    @property
+    def client(self) -> openai.AsyncOpenAI:
+        """The SDK client of the running event loop (one per loop: see ``models.transport``)."""
+        client = self._clients.get()
+        watch_stream_activity(getattr(client, "_client", None))  # the SDK's httpx client
+        return client
 
     def __repr__(self) -> str:
         return f"OpenAIModel({self.name!r})"
@@ -117,6 +128,9 @@ class OpenAIModel:
         }
         if request.tools:
             params["tools"] = to_openai_tools(request.tools)
+            choice = tool_choice(options)
+            if choice is not None:
+                params["tool_choice"] = choice if isinstance(choice, str) else {"type": "function", "function": dict(choice)}
         if self.stream_usage:
             params["stream_options"] = {"include_usage": True}
         max_tokens = options.get("max_tokens", self.max_tokens)
@@ -138,7 +152,8 @@ class OpenAIModel:
 
     async def _open(self, params: dict[str, Any]) -> Any:
         try:
-            return await self.client.chat.completions.create(**fit_to_signature(self.client.chat.completions.create, params), stream=True)
+            client = self.client
+            return await client.chat.completions.create(**fit_to_signature(client.chat.completions.create, params), stream=True)
         except openai.BadRequestError as exc:
             if "stream_options" in params and "stream_options" in str(exc):
                 # An older compatible server that does not know the option: stop asking for it.
@@ -253,12 +268,14 @@ class _ToolCalls:
         return events
 
     def end(self) -> list[StreamEvent]:
-        # A call that never got a name cannot be run and was never announced.
-        events: list[StreamEvent] = [
-            ToolCallEnd(index, call_id, name, "".join(pieces) or "{}")
-            for index, call_id, name, pieces in self.calls
-            if name is not None
-        ]
+        events: list[StreamEvent] = []
+        for index, call_id, name, pieces in self.calls:
+            if name is None:
+                # A call that never got a name is announced now, nameless: the loop answers it
+                # with an error the model can read, instead of dropping it silently.
+                call_id = call_id or f"call_{index}"
+                events.append(ToolCallStart(index, call_id, ""))
+            events.append(ToolCallEnd(index, call_id, name or "", "".join(pieces) or "{}"))
         self.calls.clear()
         self.by_server.clear()
         return events

@@ -14,11 +14,15 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Union
 
 from ..errors import UserError, did_you_mean
 
-__all__ = ["KNOWN_OPTIONS", "check_options", "fit_to_signature", "provider_extras"]
+__all__ = ["KNOWN_OPTIONS", "ToolChoice", "check_options", "fit_to_signature", "provider_extras", "tool_choice"]
+
+#: The neutral tool choice each adapter maps to its API's shape: a mode, or one tool by name.
+ToolChoice = Union[str, Mapping[str, str]]
+_TOOL_CHOICE_MODES = ("auto", "none", "required")
 
 KNOWN_OPTIONS: dict[str, str] = {
     "max_tokens": "most tokens to generate",
@@ -27,6 +31,7 @@ KNOWN_OPTIONS: dict[str, str] = {
     "stop": "list of stop sequences",
     "thinking_budget": "Anthropic extended thinking: tokens the model may think for (>= 1024), or 'adaptive'",
     "reasoning_effort": "OpenAI reasoning models: 'low', 'medium' or 'high'",
+    "tool_choice": "'auto', 'none' (tools stay declared but cannot be called), 'required', or {'name': TOOL}",
     "anthropic": "dict passed unchanged to anthropic messages.create",
     "openai": "dict passed unchanged to openai chat.completions.create",
 }
@@ -41,6 +46,27 @@ def check_options(options: Mapping[str, Any]) -> None:
                 f"Unknown model option {key!r}.{did_you_mean(key, KNOWN_OPTIONS)} Known options: {known}. "
                 "Put a provider-specific setting under the 'anthropic' or 'openai' key."
             )
+    if "tool_choice" in options:
+        tool_choice(options)
+
+
+def tool_choice(options: Mapping[str, Any]) -> ToolChoice | None:
+    """The request's neutral ``tool_choice`` (None when not set), checked.
+
+    Raises:
+        UserError: it is neither a known mode nor ``{"name": TOOL}``.
+    """
+    choice = options.get("tool_choice")
+    if choice is None:
+        return None
+    if isinstance(choice, str) and choice in _TOOL_CHOICE_MODES:
+        return choice
+    if isinstance(choice, Mapping) and set(choice) == {"name"} and isinstance(choice["name"], str) and choice["name"]:
+        return {"name": choice["name"]}
+    raise UserError(
+        f"Model option 'tool_choice' must be 'auto', 'none', 'required' or {{'name': TOOL}}, got {choice!r}. "
+        "Pass the neutral form: each adapter turns it into its API's shape."
+    )
 
 
 def provider_extras(options: Mapping[str, Any], provider: str) -> dict[str, Any]:

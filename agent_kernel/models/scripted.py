@@ -39,11 +39,13 @@ __all__ = [
     "Part",
     "ScriptedModel",
     "Stall",
+    "Stop",
     "Text",
     "Thinking",
     "ToolCall",
     "fail",
     "stall",
+    "stop",
     "text",
     "thinking",
     "tool_call",
@@ -98,7 +100,14 @@ class Stall:
     seconds: float
 
 
-Part = Union[Text, Thinking, ToolCall, Fail, Stall]
+@dataclass(frozen=True)
+class Stop:
+    """Ends the response with this stop reason (``max_tokens``, ``refusal``, ...)."""
+
+    reason: str
+
+
+Part = Union[Text, Thinking, ToolCall, Fail, Stall, Stop]
 Response = Union[str, Part, Sequence[Part]]
 
 # kind -> (status, retryable, overloaded, default message)
@@ -160,10 +169,15 @@ def stall(seconds: float) -> Stall:
     return Stall(seconds)
 
 
+def stop(reason: str) -> Stop:
+    """Ends the response with ``reason`` as its stop reason, e.g. ``stop("max_tokens")``."""
+    return Stop(reason)
+
+
 def _as_parts(response: Response) -> list[Part]:
     if isinstance(response, str):
         return [Text(response)]
-    if isinstance(response, (Text, Thinking, ToolCall, Fail, Stall)):
+    if isinstance(response, (Text, Thinking, ToolCall, Fail, Stall, Stop)):
         return [response]
     return list(response)
 
@@ -222,6 +236,7 @@ async def stream_parts(
     """Streams scripted parts as model stream events (shared by the offline models)."""
     out_chars = 0
     n_tools = 0
+    reason: str | None = None
     for pi, part in enumerate(parts):
         if isinstance(part, Text):
             for piece in _chunks(part.content, part.chunk):
@@ -252,17 +267,19 @@ async def stream_parts(
             await asyncio.sleep(part.seconds)
         elif isinstance(part, Fail):
             raise _error(part)
+        elif isinstance(part, Stop):
+            reason = part.reason
         else:
             raise TypeError(f"not a scripted part: {part!r}; use text(), thinking(), tool_call(), fail() or stall()")
     usage = Usage(input_tokens=estimate_request_tokens(request, memo), output_tokens=max(1, out_chars // 4))
-    yield MessageEnd("tool_use" if n_tools else "end_turn", usage, model)
+    yield MessageEnd(reason or ("tool_use" if n_tools else "end_turn"), usage, model)
 
 
 class ScriptedModel:
     """Plays back ``responses``, one per model call, streaming each like a real model.
 
     Each item is one response: a bare string (a text response), one part, or a list of parts
-    made with ``text``, ``thinking``, ``tool_call``, ``fail`` and ``stall``. Every request is
+    made with ``text``, ``thinking``, ``tool_call``, ``fail``, ``stall`` and ``stop``. Every request is
     recorded in ``requests``. Running out of responses is a non-retryable ``ModelError``.
 
     Args:

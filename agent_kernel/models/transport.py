@@ -1,0 +1,132 @@
+"""models.transport — what the SDK adapters share below the API: clients per event loop, and
+the bytes-arrived signal the stall watchdog listens to.
+
+**A client per event loop.** An SDK's async client pools HTTP connections, and a pooled
+connection belongs to the event loop that opened it. ``asyncio.run`` closes its loop at the end,
+so a client kept from one ``run_sync`` fails on the next ("Event loop is closed"), or sends its
+request twice while it notices. ``LoopBound`` hands each running loop a client of its own, built
+by the adapter the first time that loop asks; a loop that has ended takes its client with it.
+
+**Stream activity.** The SDKs swallow keep-alive traffic (Anthropic's ``ping`` events, SSE
+comment lines), so an adapter never sees it, yet a server that sends it is alive. Adapters hook
+``watch_stream_activity`` onto their HTTP client; the loop registers ``on_stream_activity`` for
+its task around a model stream, and every chunk of bytes that task reads, content or not, calls
+it. The registry is keyed by task rather than held in a context variable because the loop's
+stream is an async generator: its frames suspend and resume under the consumer's context.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import weakref
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any, Generic, TypeVar
+
+__all__ = ["LoopBound", "on_stream_activity", "watch_stream_activity"]
+
+C = TypeVar("C")
+
+_watchers: weakref.WeakKeyDictionary[asyncio.Task[Any], Callable[[], None]] = weakref.WeakKeyDictionary()
+
+
+class LoopBound(Generic[C]):
+    """One client per running event loop.
+
+    Args:
+        make: builds a client; called once for each event loop that asks for one.
+        given: a client the user built. It is used on every loop as it is (it is theirs to bind),
+            so ``make`` is not called.
+    """
+
+    def __init__(self, make: Callable[[], C] | None = None, given: C | None = None) -> None:
+        if make is None and given is None:
+            raise ValueError("LoopBound needs a factory or a client")
+        self._make = make
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, C] = weakref.WeakKeyDictionary()
+        self._last: C | None = given
+
+    def get(self) -> C:
+        """The client of the running loop (or, outside any loop, the last one handed out)."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        if self._make is None or loop is None:
+            if self._last is None:
+                assert self._make is not None
+                self._last = self._make()
+            return self._last
+        client = self._clients.get(loop)
+        if client is None:
+            client = self._clients[loop] = self._make()
+        self._last = client
+        return client
+
+
+@contextlib.contextmanager
+def on_stream_activity(callback: Callable[[], None]) -> Iterator[None]:
+    """Calls ``callback`` whenever the current task reads bytes of a watched response."""
+    task = asyncio.current_task()
+    if task is None:
+        yield
+        return
+    previous = _watchers.get(task)
+    _watchers[task] = callback
+    try:
+        yield
+    finally:
+        if previous is None:
+            _watchers.pop(task, None)
+        else:
+            _watchers[task] = previous
+
+
+def watch_stream_activity(http_client: Any) -> None:
+    """Makes the responses of ``http_client`` (an httpx-style async client) report activity.
+
+    Idempotent; a client without ``event_hooks`` is left alone (its streams then count as
+    active only when the adapter yields an event).
+    """
+    hooks = getattr(http_client, "event_hooks", None)
+    if not isinstance(hooks, dict):
+        return
+    responses = list(hooks.get("response", []))
+    if _watch in responses:
+        return
+    http_client.event_hooks = {**hooks, "response": [*responses, _watch]}
+
+
+async def _watch(response: Any) -> None:
+    response.stream = _Watched(response.stream)
+
+
+def _byte_stream_bases() -> tuple[type, ...]:
+    # Responses check ``isinstance(stream, AsyncByteStream)``: be one for each HTTP library the
+    # SDKs may send through (httpx2 in current releases, httpx in older ones).
+    bases: list[type] = []
+    for module in ("httpx2", "httpx"):
+        with contextlib.suppress(ImportError):
+            bases.append(__import__(module).AsyncByteStream)
+    return tuple(bases) or (object,)
+
+
+class _Watched(*_byte_stream_bases()):  # type: ignore[misc]
+    """A response byte stream that reports each chunk to the context's activity callback."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self._inner:
+            task = asyncio.current_task()
+            beat = _watchers.get(task) if task is not None else None
+            if beat is not None:
+                beat()
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def __getattr__(self, name: str) -> Any:  # the transport's own extras (e.g. ``close``)
+        return getattr(self._inner, name)

@@ -1,0 +1,160 @@
+"""streaming — the pieces of one streamed model response: assembling the assistant message,
+watching for a stalled stream, parsing tool arguments, and the backoff between attempts.
+
+The loop builds each response with ``ResponseBuilder``; ``journal.resume`` rebuilds a response
+cut off by a cancel or an error from its journaled deltas with the same class, so a resumed
+conversation holds exactly the message the live one did.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+from typing import Any
+
+import pydantic
+
+from .messages import Block, Message, TextBlock, ThinkingBlock, ToolUseBlock
+
+__all__ = ["NAMELESS_TOOL", "ResponseBuilder", "Watchdog", "backoff", "parse_arguments", "validation_summary"]
+
+#: The name a tool call without one is kept under, so its error result can answer it.
+NAMELESS_TOOL = "unnamed_tool"
+
+
+class ResponseBuilder:
+    """Assembles the assistant message from stream events, block by block, in stream order."""
+
+    __slots__ = ("blocks", "_text", "_thinking", "_signature", "_calls")
+
+    def __init__(self) -> None:
+        self.blocks: list[Block] = []
+        self._text: list[str] = []
+        self._thinking: list[str] = []
+        self._signature: str | None = None
+        self._calls: dict[int, str] = {}
+
+    @property
+    def has_output(self) -> bool:
+        """True once anything was said (text, thinking or a tool call)."""
+        return bool(self.blocks or self._text or self._thinking)
+
+    def _close_text(self) -> None:
+        if self._text:
+            self.blocks.append(TextBlock("".join(self._text)))
+            self._text = []
+
+    def _close_thinking(self) -> None:
+        if self._thinking or self._signature:
+            self.blocks.append(ThinkingBlock("".join(self._thinking), self._signature))
+            self._thinking, self._signature = [], None
+
+    def text(self, s: str) -> None:
+        """Adds a text fragment."""
+        if self._thinking or self._signature:
+            self._close_thinking()
+        self._text.append(s)
+
+    def thinking(self, s: str, signature: str | None) -> None:
+        """Adds a thinking fragment and, at its end, its signature."""
+        self._close_text()
+        if self._signature is not None and s:
+            self._close_thinking()  # a signed block is complete; this is a new one
+        if s:
+            self._thinking.append(s)
+        if signature:
+            self._signature = signature
+
+    def tool_start(self, index: int, call_id: str, name: str) -> None:
+        """Notes the id of the tool call at ``index``."""
+        self._calls[index] = call_id
+
+    def call_id(self, index: int) -> str | None:
+        """The id of the tool call at ``index``, once it started."""
+        return self._calls.get(index)
+
+    def tool_use(self, call_id: str, name: str, arguments: dict[str, Any]) -> None:
+        """Adds a completed tool call."""
+        self._close_text()
+        self._close_thinking()
+        self.blocks.append(ToolUseBlock(call_id, name, arguments))
+
+    def build(self) -> Message:
+        """The assistant message so far."""
+        self._close_text()
+        self._close_thinking()
+        return Message("assistant", tuple(self.blocks))
+
+
+class Watchdog:
+    """Interrupts the stream when nothing has arrived for ``timeout`` seconds.
+
+    ``touch`` records that something arrived: a stream event, or any bytes at all (keep-alive
+    pings included, through ``models.transport.on_stream_activity``).
+    """
+
+    __slots__ = ("timeout", "token", "last", "_handle", "_loop")
+
+    def __init__(self, timeout: float, token: Any) -> None:
+        self.timeout = timeout
+        self.token = token
+        self.last = time.monotonic()
+        self._loop = asyncio.get_running_loop()
+        self._handle: asyncio.TimerHandle | None = self._loop.call_later(timeout, self._check)
+
+    def touch(self) -> None:
+        """Something arrived: the silence starts again from now."""
+        self.last = time.monotonic()
+
+    def _check(self) -> None:
+        idle = time.monotonic() - self.last
+        if idle >= self.timeout:
+            self._handle = None
+            self.token.interrupt("stall")
+        else:
+            self._handle = self._loop.call_later(self.timeout - idle, self._check)
+
+    def stop(self) -> None:
+        """Stops watching (the stream ended)."""
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+
+
+def parse_arguments(raw: str) -> tuple[dict[str, Any], str | None]:
+    """A tool call's raw JSON as a dict, and why it is not one (None when it is)."""
+    if not raw.strip():
+        return {}, None
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        return {"_raw": raw}, str(exc)
+    if not isinstance(value, dict):
+        return {"_raw": raw}, f"expected a JSON object, got {type(value).__name__}"
+    return value, None
+
+
+def validation_summary(exc: pydantic.ValidationError) -> str:
+    """The first few validation errors, phrased for the model to correct its call."""
+    parts = []
+    for err in exc.errors()[:5]:
+        loc = ".".join(str(p) for p in err["loc"]) or "arguments"
+        parts.append(f"{loc}: {err['msg']}")
+    return "; ".join(parts) + ". Call the tool again with arguments that match its schema."
+
+
+def backoff(attempt: int, base: float, cap: float, retry_after: float | None) -> float:
+    """Seconds to wait before retry ``attempt`` (0-based): exponential with jitter, never past ``cap``.
+
+    A server's ``retry-after`` replaces the exponential delay, but ``cap`` bounds it too: a 429
+    asking for an hour must not hold a notebook cell for an hour (the ``retry`` event says what
+    the server asked for).
+    """
+    if retry_after is not None:
+        return min(max(retry_after, 0.0), cap)
+    delay = min(cap, base * (2**attempt))
+    return delay / 2 + random.random() * delay / 2
+
+
