@@ -475,3 +475,30 @@ def test_an_unknown_subcommand_suggests_the_closest(cells: Cells) -> None:
 
 def test_history_before_any_cell_says_to_run_one(cells: Cells) -> None:
     assert "run an %%agent cell first" in str(cells.error("%agent history"))
+
+
+# ---- a run that ends in error -------------------------------------------------------------------
+
+
+def test_a_cell_whose_run_ends_in_error_fails_after_showing_it_so_run_all_stops(cells: Cells) -> None:
+    cells.run("from agent_kernel.models.scripted import fail\n"
+              "broken = ScriptedModel([fail('bad_request', 'the model refused the request')])")
+    with capture_output() as captured:
+        result = cells.ip.run_cell("%%agent -m broken -o failed\nHello", store_history=True)
+    error = result.error_in_exec
+    assert type(error).__name__ == "RunFailed", error
+    assert "the model refused the request" in str(error)
+    assert captured.outputs, "the run's view and summary are shown before the cell fails"
+    assert cells.ns["failed"].termination_reason.value == "error"  # -o still keeps the result
+    rendered = "\n".join(error._render_traceback_())  # what IPython shows: no internals
+    assert "--no-raise" in rendered and "AgentMagics.raise_on_error" in rendered
+
+
+def test_no_raise_and_the_config_trait_let_a_failed_run_carry_on(cells: Cells) -> None:
+    cells.run("from agent_kernel.models.scripted import fail\n"
+              "broken = ScriptedModel([fail('bad_request', 'nope'), fail('bad_request', 'nope again')])")
+    _, captured = cells.run("%%agent -m broken --no-raise\nHello")
+    assert "The run ended with an error: " in captured.stderr
+    cells.run("%config AgentMagics.raise_on_error = False")
+    _, captured = cells.run("%%agent --new -m broken\nHello again")
+    assert "nope again" in captured.stderr

@@ -40,16 +40,16 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.utils.process import arg_split
-from traitlets import Enum, Int, TraitError, Unicode, validate
+from traitlets import Bool, Enum, Int, TraitError, Unicode, validate
 
 from ..agent import Agent, RunResult
 from ..errors import UserError, did_you_mean
 from ..permissions import MODES
-from ..state import new_id
+from ..state import TerminationReason, new_id
 from ..tools.registry import BUILTIN_TOOLS, ToolRegistry
 from ..tools.tool import Tool
 from .interpolation import interpolate
-from .runner import RENDER_GRACE_S, ExecutionMode, RunHandle, RunInterrupted, detect_mode, start_run, wait_all
+from .runner import RENDER_GRACE_S, ExecutionMode, RunFailed, RunHandle, RunInterrupted, detect_mode, start_run, wait_all
 from .sessions import Session, Sessions
 
 __all__ = ["AgentMagics"]
@@ -93,6 +93,7 @@ class _Cell:
     quiet: bool
     detach: bool
     output: str | None
+    raise_on_error: bool
 
 
 @magics_class
@@ -112,6 +113,9 @@ class AgentMagics(Magics):
     execution = Enum(("auto", "blocking", "detached"), default_value="auto", help=(
         "auto: blocking where the kernel handles widget clicks while a cell awaits, else "
         "detached. blocking / detached force one.")).tag(config=True)
+    raise_on_error = Bool(True, help=(
+        "Whether a %%agent cell whose run ends in error fails (so Run All and papermill stop "
+        "there). A cell's --no-raise keeps going for that cell.")).tag(config=True)
 
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
         super().__init__(shell=shell, **kwargs)
@@ -171,6 +175,8 @@ class AgentMagics(Magics):
     @argument("-o", "--output", metavar="VAR", help="store the RunResult in VAR (a detached run: when it ends)")
     @argument("--detach", action="store_true", help="return at once; %%agent wait or `await _` waits for the run")
     @argument("--no-interpolate", action="store_true", help="send {braces} as written")
+    @argument("--no-raise", action="store_true", help=(
+        "a run that ends in error does not fail the cell (Run All carries on)"))
     @argument("--quiet", action="store_true", help=(
         "no live view, only the summary when the run ends (approvals then come from the "
         "headless policy, AGENT_KERNEL_APPROVAL)"))
@@ -223,7 +229,8 @@ class AgentMagics(Magics):
         else:
             self._apply(session.agent, settings)
             self.sessions.current = name
-        return _Cell(session, prompt, args.quiet, args.detach, args.output)
+        return _Cell(session, prompt, args.quiet, args.detach, args.output,
+                     self.raise_on_error and not args.no_raise)
 
     def _render_grace(self) -> float:
         """No kernel, no front-end: nothing can render a view, so approvals need not wait for one."""
@@ -239,7 +246,10 @@ class AgentMagics(Magics):
             if interrupted.result is not None:
                 self._store(parsed, interrupted.result)
             raise
-        self._store(parsed, result)
+        failed = result.termination_reason is TerminationReason.ERROR and parsed.raise_on_error
+        self._store(parsed, result, says_error=not failed)
+        if failed:
+            raise RunFailed(result)  # after the view and summary show it, so Run All stops here
         return None
 
     def _start_detached(self, parsed: _Cell) -> RunHandle:
@@ -257,10 +267,10 @@ class AgentMagics(Magics):
         parsed.session.runs.append(handle)
         return handle
 
-    def _store(self, parsed: _Cell, result: RunResult) -> None:
+    def _store(self, parsed: _Cell, result: RunResult, says_error: bool = True) -> None:
         if parsed.output is not None:
             self.shell.user_ns[parsed.output] = result
-        if result.error:
+        if result.error and says_error:
             print(f"The run ended with an error: {result.error}", file=sys.stderr)
 
     # -- resolving options -------------------------------------------------------------------------

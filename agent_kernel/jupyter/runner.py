@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..agent import Agent, RunResult
 from ..approvals import Approval
-from ..errors import RunCancelled
+from ..errors import AgentKernelError, RunCancelled
 from ..events import AgentEvent
 from .summary import RunSummary
 
@@ -55,6 +55,7 @@ __all__ = [
     "RENDER_GRACE_S",
     "ExecutionMode",
     "RunHandle",
+    "RunFailed",
     "RunInterrupted",
     "detect_mode",
     "kernel_handles_comms_while_awaiting",
@@ -177,6 +178,27 @@ class RunInterrupted(RunCancelled):
         ended = "its end is recorded in the journal" if self.result is not None \
             else "it did not stop in time and is still being cancelled"
         return [f"Interrupted: the agent run was cancelled ({ended})."]
+
+
+class RunFailed(AgentKernelError):
+    """A ``%%agent`` run ended in ``error``: raised once its view shows it, so Run All stops.
+
+    Attributes:
+        result: the failed run's ``RunResult`` (its journal holds every event).
+    """
+
+    def __init__(self, result: RunResult) -> None:
+        super().__init__(f"the agent run ended with an error: {result.error or 'no message'}")
+        self.result = result
+
+    def _render_traceback_(self) -> list[str]:
+        """What IPython shows instead of a traceback: what failed and how to carry on past it."""
+        return [
+            f"AgentError: {self.result.error or 'the agent run failed'}",
+            "The run above ended with an error, so this cell failed and Run All stops here. "
+            "To keep going after a failed run, add --no-raise to %%agent, or set "
+            "%config AgentMagics.raise_on_error = False.",
+        ]
 
 
 class RunHandle:
@@ -418,7 +440,8 @@ class _LiveApprovals:
 
     def decide(self, call_id: str, decision: str, reason: str | None, agent: str | None = None) -> None:
         """A click on ``agent``'s card: hands the decision to the broker on the loop's thread."""
-        maker = {"approve": Approval.approve, "always_allow": Approval.always}.get(decision)
+        makers: dict[str, Callable[[], Approval]] = {"approve": Approval.approve, "always_allow": Approval.always}
+        maker = makers.get(decision)
         approval = maker() if maker is not None else Approval.reject(reason)
         self.rendered_flag = True  # a click means a person is watching
         with contextlib.suppress(RuntimeError):
@@ -461,7 +484,8 @@ class _LiveApprovals:
             return
         self._attached = False
         self.gate.approver = self._approver
-        self.broker.interactive = self._was_interactive
+        if self.broker is not None:
+            self.broker.interactive = self._was_interactive
         if self._unsubscribe is not None:
             self._unsubscribe()
         self._early.clear()
