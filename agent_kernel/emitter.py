@@ -201,9 +201,10 @@ class _ChildEmitter(Emitter):
     """A sub-agent's emitter: stamps from the shared counter, then forwards to the top level."""
 
     __slots__ = ("_parent", "_top")
+    _top: Emitter
 
     def __init__(self, parent: Emitter, run_id: str, agent_id: str) -> None:
-        top = parent._top if isinstance(parent, _ChildEmitter) else parent
+        top: Emitter = parent._top if isinstance(parent, _ChildEmitter) else parent
         super().__init__(top.session_id, run_id, top._seq, top._sinks, top._redact, agent_id)
         self._parent = parent
         self._top = top

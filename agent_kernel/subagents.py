@@ -165,8 +165,7 @@ async def run_subagent(
         # The parent aborted this call: stop the child through its own token, so it closes its
         # tool calls and records why, then let the cancellation go on.
         ctx.cancel.cancel(parent.cancel.reason or "the parent run stopped this sub-agent")
-        finish = await _wait_out(child)
-        _end(em, link, ctx, finish, started, parent)
+        _end(em, link, ctx, await _wait_out(child), started, parent)
         raise
     return _end(em, link, ctx, finish, started, parent)
 

@@ -760,12 +760,12 @@ def load_journals(pattern: str | os.PathLike[str] | Iterable[str | os.PathLike[s
     """
     if kind not in _FRAMES:
         raise JournalError(f"unknown frame kind {kind!r}; use one of: {', '.join(_FRAMES)}.")
-    if _is_path(pattern):
+    if isinstance(pattern, (str, os.PathLike)):
         paths = sorted(globbing.glob(os.fspath(pattern), recursive=True))
         if not paths:
             raise JournalError(f"no journal matches {os.fspath(pattern)!r}; check the pattern (e.g. 'runs/*.jsonl').")
     else:
-        paths = [os.fspath(p) for p in pattern]  # type: ignore[union-attr]
+        paths = [os.fspath(p) for p in pattern]
     frames = [_FRAMES[kind](Path(p)) for p in paths]
     if not frames:
         return _FRAMES[kind]([])

@@ -238,7 +238,7 @@ class AgentKernel(IPythonKernel):
         store_history = store_history and not silent
         count = shell.execution_count
         info = ExecutionInfo(prompt, store_history, silent, True, cell_id)
-        info.cell_meta = cell_meta  # an attribute since IPython 9; harmless before
+        info.cell_meta = cell_meta  # type: ignore[assignment]  # an attribute since IPython 9; harmless before
         result = ExecutionResult(info)
         result.execution_count = count
         if store_history:
@@ -335,7 +335,9 @@ class AgentKernel(IPythonKernel):
 
     # -- editing help ------------------------------------------------------------------------
 
-    def do_is_complete(self, code: str) -> dict[str, Any]:
+    # Coroutines, as Kernel declares them (ipykernel awaits whatever these return).
+
+    async def do_is_complete(self, code: str) -> dict[str, Any]:
         """A prompt is always complete; Python cells are judged by IPython."""
         if is_python_cell(code):
             # Judged on the body: a blank line in place of the escape would change IPython's
@@ -343,7 +345,7 @@ class AgentKernel(IPythonKernel):
             return super().do_is_complete(code[_header_length(code):])  # type: ignore[no-any-return]
         return {"status": "complete"}
 
-    def do_complete(self, code: str, cursor_pos: int | None) -> dict[str, Any]:
+    async def do_complete(self, code: str, cursor_pos: int | None) -> dict[str, Any]:
         """Completes Python in Python cells, and the name at the cursor in prompts."""
         if cursor_pos is None:
             cursor_pos = len(code)

@@ -7,6 +7,7 @@ another; ``--new`` replaces a session's agent with a fresh conversation with the
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -124,8 +125,13 @@ class Sessions:
             for run in running:
                 run.cancel("the agent_kernel extension was unloaded")
             if running:  # the journal stays open until the run has recorded how it ended
-                running[-1].task.add_done_callback(lambda _task, agent=session.agent: agent.close())
+                running[-1].task.add_done_callback(functools.partial(_close_agent, session.agent))
             else:
                 session.agent.close()
         self._sessions.clear()
         self.current = DEFAULT_SESSION
+
+
+def _close_agent(agent: Agent, _task: object) -> None:
+    """Closes ``agent`` once its last run has ended (a task's done callback)."""
+    agent.close()

@@ -205,9 +205,9 @@ class AnthropicModel:
                     elif block.type == "thinking" and block.thinking:
                         yield ThinkingDelta(block.thinking)
                 elif kind == "content_block_stop":
-                    call = calls.pop(event.index, None)
-                    if call is not None:
-                        yield ToolCallEnd(call[0], call[1], call[2], _arguments(call[3], call[4]))
+                    done = calls.pop(event.index) if event.index in calls else None
+                    if done is not None:
+                        yield ToolCallEnd(done[0], done[1], done[2], _arguments(done[3], done[4]))
                 elif kind == "message_start":
                     message = event.message
                     model = message.model or model

@@ -85,7 +85,8 @@ def compact_repr(value: Any) -> str:
 def _split_last_expression(code: str) -> tuple[ast.Module, ast.Expression | None]:
     tree = ast.parse(code, _FILENAME, "exec")
     if tree.body and isinstance(tree.body[-1], ast.Expr):
-        last = ast.Expression(tree.body.pop().value)
+        last = ast.Expression(tree.body[-1].value)
+        tree.body.pop()
         return tree, last
     return tree, None
 
