@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -21,6 +22,7 @@ from agent_kernel.approvals import (
 )
 from agent_kernel.errors import UserError
 from agent_kernel.events import EventType
+from agent_kernel import permissions
 from agent_kernel.permissions import Permissions, ToolRequest, build_gate
 from agent_kernel.tools.builtin.files import write_file
 from agent_kernel.tools.builtin.shell import bash
@@ -60,11 +62,14 @@ class PersonAt:
 # ---- the approver callback -----------------------------------------------------------------
 
 
-async def test_the_approver_receives_tool_arguments_key_rule_and_reason() -> None:
+async def test_the_approver_receives_tool_arguments_key_rule_and_reason(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[ApprovalRequest] = []
+    clock = [100.0]  # the gate's clock, so the decision's wait is known exactly
+    monkeypatch.setattr(permissions, "time", SimpleNamespace(monotonic=lambda: clock[0]))
 
     def approver(request: ApprovalRequest) -> bool:
         seen.append(request)
+        clock[0] += 2.5  # the person took 2.5 s to decide
         return True
 
     gate = build_gate(Permissions(ask=["bash(git *)"]), approver)
@@ -85,7 +90,7 @@ async def test_the_approver_receives_tool_arguments_key_rule_and_reason() -> Non
         "reason": request.reason,
     }
     assert emit.decision["decision"] == "approve" and emit.decision["decided_by"] == "callback"
-    assert emit.decision["wait_s"] >= 0
+    assert emit.decision["wait_s"] == 2.5
 
 
 async def test_an_async_approver_works_like_a_sync_one() -> None:

@@ -227,15 +227,18 @@ def test_an_interrupt_delivered_to_another_thread_still_stops_a_silent_run(kc: B
     # The OS may hand a process-directed SIGINT to any thread. Here a worker thread takes it while
     # the kernel's main thread idles in its event loop, waiting on a model that says nothing.
     reply, messages = execute(kc, "%%python\n"
-                              "import signal, threading, time\n"
+                              "import signal, sys, threading, time\n"
                               "from agent_kernel.models.scripted import ScriptedModel, text, stall\n"
                               "agent.reset()\n"
                               "agent.model = ScriptedModel([[text('Waiting'), stall(60)]])\n"
                               "agent.stall_timeout = None\n"
+                              "main = threading.main_thread().ident\n"
+                              "def idle():  # the main thread waits in its event loop's select()\n"
+                              "    frame = sys._current_frames().get(main)\n"
+                              "    return frame is not None and frame.f_code.co_name in ('select', 'poll')\n"
                               "def interrupt_when_silent():\n"
-                              "    while not (agent.running and agent.events[-1].type.value == 'text_delta'):\n"
+                              "    while not (agent.running and agent.events[-1].type.value == 'text_delta' and idle()):\n"
                               "        time.sleep(0.01)\n"
-                              "    time.sleep(0.2)  # let the loop go idle; the test passes either way\n"
                               "    signal.pthread_kill(threading.get_ident(), signal.SIGINT)\n"
                               "threading.Thread(target=interrupt_when_silent, daemon=True).start()")
     assert reply["status"] == "ok", messages
