@@ -7,11 +7,13 @@ one conversion each way, so adding an event type touches only ``EventType``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
+from types import MappingProxyType
 from typing import Any
 
-__all__ = ["AgentEvent", "EventType"]
+__all__ = ["PAYLOADS", "AgentEvent", "EventType"]
 
 
 class EventType(str, Enum):
@@ -48,6 +50,16 @@ class EventType(str, Enum):
     CANCELLED = "cancelled"
     ERROR = "error"
     RUN_FINISH = "run_finish"
+    # MCP servers (agent_kernel.mcp). Data keys: mcp_connect {server, transport, target,
+    # server_name, server_version, protocol_version, duration_s, reconnect}; mcp_tools_listed
+    # {server, tools, resources, prompts}; mcp_warning {server, tool, message} (a tool skipped);
+    # mcp_error {server, phase (connect|call), message, stderr_tail}, followed by an ``error``
+    # event of kind "mcp"; mcp_elicitation {server, message, schema, action, content, reason}.
+    MCP_CONNECT = "mcp_connect"
+    MCP_TOOLS_LISTED = "mcp_tools_listed"
+    MCP_WARNING = "mcp_warning"
+    MCP_ERROR = "mcp_error"
+    MCP_ELICITATION = "mcp_elicitation"
 
     def __str__(self) -> str:
         return self.value
@@ -66,7 +78,7 @@ class AgentEvent:
         parent_turn_id: that turn's parent (the previous turn, or the spawning turn of a sub-agent).
         iteration: the ``TurnState.turn_counter``.
         type: what happened.
-        data: the facts, JSON-serialisable; keys are documented per type in the docs.
+        data: the facts, JSON-serialisable; ``PAYLOADS[type]`` types its keys (docs/events.md).
         agent_id: which agent emitted it (``None`` for the top-level agent).
     """
 
@@ -111,3 +123,28 @@ class AgentEvent:
             data=d.get("data") or {},
             agent_id=d.get("agent_id"),
         )
+
+
+def _payloads() -> dict[EventType, type]:
+    from . import payloads as p
+
+    T = EventType
+    return {
+        T.RUN_START: p.RunStart, T.ITERATION_START: p.IterationStart, T.CONTEXT_ASSEMBLED: p.ContextAssembled,
+        T.MICRO_COMPACTION: p.MicroCompaction, T.COMPACTION_START: p.CompactionStart,
+        T.COMPACTION_RETRY: p.CompactionRetry, T.COMPACTION_FALLBACK: p.CompactionFallback,
+        T.COMPACTION_COMPLETE: p.CompactionComplete, T.LLM_START: p.LlmStart, T.TEXT_DELTA: p.TextDelta,
+        T.THINKING_DELTA: p.ThinkingDelta, T.TOOL_CALL_START: p.ToolCallStart, T.TOOL_CALL_DELTA: p.ToolCallDelta,
+        T.TOOL_CALL_READY: p.ToolCallReady, T.LLM_COMPLETE: p.LlmComplete, T.CONTINUATION: p.Continuation,
+        T.RETRY: p.Retry, T.MODEL_FALLBACK: p.ModelFallback, T.STALL_DETECTED: p.StallDetected,
+        T.APPROVAL_REQUIRED: p.ApprovalRequired, T.APPROVAL_DECISION: p.ApprovalDecision, T.TOOL_START: p.ToolStart,
+        T.TOOL_PROGRESS: p.ToolProgress, T.TOOL_RESULT: p.ToolResult, T.RECURSION: p.Recursion,
+        T.MAX_ITERATIONS_REACHED: p.MaxIterationsReached, T.SUBAGENT_START: p.SubagentStart,
+        T.SUBAGENT_FINISH: p.SubagentFinish, T.CANCELLED: p.Cancelled, T.ERROR: p.Error, T.RUN_FINISH: p.RunFinish,
+        T.MCP_CONNECT: p.McpConnect, T.MCP_TOOLS_LISTED: p.McpToolsListed, T.MCP_WARNING: p.McpWarning,
+        T.MCP_ERROR: p.McpError, T.MCP_ELICITATION: p.McpElicitation,
+    }
+
+
+#: Each event type's ``data``, as a ``TypedDict`` (see ``agent_kernel.payloads`` and docs/events.md).
+PAYLOADS: Mapping[EventType, type] = MappingProxyType(_payloads())

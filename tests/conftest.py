@@ -7,6 +7,8 @@ from typing import Any
 
 import pytest
 
+from .payload_check import check_emitted_payloads
+
 # Variables that would point a test at a real provider or change the default model.
 _ENV_PREFIXES = ("AGENT_KERNEL_", "ANTHROPIC_", "OPENAI_")
 
@@ -57,3 +59,11 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     terminalreporter.section("conformance matrix: loop scenarios × model adapters")
     for line in matrix_lines():
         terminalreporter.write_line(line)
+
+
+@pytest.fixture(autouse=True)
+def _payloads_match_their_types() -> Any:
+    """Every event emitted in any test matches its ``PAYLOADS`` type (keys and value types)."""
+    with check_emitted_payloads() as violations:
+        yield
+    assert not violations, "events whose data does not match agent_kernel.payloads:\n" + "\n".join(violations[:10])
