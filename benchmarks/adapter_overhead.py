@@ -1,6 +1,6 @@
 """Per-event overhead of the model adapters over the raw SDK iteration of the same stream.
 
-For each provider a recorded 20,000-delta response (thinking, text and two tool calls whose JSON
+For each wire (Anthropic Messages, OpenAI Chat Completions, OpenAI Responses) a recorded 20,000-delta response (thinking, text and two tool calls whose JSON
 arrives in fragments) is replayed through an ``httpx2.MockTransport`` into the official SDK
 client. The baseline is the SDK's own iteration of that stream (``create(stream=True)`` and an
 ``async for`` over its events); the adapter run is ``model.stream(request)`` on the same client,
@@ -38,7 +38,7 @@ GOAL = 1.25
 # openai's SDK builds each chunk's model slowly (~0.2-0.5 ms a chunk on a small machine), so it
 # gets fewer rounds. Times are this process's CPU time (everything here is CPU-bound in one
 # thread), so other load on the machine does not count; the best round is reported.
-ROUNDS = {"anthropic": 7, "openai": 3}
+ROUNDS = {"anthropic": 7, "openai": 3, "responses": 3}
 CHUNK_BYTES = 16_384
 
 REQUEST = ModelRequest(
@@ -108,6 +108,42 @@ def openai_body(rng: random.Random) -> tuple[bytes, dict[str, Any]]:
     out.append(chunk(None, usage={"prompt_tokens": 100, "completion_tokens": DELTAS, "total_tokens": DELTAS + 100}))
     out.append("data: [DONE]\n\n")
     return "".join(out).encode(), {"text": "".join(text), "thinking": "".join(thinking), "tools": tools}
+
+
+def responses_body(rng: random.Random) -> tuple[bytes, dict[str, Any]]:
+    seq = iter(range(1_000_000))
+
+    def sse(kind: str, **fields: Any) -> str:
+        return f"event: {kind}\ndata: {json.dumps({'type': kind, 'sequence_number': next(seq), **fields})}\n\n"
+
+    def response(status: str, usage: dict[str, Any] | None = None) -> dict[str, Any]:
+        return {"id": "resp_1", "object": "response", "created_at": 1, "status": status, "model": "gpt-5", "output": [],
+                "parallel_tool_calls": True, "tool_choice": "auto", "tools": [], "usage": usage}
+
+    thinking, text = pieces(MIX["thinking"], rng), pieces(MIX["text"], rng)
+    out = [sse("response.created", response=response("in_progress")), sse("response.in_progress", response=response("in_progress"))]
+    # One delta fewer of thinking: the reasoning item's end signs the block, as Anthropic's signature does.
+    out.append(sse("response.output_item.added", output_index=0, item={"id": "rs_1", "type": "reasoning", "summary": []}))
+    out.append(sse("response.reasoning_summary_part.added", item_id="rs_1", output_index=0, summary_index=0, part={"type": "summary_text", "text": ""}))
+    out += [sse("response.reasoning_summary_text.delta", item_id="rs_1", output_index=0, summary_index=0, delta=t) for t in thinking[:-1]]
+    summary = [{"type": "summary_text", "text": "".join(thinking[:-1])}]
+    out.append(sse("response.output_item.done", output_index=0, item={"id": "rs_1", "type": "reasoning", "summary": summary, "encrypted_content": "enc=="}))
+    out.append(sse("response.output_item.added", output_index=1, item={"id": "msg_1", "type": "message", "role": "assistant", "status": "in_progress", "content": []}))
+    out.append(sse("response.content_part.added", item_id="msg_1", output_index=1, content_index=0, part={"type": "output_text", "text": "", "annotations": []}))
+    out += [sse("response.output_text.delta", item_id="msg_1", output_index=1, content_index=0, delta=t, logprobs=[]) for t in text]
+    done = {"type": "output_text", "text": "".join(text), "annotations": []}
+    out.append(sse("response.output_item.done", output_index=1, item={"id": "msg_1", "type": "message", "role": "assistant", "status": "completed", "content": [done]}))
+    tools = {}
+    for index, name in ((2, "a"), (3, "b")):
+        fragments, whole = json_pieces(MIX[f"tool_{name}"], rng)
+        tools[name] = whole
+        head = {"id": f"fc_{name}", "type": "function_call", "status": "in_progress", "call_id": f"call_{name}", "name": name, "arguments": ""}
+        out.append(sse("response.output_item.added", output_index=index, item=head))
+        out += [sse("response.function_call_arguments.delta", item_id=f"fc_{name}", output_index=index, delta=f) for f in fragments]
+        out.append(sse("response.output_item.done", output_index=index, item={**head, "status": "completed", "arguments": whole}))
+    usage = {"input_tokens": 100, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": DELTAS, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": DELTAS + 100}
+    out.append(sse("response.completed", response=response("completed", usage)))
+    return "".join(out).encode(), {"text": "".join(text), "thinking": "".join(thinking[:-1]), "tools": tools}
 
 
 class Replay(http.AsyncByteStream):
@@ -185,7 +221,7 @@ async def bench_anthropic() -> tuple[float, float, int, int]:
 async def bench_openai() -> tuple[float, float, int, int]:
     body, expected = openai_body(random.Random(2))
     client = openai.AsyncOpenAI(api_key="bench", max_retries=0, http_client=http.AsyncClient(transport=transport(body)))
-    model = OpenAIModel("gpt-4.1", client=client)
+    model = OpenAIModel("gpt-4.1", client=client, api="chat")
     params = model.request_params(REQUEST)
 
     async def raw() -> int:
@@ -197,10 +233,26 @@ async def bench_openai() -> tuple[float, float, int, int]:
     return await measure(ROUNDS["openai"], raw, lambda: adapter_run(model, expected))
 
 
+async def bench_responses() -> tuple[float, float, int, int]:
+    body, expected = responses_body(random.Random(3))
+    client = openai.AsyncOpenAI(api_key="bench", max_retries=0, http_client=http.AsyncClient(transport=transport(body)))
+    model = OpenAIModel("gpt-5", client=client, api="responses")
+    params = model.request_params(REQUEST)
+
+    async def raw() -> int:
+        n = 0
+        async for _ in await client.responses.create(**params, stream=True):
+            n += 1
+        return n
+
+    return await measure(ROUNDS["responses"], raw, lambda: adapter_run(model, expected))
+
+
 def main() -> None:
-    print(f"adapter overhead: {DELTAS:,}-delta stream per provider, best of {ROUNDS['anthropic']} (anthropic) and {ROUNDS['openai']} (openai) rounds, goal <= {GOAL:.2f}x raw SDK")
+    rounds = ", ".join(f"{n} ({name})" for name, n in ROUNDS.items())
+    print(f"adapter overhead: {DELTAS:,}-delta stream per wire, best of {rounds} rounds, goal <= {GOAL:.2f}x raw SDK")
     worst = 0.0
-    for provider, bench in (("anthropic", bench_anthropic), ("openai", bench_openai)):
+    for provider, bench in (("anthropic", bench_anthropic), ("openai", bench_openai), ("responses", bench_responses)):
         raw, adapted, n_raw, n_adapter = asyncio.run(bench())
         assert n_adapter == DELTAS, (provider, n_adapter)
         ratio = adapted / raw

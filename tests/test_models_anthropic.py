@@ -399,7 +399,7 @@ async def test_through_the_loop_a_cut_stream_is_retried_and_its_partial_text_dis
 async def test_through_the_loop_an_overloaded_anthropic_falls_back_to_openai() -> None:
     overloaded = Server().error(529, {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})
     chunks = [openai_chunk({"content": "From the fallback."}), openai_chunk({}, finish_reason="stop")]
-    backup = OpenAIModel("gpt-4.1", client=openai_client(Server().stream(openai_sse(chunks))))
+    backup = OpenAIModel("gpt-4.1", client=openai_client(Server().stream(openai_sse(chunks))), api="chat")
     result = await make_agent(model_for(overloaded), fallback_model=backup).run("go")
 
     assert result.text == "From the fallback."

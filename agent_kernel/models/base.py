@@ -126,7 +126,8 @@ class MessageEnd:
     """The response is complete."""
 
     stop_reason: str
-    usage: Usage = Usage()
+    #: What the call consumed; None when the provider reported nothing, so its cost is unknown.
+    usage: Usage | None = Usage()
     model: str | None = None
 
 

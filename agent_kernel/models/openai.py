@@ -1,11 +1,17 @@
-"""models.openai — OpenAI Chat Completions, and servers that speak it, as a streaming ``Model``.
+"""models.openai — OpenAI's Responses API and Chat Completions (and servers that speak it) as a ``Model``.
 
-One streamed ``chat.completions.create`` per request, over the official SDK. Text deltas pass
+``api=`` picks the wire: ``"responses"`` (``models.openai_responses``, the default for OpenAI's
+own endpoint) or ``"chat"`` (the default whenever a base URL points at any other server, since
+compatible servers speak Chat Completions). This module builds the client, chooses, and owns the
+Chat Completions wire.
+
+Chat Completions: one streamed ``chat.completions.create`` per request. Text deltas pass
 straight through; ``reasoning_content`` (or ``reasoning``) deltas that compatible servers such as
 vLLM, DeepSeek or Ollama send become thinking deltas; tool-call fragments are assembled by their
 ``index`` and each call ends when the choice finishes. Usage is asked for with
-``stream_options={"include_usage": True}``; a server that omits it yields zero usage, and a server
-that rejects the option is asked again without it (once per model object).
+``stream_options={"include_usage": True}``; a server that sends none (llama.cpp's ignores the
+option) yields no usage, so the call's cost is unknown rather than zero, and a server that rejects
+the option is asked again without it (once per model object).
 
 Compatible servers (Ollama, vLLM, llama.cpp server, LM Studio) are one ``base_url`` away, e.g.
 ``OpenAIModel("llama3.1", base_url="http://localhost:11434/v1")``; with a base URL no key is
@@ -14,13 +20,14 @@ required. The SDK's own retries are off by default because the loop retries visi
 
 from __future__ import annotations
 
-import json
+import os
 from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import openai
 
-from ..errors import ModelError
+from ..errors import ModelError, UserError
 from ..messages import Message, SummaryBlock, TextBlock, ToolResultBlock, ToolUseBlock
 from .base import (
     MessageEnd,
@@ -36,6 +43,7 @@ from .base import (
 )
 from .catalog import DEFAULT_MODELS, context_window
 from .keys import require_key
+from .openai_responses import arguments_json, responses_events, responses_params
 from .options import check_options, fit_to_signature, provider_extras, tool_choice
 from .sdk_errors import map_openai_error, stream_cut
 from .transport import LoopBound, watch_stream_activity
@@ -52,8 +60,11 @@ _STOP_REASONS = {
 }
 
 
+_APIS = ("responses", "chat")
+
+
 class OpenAIModel:
-    """An OpenAI (or OpenAI-compatible) chat model, streamed through ``openai.AsyncOpenAI``.
+    """An OpenAI (or OpenAI-compatible) model, streamed through ``openai.AsyncOpenAI``.
 
     Args:
         name: the model id, e.g. ``gpt-4.1``, or whatever a compatible server calls its model.
@@ -64,11 +75,14 @@ class OpenAIModel:
         stream_usage: ask for usage in the stream (``stream_options.include_usage``).
         context_window: tokens per request; defaults to the catalog's figure for ``name``.
         max_retries: the SDK's own retries; 0 because the loop retries visibly.
+        api: ``"responses"`` (the Responses API), ``"chat"`` (Chat Completions), or None: the
+            Responses API on api.openai.com, Chat Completions on any other base URL.
         client_options: more ``AsyncOpenAI`` arguments (``organization``, ``timeout``,
             ``default_headers``, ``http_client``, ...).
 
     Raises:
         MissingAPIKey: no key is given or set, and no base URL points elsewhere.
+        UserError: ``api`` is not one of the choices.
 
     Example:
         >>> local = OpenAIModel("qwen2.5:7b", base_url="http://localhost:11434/v1")  # doctest: +SKIP
@@ -87,8 +101,14 @@ class OpenAIModel:
         stream_usage: bool = True,
         context_window: int | None = None,
         max_retries: int = 0,
+        api: Literal["responses", "chat"] | None = None,
         **client_options: Any,
     ) -> None:
+        if api is not None and api not in _APIS:
+            raise UserError(
+                f"OpenAIModel api must be 'responses' (the Responses API) or 'chat' (Chat Completions), got {api!r}. "
+                "Leave it unset to use the Responses API on api.openai.com and Chat Completions on any other base_url."
+            )
         self.name = name
         self.context_window = context_window or _window(name)
         self.max_tokens = max_tokens
@@ -103,6 +123,8 @@ class OpenAIModel:
             self._clients = LoopBound(make)
         else:
             self._clients = LoopBound(given=client)
+        #: The wire this model speaks: ``"responses"`` or ``"chat"``.
+        self.api: str = api or _default_api(str(client.base_url) if client is not None else base_url or os.environ.get("OPENAI_BASE_URL"))
 
     @property
     def client(self) -> openai.AsyncOpenAI:
@@ -112,14 +134,16 @@ class OpenAIModel:
         return client
 
     def __repr__(self) -> str:
-        return f"OpenAIModel({self.name!r})"
+        return f"OpenAIModel({self.name!r}, api={self.api!r})"
 
     @property
     def _is_openai(self) -> bool:
         return "api.openai.com" in str(self.client.base_url)
 
     def request_params(self, request: ModelRequest) -> dict[str, Any]:
-        """The keyword arguments of the ``chat.completions.create`` call (without ``stream``)."""
+        """The keyword arguments of the ``responses.create`` or ``chat.completions.create`` call (without ``stream``)."""
+        if self.api == "responses":
+            return responses_params(self.name, request, max_tokens=self.max_tokens)
         check_options(request.options)
         options = request.options
         params: dict[str, Any] = {
@@ -148,7 +172,18 @@ class OpenAIModel:
 
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """Streams the response to ``request``; raises ``ModelError`` on any failure."""
+        if self.api == "responses":
+            return self._stream_responses(self.request_params(request))
         return self._stream(self.request_params(request))
+
+    async def _stream_responses(self, params: dict[str, Any]) -> AsyncIterator[StreamEvent]:
+        try:
+            client = self.client
+            sdk_stream = await client.responses.create(**fit_to_signature(client.responses.create, params), stream=True)
+        except Exception as exc:
+            raise map_openai_error(exc) from exc
+        async for event in responses_events(sdk_stream, self.name):
+            yield event
 
     async def _open(self, params: dict[str, Any]) -> Any:
         try:
@@ -169,7 +204,7 @@ class OpenAIModel:
         started = False
         finish: str | None = None
         model = self.name
-        usage = Usage()
+        usage: Usage | None = None  # stays None when the server sends no usage chunk
         calls = _ToolCalls()
         try:
             async for chunk in sdk_stream:
@@ -215,6 +250,14 @@ def _window(name: str) -> int:
     return context_window("openai", name)
 
 
+def _default_api(base_url: str | None) -> str:
+    """The Responses API for OpenAI's own endpoint; Chat Completions, which compatible servers speak, elsewhere."""
+    if not base_url:
+        return "responses"
+    host = urlsplit(base_url if "//" in base_url else f"//{base_url}").hostname or ""
+    return "responses" if host == "api.openai.com" else "chat"
+
+
 def _usage(usage: Any) -> Usage:
     prompt = usage.prompt_tokens or 0
     details = usage.prompt_tokens_details
@@ -258,7 +301,7 @@ class _ToolCalls:
             if function.name and call[2] is None:
                 call[2] = function.name
                 call[1] = call[1] or f"call_{pos}"
-                events.append(ToolCallStart(pos, call[1], call[2]))
+                events.append(ToolCallStart(pos, call[1], function.name))
                 # Fragments that came before the name are announced now, in order.
                 events.extend(ToolCallDelta(pos, piece) for piece in call[3])
             if function.arguments:
@@ -303,13 +346,16 @@ def to_openai_messages(messages: Sequence[Message], *, system: str | None = None
         text = "".join(b.text for b in message.content if isinstance(b, (TextBlock, SummaryBlock)))
         if message.role == "assistant":
             calls = [
-                {"id": b.id, "type": "function", "function": {"name": b.name, "arguments": _arguments_json(b.input)}}
+                {"id": b.id, "type": "function", "function": {"name": b.name, "arguments": arguments_json(b.input)}}
                 for b in message.content
                 if isinstance(b, ToolUseBlock)
             ]
             if not text and not calls:
                 continue
-            item: dict[str, Any] = {"role": "assistant", "content": text or None}
+            # No text: an empty string, not null or absent. OpenAI takes all three beside
+            # tool_calls; llama.cpp's server rejects null ("Input should be a valid string") and
+            # its chat templates fail on a message with no content.
+            item: dict[str, Any] = {"role": "assistant", "content": text}
             if calls:
                 item["tool_calls"] = calls
             wire.append(item)
@@ -322,9 +368,3 @@ def to_openai_messages(messages: Sequence[Message], *, system: str | None = None
                 wire.append({"role": "user", "content": text})
     return wire
 
-
-def _arguments_json(arguments: dict[str, Any]) -> str:
-    # Arguments the model sent that were not JSON are kept as {"_raw": text}: send back what it sent.
-    if set(arguments) == {"_raw"} and isinstance(arguments["_raw"], str):
-        return arguments["_raw"]
-    return json.dumps(arguments)

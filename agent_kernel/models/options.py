@@ -33,7 +33,7 @@ KNOWN_OPTIONS: dict[str, str] = {
     "reasoning_effort": "OpenAI reasoning models: 'low', 'medium' or 'high'",
     "tool_choice": "'auto', 'none' (tools stay declared but cannot be called), 'required', or {'name': TOOL}",
     "anthropic": "dict passed unchanged to anthropic messages.create",
-    "openai": "dict passed unchanged to openai chat.completions.create",
+    "openai": "dict passed unchanged to openai responses.create (or chat.completions.create with api='chat')",
 }
 
 

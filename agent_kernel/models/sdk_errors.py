@@ -163,6 +163,7 @@ _BY_STATUS: dict[int, Rule] = {
 # read as the status they stand for.
 _TYPE_STATUS: dict[str, int] = {
     "invalid_request_error": 400,
+    "invalid_prompt": 400,  # the Responses API's code for a prompt it refuses (response.failed)
     "authentication_error": 401,
     "billing_error": 402,
     "permission_error": 403,

@@ -95,7 +95,8 @@ def _responses_wire() -> Wire | None:
         return None
 
     def events(t: Turn, model: str, body: dict[str, Any]) -> list[bytes]:
-        return [frame + b"\n\n" for frame in responses_sse(t, model).split(b"\n\n") if frame.strip()]
+        encrypted = "reasoning.encrypted_content" in (body.get("include") or [])
+        return [frame + b"\n\n" for frame in responses_sse(t, model, encrypted=encrypted).split(b"\n\n") if frame.strip()]
 
     def error(status: int, message: str) -> dict[str, Any]:
         return chat_error(status, message)
