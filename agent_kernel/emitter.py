@@ -25,6 +25,22 @@ from .state import TurnState
 
 __all__ = ["Emitter", "EventRecorder", "EventSink"]
 
+# Events that end a block of text: a delta held back for redaction is released before them.
+_ENDS_TEXT = frozenset(
+    {
+        EventType.THINKING_DELTA,
+        EventType.TOOL_CALL_START,
+        EventType.LLM_START,
+        EventType.LLM_COMPLETE,
+        EventType.RETRY,
+        EventType.MODEL_FALLBACK,
+        EventType.STALL_DETECTED,
+        EventType.ERROR,
+        EventType.CANCELLED,
+        EventType.RUN_FINISH,
+    }
+)
+
 
 class EventSink:
     """What the emitter writes every event to before it is yielded (the journal is one).
@@ -68,7 +84,7 @@ class Emitter:
         agent_id: the emitting agent (None for the top level).
     """
 
-    __slots__ = ("session_id", "run_id", "agent_id", "turn", "_seq", "_sinks", "_redact", "_pending", "_wakeup", "_loop", "_loop_thread")
+    __slots__ = ("session_id", "run_id", "agent_id", "turn", "_seq", "_sinks", "_redact", "_text", "_pending", "_wakeup", "_loop", "_loop_thread")
 
     def __init__(
         self,
@@ -86,6 +102,10 @@ class Emitter:
         self._seq = seq if seq is not None else itertools.count(1)
         self._sinks = list(sinks or ())
         self._redact = redact
+        # Text deltas go through the redactor's stream (when it has one), which holds back the
+        # end of a delta that could be the start of a secret: no event holds half a key.
+        make_stream = getattr(redact, "stream", None)
+        self._text: Any = make_stream() if make_stream is not None else None
         # Entries are ``later`` arguments (stamped when drained) or events a child emitter built.
         self._pending: deque[tuple[EventType, dict[str, Any], float, TurnState | None] | AgentEvent] = deque()
         self._wakeup: asyncio.Event | None = None
@@ -95,7 +115,32 @@ class Emitter:
     def emit(self, type: EventType, data: dict[str, Any], ts: float | None = None, turn: TurnState | None = None) -> AgentEvent:
         """Creates, redacts and journals one event, returning it for the caller to yield."""
         if self._redact is not None:
-            data = self._redact(data)
+            text = self._text
+            if text is not None and type is EventType.TEXT_DELTA and data.__class__ is dict and len(data) == 1:
+                data = {"text": text.feed(data["text"])} if "text" in data else self._redact(data)
+            else:
+                if text is not None and text.held and type in _ENDS_TEXT:
+                    # A block ended on a path that did not call release(): its tail is journaled first.
+                    self._record(EventType.TEXT_DELTA, {"text": text.flush()}, None, turn)
+                data = self._redact(data)
+        return self._record(type, data, ts, turn)
+
+    @property
+    def holding_text(self) -> bool:
+        """True when the end of the last text delta is held back (it could start a secret)."""
+        text = self._text
+        return text is not None and bool(text.held)
+
+    def release(self) -> AgentEvent:
+        """Emits the text held back at the end of a text block (it turned out to start no secret).
+
+        The loop calls it, when ``holding_text``, before the first stream event after a run of
+        text deltas, so the concatenated deltas are the block's whole (redacted) text.
+        """
+        held = self._text.flush() if self._text is not None else ""
+        return self._record(EventType.TEXT_DELTA, {"text": held}, None, None)
+
+    def _record(self, type: EventType, data: dict[str, Any], ts: float | None, turn: TurnState | None) -> AgentEvent:
         t = turn or self.turn
         event = AgentEvent(
             next(self._seq),

@@ -32,6 +32,9 @@ A process killed with SIGKILL loses at most the deltas of its last ``flush_inter
 the loop waits (for a tool, a person, the next turn), everything it emitted is already in the
 file. Data written survives in the OS page cache; ``sync()`` adds an ``fsync`` for power loss.
 
+Privacy: a journal holds prompts, tool output and file contents, so a new file is created ``0600``
+and the folders made for it ``0700`` (readable by their owner only).
+
 One writer per file: the open file holds an exclusive ``flock`` so a second ``Journal`` on the same
 path (in this process or another) is refused with a ``JournalError`` instead of interleaving lines.
 """
@@ -56,7 +59,7 @@ from ..events import AgentEvent, EventType
 from .reader import TornLineWarning, parse_header
 
 try:  # the C encoder, built once: json.dumps rebuilds it on every call
-    from json.encoder import c_make_encoder
+    from json.encoder import c_make_encoder  # type: ignore[attr-defined]  # private, so not in typeshed
 except ImportError:  # pragma: no cover - pure-Python builds of CPython
     c_make_encoder = None
 
@@ -116,6 +119,19 @@ def _encode_safely(value: Any) -> str:
         return json.dumps(value, separators=(",", ":"), default=_default, skipkeys=True)
 
 
+def _make_private_dirs(folder: Path) -> None:
+    """Creates ``folder`` and missing parents as 0700 (``mkdir(parents=True)`` ignores the mode for parents)."""
+    missing = []
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    for path in reversed(missing):
+        try:
+            path.mkdir(mode=0o700)
+        except FileExistsError:
+            pass
+
+
 def session_path(session_id: str, working_dir: str | os.PathLike[str] | None = None) -> Path:
     """Where the journal of ``session_id`` lives by default: ``<working_dir>/.agent_kernel/sessions/<id>.jsonl``.
 
@@ -173,8 +189,9 @@ class Journal:
         self._timer: asyncio.TimerHandle | None = None
         self._timer_loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        # A journal holds prompts, tool output and file contents: only its owner may read it.
+        _make_private_dirs(self.path.parent)
+        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
         try:
             self._lock_file()
             self.header, self.last_seq = self._open_contents(session_id, metadata)

@@ -1,20 +1,23 @@
 """tools.builtin.files — the file tools: ``read_file``, ``write_file`` and ``edit_file``.
 
-All three are confined to the run's working directory (see ``workspace``). ``write_file`` and
-``edit_file`` have ``category="edit"``, so the ``accept_edits`` permission mode lets them run
-without asking; their permission key is the path, so a rule like ``write_file(notebooks/*)`` works.
+All three are confined to the run's working directory and open files only through
+``tools.paths.Workspace`` (a descriptor walk that follows no swapped link; FIFOs, sockets and
+devices refused). ``write_file`` and ``edit_file`` have ``category="edit"``, so the
+``accept_edits`` permission mode lets them run without asking. Their permission key is the
+canonical path, so a rule like ``write_file(notebooks/*)`` or ``read_file(.env)`` holds for every
+spelling of the path; the deny rules are checked again on the file actually opened.
 """
 
 from __future__ import annotations
 
+import io
 import os
-from pathlib import Path
-from typing import Any
 
 from ...errors import ToolError
+from ..paths import Resolved, path_key
 from ..tool import Tool, ToolContext
 from .limits import MAX_OUTPUT_CHARS, truncate
-from .workspace import display_path, is_binary, resolve_path
+from .workspace import guard, is_binary, workspace
 
 __all__ = ["edit_file", "read_file", "write_file"]
 
@@ -22,20 +25,38 @@ MAX_LINE_CHARS = 2_000
 DEFAULT_LINES = 2_000
 
 
-def _path_key(arguments: dict[str, Any]) -> str:
-    path = str(arguments.get("path", ""))
-    return os.path.normpath(path) if path else path
+def _open_text_file(ctx: ToolContext, path: str, tool_name: str) -> tuple[int, Resolved]:
+    """An open descriptor on an existing text file, with its canonical path (the caller closes it)."""
+    ws = workspace(ctx)
+    try:
+        fd, resolved, _ = ws.open(path, guard=guard(ctx, tool_name))
+    except ToolError as exc:
+        if str(exc).startswith("No such file"):
+            parent = os.path.dirname(ws.canonical(path)) or "."
+            raise ToolError(f"No such file: {path!r} (in {parent}). Use list_files or glob to find it.") from None
+        raise
+    if is_binary(fd):
+        size = os.fstat(fd).st_size
+        os.close(fd)
+        raise ToolError(f"{path!r} is a binary file ({size:,} bytes); the file tools handle text only.")
+    return fd, resolved
 
 
-def _existing_text_file(ctx: ToolContext, path: str) -> Path:
-    target = resolve_path(ctx, path)
-    if not target.exists():
-        raise ToolError(f"No such file: {path!r} (in {display_path(ctx, target.parent)}). Use list_files or glob to find it.")
-    if target.is_dir():
-        raise ToolError(f"{path!r} is a directory, not a file; use list_files to see what it contains.")
-    if is_binary(target):
-        raise ToolError(f"{path!r} is a binary file ({target.stat().st_size:,} bytes); the file tools handle text only.")
-    return target
+def _read_all(fd: int) -> bytes:
+    with os.fdopen(fd, "rb") as f:
+        return f.read()
+
+
+def _replace_contents(fd: int, data: bytes) -> None:
+    """Writes ``data`` as the file's whole contents through an open descriptor, then closes it."""
+    try:
+        os.ftruncate(fd, 0)
+        view = memoryview(data)
+        offset = 0
+        while offset < len(view):
+            offset += os.pwrite(fd, view[offset:], offset)
+    finally:
+        os.close(fd)
 
 
 def _read_file(path: str, ctx: ToolContext, offset: int = 1, limit: int = DEFAULT_LINES) -> str:
@@ -50,11 +71,11 @@ def _read_file(path: str, ctx: ToolContext, offset: int = 1, limit: int = DEFAUL
         raise ToolError(f"offset is the first line to show, counting from 1; got {offset}.")
     if limit < 1:
         raise ToolError(f"limit is how many lines to show, at least 1; got {limit}.")
-    target = _existing_text_file(ctx, path)
+    fd, target = _open_text_file(ctx, path, "read_file")
     shown: list[str] = []
     last = seen = 0
     more = False
-    with target.open(encoding="utf-8", errors="replace", newline=None) as f:
+    with io.TextIOWrapper(os.fdopen(fd, "rb"), encoding="utf-8", errors="replace", newline=None) as f:
         for number, line in enumerate(f, start=1):
             seen = number
             if number < offset:
@@ -69,7 +90,7 @@ def _read_file(path: str, ctx: ToolContext, offset: int = 1, limit: int = DEFAUL
             last = number
     if not shown:
         if offset == 1:
-            return f"({display_path(ctx, target)} is empty.)"
+            return f"({target.rel} is empty.)"
         raise ToolError(f"{path!r} has only {seen} lines; offset {offset} is past the end.")
     text = "\n".join(shown)
     if more:
@@ -84,16 +105,17 @@ def _write_file(path: str, content: str, ctx: ToolContext) -> str:
         path: the file, relative to the working directory.
         content: the complete new text of the file.
     """
-    target = resolve_path(ctx, path)
-    if target.is_dir():
-        raise ToolError(f"{path!r} is a directory; give a file path.")
-    existed = target.exists()
-    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd, target, created = workspace(ctx).open(path, write=True, guard=guard(ctx, "write_file"))
+    except ToolError as exc:
+        if "is a directory" in str(exc):
+            raise ToolError(f"{path!r} is a directory; give a file path.") from None
+        raise
     data = content.encode("utf-8", errors="surrogateescape")
-    target.write_bytes(data)
+    _replace_contents(fd, data)
     lines = content.count("\n") + (0 if content.endswith("\n") or not content else 1)
-    state = "replaced the previous contents" if existed else "new file"
-    return f"Wrote {lines} lines ({len(data):,} bytes) to {display_path(ctx, target)} ({state})."
+    state = "new file" if created else "replaced the previous contents"
+    return f"Wrote {lines} lines ({len(data):,} bytes) to {target.rel} ({state})."
 
 
 def _edit_file(path: str, old_string: str, new_string: str, ctx: ToolContext, replace_all: bool = False) -> str:
@@ -110,9 +132,9 @@ def _edit_file(path: str, old_string: str, new_string: str, ctx: ToolContext, re
         raise ToolError("old_string is empty; to create or overwrite a whole file use write_file.")
     if old_string == new_string:
         raise ToolError("old_string and new_string are the same; there is nothing to change.")
-    target = _existing_text_file(ctx, path)
+    fd, target = _open_text_file(ctx, path, "edit_file")
     # surrogateescape keeps undecodable bytes exactly as they were when the file is written back.
-    text = target.read_bytes().decode("utf-8", errors="surrogateescape")
+    text = _read_all(fd).decode("utf-8", errors="surrogateescape")
     count = text.count(old_string)
     if count == 0:
         raise ToolError(
@@ -126,11 +148,13 @@ def _edit_file(path: str, old_string: str, new_string: str, ctx: ToolContext, re
         )
     line = text[: text.index(old_string)].count("\n") + 1
     updated = text.replace(old_string, new_string) if replace_all else text.replace(old_string, new_string, 1)
-    target.write_bytes(updated.encode("utf-8", errors="surrogateescape"))
+    # Written through a fresh race-safe open of the same canonical path (the read one was read-only).
+    fd, _, _ = workspace(ctx).open(target.rel, write=True, guard=guard(ctx, "edit_file"))
+    _replace_contents(fd, updated.encode("utf-8", errors="surrogateescape"))
     what = f"{count} occurrences" if count > 1 else f"1 occurrence at line {line}"
-    return f"Edited {display_path(ctx, target)}: replaced {what}."
+    return f"Edited {target.rel}: replaced {what}."
 
 
-read_file = Tool(_read_file, name="read_file", read_only=True, category="read", permission_key=_path_key)
-write_file = Tool(_write_file, name="write_file", category="edit", permission_key=_path_key)
-edit_file = Tool(_edit_file, name="edit_file", category="edit", permission_key=_path_key)
+read_file = Tool(_read_file, name="read_file", read_only=True, category="read", permission_key=path_key("path"))
+write_file = Tool(_write_file, name="write_file", category="edit", permission_key=path_key("path"))
+edit_file = Tool(_edit_file, name="edit_file", category="edit", permission_key=path_key("path"))

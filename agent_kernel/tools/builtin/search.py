@@ -1,21 +1,28 @@
 """tools.builtin.search — finding files and text: ``list_files``, ``glob`` and ``grep``.
 
-All three are read-only and confined to the working directory. Walks skip caches and vendored
-trees (``.git``, ``node_modules``, ``.venv``, ...) and never follow a symbolic link out of the
-working directory; ``grep`` skips binary files.
+All three are read-only and confined to the working directory. Walks go by directory
+descriptors (``Workspace.walk``), skip caches and vendored trees (``.git``, ``node_modules``,
+``.venv``, ...) and never follow a symbolic link out of the working directory; ``grep`` opens each
+file with the same race-safe open as ``read_file`` and skips binary files. A file a ``read_file``
+deny or ask rule covers (by its name or by where a link leads) is withheld from every result,
+with a count saying so: reading it takes a ``read_file`` call the rules judge.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
+import posixpath
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ...errors import ToolError
+from ..paths import Workspace, path_key
 from ..tool import Tool, ToolContext
 from .limits import MAX_OUTPUT_CHARS, truncate
-from .workspace import IGNORED_DIRS, display_path, is_binary, resolve_path, working_dir
+from .workspace import IGNORED_DIRS, guard, is_binary, withheld, workspace
 
 __all__ = ["glob", "grep", "list_files"]
 
@@ -25,25 +32,84 @@ MAX_MATCH_LINE = 300
 MAX_GREP_FILE_BYTES = 10_000_000
 
 
-def _walk_files(ctx: ToolContext, base: Path) -> Iterator[Path]:
-    """Files under ``base``, in sorted order, skipping ignored folders and links leading outside."""
-    root = working_dir(ctx)
-    for folder, dirs, files in os.walk(base):
-        dirs[:] = sorted(d for d in dirs if d not in IGNORED_DIRS)
-        for name in sorted(files):
-            path = Path(folder) / name
-            if path.is_symlink() and not path.resolve().is_relative_to(root):
-                continue
-            yield path
+class _Listing:
+    """What a search may show: walks by descriptors, hides links out and withheld paths, counts them."""
+
+    def __init__(self, ctx: ToolContext) -> None:
+        self.ws: Workspace = workspace(ctx)
+        self._withheld: Callable[[str], bool] = withheld(ctx)
+        self.hidden = 0
+
+    def visible(self, rel: str, link: bool | None = None) -> bool:
+        """Whether ``rel`` may appear: inside the workspace, and neither it nor its target withheld.
+
+        ``rel`` is a name in a folder reached without links, so only a link (``link``: known to
+        be one or not, None: look) has another name.
+        """
+        if link is None:
+            link = os.path.islink(self.ws.root / rel)
+        target = self.ws.canonical(rel) if link else rel
+        if os.path.isabs(target):  # a link leading out of the workspace: never shown
+            return False
+        if self._withheld(rel) or (target != rel and self._withheld(target)):
+            self.hidden += 1
+            return False
+        return True
+
+    def files(self, base: str) -> Iterator[str]:
+        """Files under the folder ``base`` (canonical), sorted, skipping ignored and withheld ones."""
+        for rel, _, _, _ in self.entries(base):
+            yield rel
+
+    def entries(self, base: str) -> Iterator[tuple[str, int | None, str, bool]]:
+        """Like ``files``, with the descriptor of each file's folder (valid until the next one), its
+        name, and whether it is a link."""
+        for folder, dirs, files, dir_fd in self.ws.walk(base):
+            kept = []
+            for d in sorted(dirs):
+                if d in IGNORED_DIRS:
+                    continue
+                if self._withheld(_join(folder, d)):
+                    self.hidden += 1
+                    continue
+                kept.append(d)
+            dirs[:] = kept
+            for name in sorted(files):
+                rel = _join(folder, name)
+                link = os.path.islink(self.ws.root / rel)
+                if self.visible(rel, link):
+                    yield rel, dir_fd, name, link
+
+    def note(self) -> str:
+        """A line saying how many entries permission rules withheld, or ''."""
+        if not self.hidden:
+            return ""
+        s = "y" if self.hidden == 1 else "ies"
+        return f"({self.hidden} entr{s} withheld by permission rules: reading them needs read_file, which the rules refuse.)"
 
 
-def _directory(ctx: ToolContext, path: str) -> Path:
-    base = resolve_path(ctx, path)
-    if not base.exists():
+def _join(folder: str, name: str) -> str:
+    return name if folder == "." else posixpath.join(folder, name)
+
+
+def _directory(listing: _Listing, path: str) -> str:
+    """The canonical folder ``path``, or a ToolError saying what it is instead."""
+    target = listing.ws.resolve(path)
+    if not target.path.exists():
         raise ToolError(f"No such folder: {path!r}. Use list_files on '.' to see what is there.")
-    if not base.is_dir():
+    if not target.path.is_dir():
         raise ToolError(f"{path!r} is a file, not a folder; use read_file to read it.")
-    return base
+    if target.rel != "." and listing._withheld(target.rel):
+        raise ToolError(
+            f"Permission denied: {path!r} is withheld by a read_file rule. Do not retry this call; "
+            "use another approach or ask the user."
+        )
+    return target.rel
+
+
+def _with_note(text: str, listing: _Listing) -> str:
+    note = listing.note()
+    return f"{text}\n{note}" if note else text
 
 
 def _list_files(ctx: ToolContext, path: str = ".", recursive: bool = False) -> str:
@@ -53,19 +119,33 @@ def _list_files(ctx: ToolContext, path: str = ".", recursive: bool = False) -> s
         path: the folder, relative to the working directory.
         recursive: list files in all sub-folders too (caches like .git and node_modules are skipped).
     """
-    base = _directory(ctx, path)
+    listing = _Listing(ctx)
+    base = _directory(listing, path)
     if recursive:
-        entries = [display_path(ctx, p) for p in _walk_files(ctx, base)]
+        entries = list(listing.files(base))
     else:
-        children = sorted(base.iterdir(), key=lambda p: (not p.is_dir(), p.name))
-        entries = [p.name + ("/" if p.is_dir() else "") for p in children]
+        named = [(name, os.path.isdir(listing.ws.root / _join(base, name))) for name in _names(listing.ws, base)]
+        entries = [
+            name + ("/" if is_dir else "")
+            for name, is_dir in sorted(named, key=lambda e: (not e[1], e[0]))
+            if listing.visible(_join(base, name))
+        ]
     if not entries:
-        return f"{display_path(ctx, base)} is empty."
+        return _with_note(f"{base} is empty.", listing)
     shown = entries[:MAX_ENTRIES]
     text = "\n".join(shown)
     if len(entries) > MAX_ENTRIES:
         text += f"\n[… {len(entries) - MAX_ENTRIES:,} more entries not shown. List a sub-folder or use glob.]"
-    return text
+    return _with_note(text, listing)
+
+
+def _names(ws: Workspace, base: str) -> list[str]:
+    """The names in the folder ``base``, read through a descriptor reached without following links."""
+    fd = ws.open_dir(base)
+    try:
+        return os.listdir(fd)
+    finally:
+        os.close(fd)
 
 
 def _glob_regex(pattern: str) -> re.Pattern[str]:
@@ -104,15 +184,21 @@ def _glob(ctx: ToolContext, pattern: str, path: str = ".") -> str:
     """
     if os.path.isabs(pattern) or ".." in Path(pattern).parts:
         raise ToolError(f"Refused: the pattern {pattern!r} leaves the search folder; write it relative to {path!r}, without '..'.")
-    base = _directory(ctx, path)
+    listing = _Listing(ctx)
+    base = _directory(listing, path)
     regex = _glob_regex(pattern)
-    found = [p for p in _walk_files(ctx, base) if regex.match(p.relative_to(base).as_posix())]
+    found = [p for p in listing.files(base) if regex.match(_below(p, base))]
     if not found:
-        return f"No files match {pattern!r} under {display_path(ctx, base)}."
-    lines = [display_path(ctx, p) for p in found[:MAX_ENTRIES]]
+        return _with_note(f"No files match {pattern!r} under {base}.", listing)
+    lines = found[:MAX_ENTRIES]
     if len(found) > MAX_ENTRIES:
         lines.append(f"[… {len(found) - MAX_ENTRIES:,} more files not shown. Narrow the pattern.]")
-    return "\n".join(lines)
+    return _with_note("\n".join(lines), listing)
+
+
+def _below(rel: str, base: str) -> str:
+    """``rel`` relative to the folder ``base`` (both canonical)."""
+    return rel if base == "." else rel[len(base) + 1 :]
 
 
 def _grep(ctx: ToolContext, pattern: str, path: str = ".", glob: str | None = None, ignore_case: bool = False) -> str:
@@ -129,22 +215,42 @@ def _grep(ctx: ToolContext, pattern: str, path: str = ".", glob: str | None = No
         regex = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
     except re.error as exc:
         raise ToolError(f"{pattern!r} is not a valid regular expression ({exc}). Escape special characters like '(' with '\\'.") from None
-    target = resolve_path(ctx, path)
-    if not target.exists():
+    listing = _Listing(ctx)
+    ws = listing.ws
+    target = ws.resolve(path)
+    if not target.path.exists():
         raise ToolError(f"No such file or folder: {path!r}.")
-    if target.is_dir():
+    check = guard(ctx, "grep")
+
+    def opened() -> Iterator[tuple[str, int]]:
+        """Each file to search, opened race-safely, with the name to show (lazily: descriptors are short-lived)."""
+        if not target.path.is_dir():
+            if listing.visible(target.rel):
+                with contextlib.suppress(ToolError):
+                    fd, resolved, _ = ws.open(path, guard=check)
+                    yield resolved.rel, fd
+            return
+        base = _directory(listing, path)
         only = _glob_regex(glob) if glob else None
-        files = [p for p in _walk_files(ctx, target) if only is None or only.match(p.relative_to(target).as_posix())]
-    else:
-        files = [target]
+        for rel, dir_fd, name, is_link in listing.entries(base):
+            if only is not None and not only.match(_below(rel, base)):
+                continue
+            try:
+                # A plain file is opened in the folder the walk holds open; a link goes through
+                # the resolving open, which judges where it leads.
+                fd = ws.open(rel, guard=check)[0] if is_link else ws.open_at(dir_fd, name, rel)
+            except ToolError:
+                continue  # a link to a folder, a FIFO, or a file that changed under us: not searchable text
+            yield rel, fd
+
     matches: list[str] = []
     total = searched = binary = 0
-    for file in files:
+    for shown, fd in opened():
         try:
-            if file.stat().st_size > MAX_GREP_FILE_BYTES or is_binary(file):
+            if os.fstat(fd).st_size > MAX_GREP_FILE_BYTES or is_binary(fd):
                 binary += 1
                 continue
-            with file.open(encoding="utf-8", errors="replace") as f:
+            with io.TextIOWrapper(os.fdopen(fd, "rb", closefd=False), encoding="utf-8", errors="replace") as f:
                 searched += 1
                 for number, line in enumerate(f, start=1):
                     if regex.search(line):
@@ -153,20 +259,22 @@ def _grep(ctx: ToolContext, pattern: str, path: str = ".", glob: str | None = No
                             text = line.rstrip("\n")
                             if len(text) > MAX_MATCH_LINE:
                                 text = text[:MAX_MATCH_LINE] + "…"
-                            matches.append(f"{display_path(ctx, file)}:{number}: {text}")
+                            matches.append(f"{shown}:{number}: {text}")
         except OSError:
             continue
+        finally:
+            os.close(fd)
     skipped = f" ({binary} binary or very large file{'s' if binary != 1 else ''} skipped)" if binary else ""
     if not matches:
-        return f"No matches for {pattern!r} in {searched} file{'s' if searched != 1 else ''}{skipped}."
+        return _with_note(f"No matches for {pattern!r} in {searched} file{'s' if searched != 1 else ''}{skipped}.", listing)
     text = "\n".join(matches)
     if total > len(matches):
         text += f"\n[… {total - len(matches):,} more matches not shown. Narrow the pattern or the path.]"
     if skipped:
         text += f"\n{skipped.strip()}"
-    return truncate(text, MAX_OUTPUT_CHARS)
+    return truncate(_with_note(text, listing), MAX_OUTPUT_CHARS)
 
 
-list_files = Tool(_list_files, name="list_files", read_only=True, category="read", permission_key=lambda a: str(a.get("path", ".")))
+list_files = Tool(_list_files, name="list_files", read_only=True, category="read", permission_key=path_key("path", "."))
 glob = Tool(_glob, name="glob", read_only=True, category="read", permission_key=lambda a: str(a.get("pattern", "")))
 grep = Tool(_grep, name="grep", read_only=True, category="read", permission_key=lambda a: str(a.get("pattern", "")))
