@@ -24,11 +24,13 @@ import asyncio
 import fnmatch
 import logging
 import os
+import re
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, Union
 
+from . import commands
 from .errors import UserError
 
 __all__ = [
@@ -77,6 +79,10 @@ class ApprovalRequest:
         rule: the rule that asked for approval, or None when the mode did.
         reason: why approval is needed, in words.
         agent_id: the sub-agent that made the call, or None for the top-level agent.
+        full_key: the text rules match, in full (``key`` is shortened for display); None: read
+            it from ``key``.
+        shell: the tool runs shell commands, so rules about it are judged by the shell-aware
+            matcher (``agent_kernel.commands``).
     """
 
     call_id: str
@@ -86,6 +92,18 @@ class ApprovalRequest:
     rule: str | None
     reason: str
     agent_id: str | None = None
+    full_key: str | None = None
+    shell: bool = False
+
+    @property
+    def match_key(self) -> str:
+        """The text an approval rule is matched against: ``full_key``, else ``key`` without ``tool(…)``."""
+        if self.full_key is not None:
+            return self.full_key
+        prefix = f"{self.tool}("
+        if self.key.startswith(prefix) and self.key.endswith(")"):
+            return self.key[len(prefix) : -1]
+        return self.key
 
 
 @dataclass(frozen=True, slots=True)
@@ -373,8 +391,11 @@ auto_deny = AutoDeny()
 class ScriptedPolicy:
     """Decides by the first matching entry; unmatched calls stay undecided.
 
-    An entry's key is a tool name (``write_file``) or a rule (``bash(git *)``, glob-matched against
-    the call's one-line form); its value is True/False, ``"approve"``/``"deny"`` or an ``Approval``.
+    An entry's key is a tool name (``write_file``) or a rule (``bash(git *)``); its value is
+    True/False, ``"approve"``/``"deny"`` or an ``Approval``. A rule matches as a permission rule
+    does: for a shell tool, an approving entry must match every command of the line and never
+    covers a substitution, a write or an escape hatch (``git -c``, ``find -exec`` …); a denying
+    entry matches any command in any spelling (``\\rm``, ``/bin/rm``, ``sh -c 'rm …'``).
 
     Example:
         >>> policy = ScriptedPolicy({"bash(git *)": "approve", "write_file": "deny"})
@@ -385,25 +406,46 @@ class ScriptedPolicy:
     def __init__(self, entries: Mapping[str, Approval | bool | str] | Iterable[tuple[str, Approval | bool | str]]) -> None:
         items = entries.items() if isinstance(entries, Mapping) else entries
         self.entries: list[tuple[str, Approval]] = []
+        self._rules: list[tuple[str, str | None]] = []
         for pattern, decision in items:
             pattern = pattern.strip()
             if not pattern:
                 raise UserError("A scripted approval policy has an empty pattern; use a tool name or a rule like bash(git *).")
+            m = _ENTRY.match(pattern)
+            if m is None:
+                raise UserError(
+                    f"{pattern!r} in a scripted approval policy is not a rule. Write a tool name (write_file) "
+                    "or a tool name with a glob in parentheses (bash(git *))."
+                )
             approval = Approval.coerce(decision)
             if approval.decision == "reject" and approval.reason is None:
                 approval = Approval.reject(f"the scripted approval policy denies {pattern}")
             self.entries.append((pattern, approval))
+            self._rules.append((m.group(1), m.group(2)))
 
     def decide(self, request: ApprovalRequest) -> Approval | None:
         """The decision of the first entry matching ``request``, or None."""
-        for pattern, approval in self.entries:
-            if pattern == request.tool or fnmatch.fnmatchcase(request.key, pattern):
+        key = request.match_key
+        for (tool, pattern), (_text, approval) in zip(self._rules, self.entries):
+            if not fnmatch.fnmatchcase(request.tool, tool):
+                continue
+            if pattern is None:
+                return approval
+            if request.shell:
+                # Approving entries must cover every command; denying ones hit on any command.
+                hit = commands.matches(pattern, key, every=approval.allowed)
+            else:
+                hit = fnmatch.fnmatchcase(key, pattern)
+            if hit:
                 return approval
         return None
 
     def __repr__(self) -> str:
         return "scripted:" + ",".join(f"{p}={'approve' if a.allowed else 'deny'}" for p, a in self.entries)
 
+
+# A policy entry: a tool name (a glob) and an optional pattern in parentheses, as a permission rule.
+_ENTRY = re.compile(r"^\s*([A-Za-z0-9_.*?\[\]-]+)\s*(?:\((.*)\))?\s*$", re.DOTALL)
 
 _POLICY_HELP = (
     "Use auto_approve, auto_deny, or scripted:RULE=DECISION,... where RULE is a tool name or a pattern "

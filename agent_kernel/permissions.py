@@ -19,12 +19,15 @@ Rules are ``Tool`` or ``Tool(pattern)``; the pattern is a glob (``*`` matches an
 included) on the call's key, e.g. the command for ``bash`` or the path for the file tools: so
 ``bash(git *)``, ``write_file(notebooks/*)``. For shell tools (``category="shell"``) a wildcard
 pattern must match every command of a compound line (``git add . && git commit``), so
-``bash(git *)`` does not allow ``git status; rm -rf ~``; a line with command substitution or
-output redirection is never allowed by a wildcard.
+``bash(git *)`` does not allow ``git status; rm -rf ~``; a line with command substitution, output
+redirection or a known escape hatch (``git -c``, ``find -exec`` …) is never allowed by a wildcard,
+and a deny rule holds through ``\\rm``, ``/bin/rm``, ``env``, ``sudo``, ``sh -c`` and the other
+spellings ``agent_kernel.commands`` reads through.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import functools
 import inspect
@@ -34,6 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from . import commands
 from .approvals import (
     APPROVAL_ENV,
     Approval,
@@ -46,6 +50,7 @@ from .approvals import (
 )
 from .errors import ApprovalPending, UserError, did_you_mean
 from .events import EventType
+from .tools.paths import PathKey
 from .tools.tool import Tool
 
 __all__ = [
@@ -76,6 +81,7 @@ class ToolRequest:
     tool: Tool
     arguments: dict[str, Any]
     agent_id: str | None = None
+    working_dir: Any = None  # where a file tool's path is resolved (None: the current directory)
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,35 +114,11 @@ class PermissionGate(Protocol):
 _RULE = re.compile(r"^\s*([A-Za-z0-9_.*?\[\]-]+)\s*(?:\((.*)\))?\s*$", re.DOTALL)
 # Bracket escapes ([*], [?], [[]) stand for literal characters, not wildcards.
 _ESCAPED = re.compile(r"\[[*?\[]\]")
-# Separators between the commands of one shell line.
-_SHELL_SPLIT = re.compile(r"&&|\|\||[;&|\n]")
-# Also splits out substituted commands: over-splitting only helps deny and ask rules match.
-_SHELL_PIECES = re.compile(r"&&|\|\||\$\(|<\(|[;&|\n()`]")
-# Harmless redirections, removed before looking for dangerous ones.
-_SAFE_REDIRECT = re.compile(r"\d*>&\d+|\d*>\s*/dev/null")
-_UNSAFE_SHELL = ("$(", "`", ">", "<(")
-
-
-def _has_wildcard(pattern: str) -> bool:
-    return any(ch in _ESCAPED.sub("", pattern) for ch in "*?[")
 
 
 def _escape(text: str) -> str:
     """``text`` as a glob pattern that matches only itself."""
     return re.sub(r"([*?\[])", r"[\1]", text)
-
-
-def _shell_commands(command: str) -> list[str] | None:
-    """The commands of a shell line, or None if it substitutes or redirects (never wildcard-allowed)."""
-    plain = _SAFE_REDIRECT.sub("", command)
-    if any(token in plain for token in _UNSAFE_SHELL):
-        return None
-    return [part.strip() for part in _SHELL_SPLIT.split(plain) if part.strip()]
-
-
-def _shell_pieces(command: str) -> list[str]:
-    """The whole line and every command in it, substituted ones included."""
-    return [command, *(part.strip() for part in _SHELL_PIECES.split(command) if part.strip())]
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,23 +157,20 @@ class Rule:
     def matches(self, tool: str, key: str, *, shell: bool = False, every: bool = True) -> bool:
         """Whether this rule names the call ``tool(key)``.
 
-        For a shell tool, deny and ask rules (``every=False``) match if the line or any command in
-        it matches; a wildcard allow rule (``every=True``) must match every command of the line.
+        For a shell tool the shell-aware matcher (``agent_kernel.commands``) decides: deny and ask
+        rules (``every=False``) match if any command of the line matches in any spelling; a wildcard
+        allow rule (``every=True``) must match every command, with no substitution, write or escape
+        hatch among them.
         """
         if not fnmatch.fnmatchcase(tool, self.tool):
             return False
         if self.pattern is None:
             return True
+        if isinstance(key, PathKey):  # a file tool's canonical path: every spelling is one key
+            return key.matched_by(self.pattern)
         if not shell:
             return fnmatch.fnmatchcase(key, self.pattern)
-        if not every:
-            return any(fnmatch.fnmatchcase(piece, self.pattern) for piece in _shell_pieces(key))
-        if not _has_wildcard(self.pattern):
-            return fnmatch.fnmatchcase(key, self.pattern)
-        commands = _shell_commands(key)
-        if not commands:  # substitution or redirection, or nothing to run: no wildcard covers it
-            return False
-        return all(fnmatch.fnmatchcase(c, self.pattern) for c in commands)
+        return commands.matches(self.pattern, key, every=every)
 
     def __str__(self) -> str:
         return self.text
@@ -212,6 +191,8 @@ class Permissions:
         allow: rules for calls that run without asking.
         ask: rules for calls that always ask, even in a permissive mode.
         deny: rules for calls that never run.
+        sandboxed: shell commands run inside an OS sandbox (``Agent(sandbox=True)``), so a shell
+            call no deny or ask rule names runs without asking (except in ``plan`` mode).
 
     Example:
         >>> p = Permissions(mode="accept_edits", allow=["bash(git status)"], deny=["bash(rm *)"])
@@ -221,6 +202,7 @@ class Permissions:
     allow: list[str] = field(default_factory=list)
     ask: list[str] = field(default_factory=list)
     deny: list[str] = field(default_factory=list)
+    sandboxed: bool = False
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -239,7 +221,7 @@ class Permissions:
 
     def copy(self) -> Permissions:
         """An independent copy (rules added to it do not reach this one)."""
-        return Permissions(self.mode, list(self.allow), list(self.ask), list(self.deny))
+        return Permissions(self.mode, list(self.allow), list(self.ask), list(self.deny), self.sandboxed)
 
     def add_allow(self, rule: str | Rule) -> None:
         """Adds an allow rule (an always-allow answer does this for the session)."""
@@ -248,15 +230,30 @@ class Permissions:
         if text not in self.allow:
             self.allow.append(text)
 
+    def refuses(self, tool_name: str, key: str, *, asking: bool = False) -> str | None:
+        """The deny rule (with ``asking``, also an ask rule) naming ``tool_name(key)``, or None.
+
+        File tools call it with the canonical path they are about to open (a ``PathKey``), so a
+        link re-pointed after the gate judged the call still meets the deny rules; the search
+        tools call it with ``asking`` to withhold what ``read_file`` could not read unasked.
+        """
+        for rule in map(_rule, self.deny + self.ask if asking else self.deny):
+            if rule.matches(tool_name, key, every=False):
+                return rule.text
+        return None
+
     def set_mode(self, mode: str) -> None:
         """Switches the mode (for example from ``plan`` to ``accept_edits`` once a plan is agreed)."""
         if mode not in MODES:
             raise UserError(f"{mode!r} is not a permission mode.{did_you_mean(mode, MODES)} Modes: {', '.join(MODES)}.")
         self.mode = mode
 
-    def evaluate(self, tool: Tool, arguments: dict[str, Any]) -> Verdict:
-        """Decides a call by rules, then by mode, without asking anyone."""
-        key = call_key(tool, arguments)
+    def evaluate(self, tool: Tool, arguments: dict[str, Any], working_dir: Any = None) -> Verdict:
+        """Decides a call by rules, then by mode, without asking anyone.
+
+        ``working_dir`` is where a file tool's path is resolved (None: the current directory).
+        """
+        key = call_key(tool, arguments, working_dir)
         shell = tool.category == "shell"
         for rule in map(_rule, self.deny):
             if rule.matches(tool.name, key, shell=shell, every=False):
@@ -267,19 +264,32 @@ class Permissions:
         for rule in map(_rule, self.allow):
             if rule.matches(tool.name, key, shell=shell, every=True):
                 return Verdict("allow", rule.text, f"the rule allow {rule.text!r} allows it", "rule")
+        if shell and self.allow:
+            # ``git log | head`` is allowed by bash(git *) and bash(head *) together.
+            rules = [r for r in map(_rule, self.allow) if r.pattern is not None and fnmatch.fnmatchcase(tool.name, r.tool)]
+            used = commands.covering([r.pattern for r in rules if r.pattern is not None], key)
+            if used:
+                texts = [r.text for r in rules if r.pattern in used]
+                return Verdict("allow", texts[0], f"the rules allow {texts!r} together allow it", "rule")
+        if shell and self.sandboxed and self.mode != "plan":
+            # The sandbox, not the rules, contains what the command can reach (docs/security.md).
+            return Verdict("allow", None, f"{tool.name} runs inside the sandbox", "mode")
         return self._mode_default(tool)
 
     def _mode_default(self, tool: Tool) -> Verdict:
-        if self.mode == "bypass":
+        # A tool may carry its own mode (an MCP server's ``permissions=``); plan mode still wins.
+        own = getattr(tool, "permission_mode", None)
+        mode = own if own is not None and self.mode != "plan" else self.mode
+        if mode == "bypass":
             return Verdict("allow", None, "bypass mode runs every tool", "mode")
         if tool.read_only:
             return Verdict("allow", None, f"{tool.name} is read-only", "mode")
         what = "changes files" if tool.category == "edit" else "is not read-only"
-        if self.mode == "plan":
+        if mode == "plan":
             return Verdict("deny", None, f"{tool.name} {what}; plan mode runs only read-only tools", "mode")
-        if self.mode == "accept_edits" and tool.category == "edit":
+        if mode == "accept_edits" and tool.category == "edit":
             return Verdict("allow", None, "accept_edits mode runs file edits", "mode")
-        return Verdict("ask", None, f"{tool.name} {what}, and {self.mode} mode asks before it runs", "mode")
+        return Verdict("ask", None, f"{tool.name} {what}, and {mode} mode asks before it runs", "mode")
 
 
 @dataclass(frozen=True, slots=True)
@@ -292,8 +302,17 @@ class Verdict:
     decided_by: Literal["rule", "mode"]
 
 
-def call_key(tool: Tool, arguments: dict[str, Any]) -> str:
-    """The text rules match for this call (``Tool.key``), never failing on odd arguments."""
+def call_key(tool: Tool, arguments: dict[str, Any], working_dir: Any = None) -> str:
+    """The text rules match for this call (``Tool.key``), never failing on odd arguments.
+
+    For a tool whose ``permission_key`` names a path argument (``tools.paths.path_key``) it is the
+    canonical path in ``working_dir`` (a ``PathKey``), so every spelling of a file is one key.
+    """
+    canonical = getattr(tool.permission_key, "canonical", None)
+    if canonical is not None:
+        # An argument that is no path at all is judged by its text below.
+        with contextlib.suppress(TypeError, ValueError, OSError):
+            return canonical(arguments, working_dir)  # type: ignore[no-any-return]
     try:
         return str(tool.key(arguments))
     except Exception:  # a key function that cannot read these arguments: fall back to all of them
@@ -342,7 +361,7 @@ class RuleGate:
     async def authorize(self, request: ToolRequest, emit: Emit) -> Authorization:
         """Returns the verdict for ``request``, asking someone if the rules say so."""
         tool, arguments = request.tool, request.arguments
-        verdict = self.permissions.evaluate(tool, arguments)
+        verdict = self.permissions.evaluate(tool, arguments, request.working_dir)
         if verdict.action == "allow":
             if verdict.decided_by == "rule":
                 emit(EventType.APPROVAL_DECISION, self._decision(request, "approve", "rule", verdict.reason, 0.0))
@@ -354,9 +373,10 @@ class RuleGate:
 
     async def _ask(self, request: ToolRequest, verdict: Verdict, emit: Emit) -> Authorization:
         tool, arguments = request.tool, request.arguments
-        key = call_key(tool, arguments)
+        key = call_key(tool, arguments, request.working_dir)
         info = ApprovalRequest(
-            request.call_id, tool.name, dict(arguments), _one_line(tool.name, key), verdict.rule, verdict.reason, request.agent_id
+            request.call_id, tool.name, dict(arguments), _one_line(tool.name, key), verdict.rule, verdict.reason, request.agent_id,
+            full_key=key, shell=tool.category == "shell",
         )
         required: dict[str, Any] = {
             "call_id": info.call_id,
@@ -368,6 +388,9 @@ class RuleGate:
         }
         if self.policy is not None:
             required["policy"] = self.policy.name
+        # What a tool adds to its approval card (an MCP tool: its server and destructive hint).
+        for k, v in (getattr(tool, "approval_info", None) or {}).items():
+            required.setdefault(k, v)
         emit(EventType.APPROVAL_REQUIRED, required)
         started = time.monotonic()
         approval, decided_by = await self._answer(info)

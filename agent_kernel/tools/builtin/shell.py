@@ -1,9 +1,20 @@
 """tools.builtin.shell — the ``bash`` tool: one shell command in the working directory.
 
-The command runs in a new session (its own process group), with stdin closed. On timeout, or
-when the run is cancelled, the whole group is killed, so a ``sleep 600 &`` left behind by the
-command dies with it. Output (stdout and stderr interleaved) is capped while it is read, so a
-runaway command cannot exhaust memory; the middle is cut, keeping the start and the end.
+The command runs in a new session, with stdin closed, under a small supervisor (``reaper``, on
+Linux) that is a child subreaper: every process the command starts stays its descendant, even
+one that double-forks or calls ``setsid``. When the command ends, times out or the run is
+cancelled, the supervisor stops all of them (SIGTERM, then SIGKILL), so nothing a call started
+outlives it; a server meant to keep running belongs outside the agent. Elsewhere the command's
+process group is killed instead.
+
+With a sandbox (``Agent(sandbox=True)``, ``ToolContext.extras["sandbox"]``) the command runs
+inside bubblewrap (``agent_kernel.sandbox``): the working directory writable, the rest read-only,
+no network; if the sandbox cannot run, the call fails and says why, never running unsandboxed.
+A call the gate allowed because commands are sandboxed (``Permissions.sandboxed``) always runs
+in a sandbox, even from a sub-agent that has none of its own.
+
+Output (stdout and stderr interleaved) is capped while it is read, so a runaway command cannot
+exhaust memory; the middle is cut, keeping the start and the end.
 """
 
 from __future__ import annotations
@@ -12,9 +23,12 @@ import asyncio
 import os
 import shutil
 import signal
+import sys
+from pathlib import Path
 from typing import Any
 
 from ...errors import ToolError
+from ...sandbox import Sandbox, SandboxUnavailable, check, sandbox_from
 from ..tool import Tool, ToolContext
 from .limits import MAX_OUTPUT_CHARS
 from .workspace import working_dir
@@ -25,6 +39,9 @@ DEFAULT_TIMEOUT = 120
 MAX_TIMEOUT = 600
 # Seconds between SIGTERM and SIGKILL for the process group.
 KILL_GRACE = 1.0
+# How long the supervisor may take to stop everything before its group is killed outright.
+SUPERVISOR_GRACE = 10.0
+_REAPER = Path(__file__).with_name("reaper.py")
 
 
 class _CappedOutput:
@@ -67,8 +84,18 @@ def _kill_group(process: asyncio.subprocess.Process, sig: int) -> None:
         pass
 
 
-async def _stop(process: asyncio.subprocess.Process) -> None:
-    """Terminates the command's whole process group: SIGTERM, then SIGKILL after a grace period."""
+async def _stop(process: asyncio.subprocess.Process, supervised: bool) -> None:
+    """Terminates everything the command started: through the supervisor when there is one (it
+    stops every descendant, however detached), then the process group, SIGTERM before SIGKILL."""
+    if supervised:
+        try:
+            process.send_signal(signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        try:
+            await asyncio.wait_for(process.wait(), SUPERVISOR_GRACE)
+        except asyncio.TimeoutError:
+            pass
     _kill_group(process, signal.SIGTERM)
     try:
         await asyncio.wait_for(process.wait(), KILL_GRACE)
@@ -82,6 +109,7 @@ async def _stop(process: asyncio.subprocess.Process) -> None:
 async def _bash(command: str, ctx: ToolContext, timeout: int = DEFAULT_TIMEOUT) -> str:
     """Runs a shell command in the working directory and returns its output (stdout and stderr).
     Commands run without a terminal and with no input; a non-zero exit status is an error.
+    Processes left running in the background are stopped when the command ends.
 
     Args:
         command: the command line, run by bash.
@@ -92,11 +120,25 @@ async def _bash(command: str, ctx: ToolContext, timeout: int = DEFAULT_TIMEOUT) 
     if not 1 <= timeout <= MAX_TIMEOUT:
         raise ToolError(f"timeout must be between 1 and {MAX_TIMEOUT} seconds; got {timeout}.")
     shell = shutil.which("bash") or "/bin/sh"
+    argv = [shell, "-c", command]
+    cwd = working_dir(ctx)
+    sandbox = sandbox_from(ctx.extras.get("sandbox")) if ctx is not None else None
+    if sandbox is None and _gate_is_sandboxed(ctx):
+        # The gate let this call run because commands are sandboxed (a sub-agent of a sandboxed
+        # agent shares its gate): it must run sandboxed, with the default settings.
+        sandbox = Sandbox()
+    if sandbox is not None:
+        try:
+            bwrap = check()
+        except SandboxUnavailable as exc:
+            raise ToolError(f"Not run: this agent runs commands only inside its sandbox, and {exc}") from None
+        argv = sandbox.wrap(argv, cwd, bwrap=bwrap)
+    supervised = sys.platform.startswith("linux") and Path("/proc").is_dir() and bool(sys.executable)
+    if supervised:
+        argv = [sys.executable, "-I", "-S", str(_REAPER), *argv]
     process = await asyncio.create_subprocess_exec(
-        shell,
-        "-c",
-        command,
-        cwd=working_dir(ctx),
+        *argv,
+        cwd=cwd,
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
@@ -110,24 +152,30 @@ async def _bash(command: str, ctx: ToolContext, timeout: int = DEFAULT_TIMEOUT) 
             output.feed(chunk)
 
     try:
-        # The pipe closes when every process holding it exits, so this also waits for background
-        # children that keep the output open.
+        # The pipe closes when every process holding it exits: the supervisor holds it until it has
+        # stopped whatever the command left running (without it, until background children exit).
         await asyncio.wait_for(pump(), timeout)
         code = await asyncio.wait_for(process.wait(), timeout)
     except asyncio.TimeoutError:
-        await _stop(process)
+        await _stop(process, supervised)
         raise ToolError(
             f"The command timed out after {timeout} s and was stopped, with every process it started. "
             f"Output so far:\n{output.text() or '(none)'}"
         ) from None
     except BaseException:
         # Cancelled (or anything else): nothing the command started may outlive the call.
-        await asyncio.shield(_stop(process))
+        await asyncio.shield(_stop(process, supervised))
         raise
     text = output.text()
     if code != 0:
         raise ToolError(f"{text}\n[exit code {code}]" if text else f"[exit code {code}]")
     return text if text else "(no output)"
+
+
+def _gate_is_sandboxed(ctx: ToolContext | None) -> bool:
+    """Whether the run's permission gate lets shell calls run because they are sandboxed."""
+    gate = getattr(getattr(ctx, "run", None), "permissions", None)
+    return bool(getattr(getattr(gate, "permissions", None), "sandboxed", False))
 
 
 def _command_key(arguments: dict[str, Any]) -> str:
