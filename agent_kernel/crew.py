@@ -20,7 +20,6 @@ tasks that depend on it are skipped, the others still run, and the crew ends wit
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import itertools
 import os
 import time
@@ -29,7 +28,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from .agent import DEFAULT, Agent, _open_journal, run_finish_of
+from .agent import DEFAULT, Agent, RunResult, _open_journal
+from .blocking import run_blocking
 from .emitter import Emitter, EventRecorder, EventSink
 from .errors import UserError
 from .events import AgentEvent, EventType
@@ -108,47 +108,27 @@ class TaskOutput:
         }
 
 
-@dataclass
-class CrewResult:
-    """What a crew run produced.
+@dataclass(repr=False)
+class CrewResult(RunResult):
+    """What a crew run produced: a ``RunResult`` with each task's output.
+
+    ``text`` is the output of the last task; ``termination_reason`` is ``end_turn`` when every
+    task succeeded, ``error`` when one failed (``error`` says which), ``user_interrupt`` when the
+    crew was cancelled; ``turns``, ``usage``, ``cost_usd`` and ``stats`` sum over every agent.
 
     Attributes:
-        text: the output of the last task.
-        outputs: every task's output, by task name, in task order.
-        termination_reason: ``end_turn`` when every task succeeded, ``error`` when one failed,
-            ``user_interrupt`` when the crew was cancelled.
-        usage: tokens over every agent's model calls.
-        cost_usd: the total cost, or None when a model's price is unknown.
-        events: every event of the run, in order.
-        stats: the crew run's ``LoopStats`` (turns and tool calls summed over its tasks).
-        error: which tasks failed, when one did.
+        outputs: every task's output, by task name, in task order (also ``result["task"]``).
     """
 
-    text: str
-    outputs: dict[str, TaskOutput]
-    termination_reason: TerminationReason
-    usage: Usage
-    cost_usd: float | None
-    events: list[AgentEvent] = field(repr=False)
-    stats: LoopStats = field(repr=False)
-    session_id: str = ""
-    run_id: str = ""
-    error: str | None = None
+    outputs: dict[str, TaskOutput] = field(default_factory=dict)
 
     def __getitem__(self, task: str) -> TaskOutput:
         return self.outputs[task]
 
     @classmethod
-    def from_events(cls, events: Sequence[AgentEvent]) -> CrewResult:
-        """Builds the result of the crew run whose events these are (from its ``run_finish``).
-
-        Raises:
-            ValueError: the events hold no ``run_finish`` of that run (it has not ended).
-        """
-        finish, stats = run_finish_of(events)
-        data = finish.data
+    def _extra_fields(cls, finish: AgentEvent) -> dict[str, Any]:
         outputs = {}
-        for o in data.get("outputs", []):
+        for o in finish.data.get("outputs", []):
             reason = o.get("reason")
             outputs[o["task"]] = TaskOutput(
                 o["task"],
@@ -161,18 +141,7 @@ class CrewResult:
                 o.get("cost_usd"),
                 o.get("error"),
             )
-        return cls(
-            text=data.get("text", ""),
-            outputs=outputs,
-            termination_reason=TerminationReason(data["reason"]),
-            usage=Usage(stats.input_tokens, stats.output_tokens, stats.cache_read_tokens, stats.cache_write_tokens),
-            cost_usd=stats.cost_usd,
-            events=list(events),
-            stats=stats,
-            session_id=finish.session_id,
-            run_id=finish.run_id,
-            error=data.get("error"),
-        )
+        return {"outputs": outputs}
 
 
 
@@ -285,8 +254,8 @@ class Crew:
             raise UserError("This crew is already running; await that run or call crew.cancel() first.")
         redactor = _redactor()
         ctx = ExecutionContext(session_id=self.session_id, working_dir=self.working_dir, permissions=self.permissions, redactor=redactor, sinks=self._sinks)
-        em = Emitter(self.session_id, ctx.run_id, self._seq, self._sinks, None if redactor is None else redactor.redact_data)
-        ctx.extras["emitter"] = em
+        em = Emitter(self.session_id, ctx.run_id, self._seq, self._sinks, redactor)  # a Redactor also streams text deltas
+        ctx.emitter = em
         em.turn = TurnState.initial(1)
         run = self._run = _Run(ctx)
         finished = False
@@ -320,7 +289,7 @@ class Crew:
                 em.drain()
                 self._record_end(run, TerminationReason.USER_INTERRUPT, ctx.cancel.reason or "the crew's stream was closed")
             self._run = None
-            _add_stats(self.stats, ctx.stats)
+            self.stats.merge(ctx.stats)
 
     async def run(self, inputs: str | None = None) -> CrewResult:
         """Runs every task to the end and returns the ``CrewResult``."""
@@ -329,12 +298,7 @@ class Crew:
 
     def run_sync(self, inputs: str | None = None) -> CrewResult:
         """Runs to the end from synchronous code (see ``Agent.run_sync``)."""
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(self.run(inputs))
-        with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="agent_kernel-crew") as pool:
-            return pool.submit(asyncio.run, self.run(inputs)).result()
+        return run_blocking(lambda: self.run(inputs), thread_name="agent_kernel-crew")
 
     def cancel(self, reason: str = "cancelled by the user") -> bool:
         """Cancels the run in progress and every agent in it (safe from any thread).
@@ -454,7 +418,8 @@ class Crew:
         return self._record_end(run, TerminationReason.END_TURN, None)
 
     def _record_end(self, run: _Run, reason: TerminationReason, message: str | None) -> list[AgentEvent]:
-        em: Emitter = run.ctx.extras["emitter"]
+        em = run.ctx.emitter
+        assert em is not None  # set when the run began
         events = []
         if reason is TerminationReason.USER_INTERRUPT:
             events.append(em.emit(EventType.CANCELLED, {"reason": message, "phase": "crew"}))
@@ -591,18 +556,6 @@ def _prompt(task: Task, outputs: Mapping[str, TaskOutput], inputs: str | None) -
         earlier = "\n\n".join(f"## {_name(dep)}\n{outputs[_name(dep)].text}" for dep in task.depends_on)
         parts.append(f"Results of the tasks this one builds on:\n\n{earlier}")
     return "\n\n".join(parts)
-
-
-def _add_stats(into: LoopStats, run: LoopStats) -> None:
-    into.turns += run.turns
-    into.tool_calls += run.tool_calls
-    into.llm_calls += run.llm_calls
-    into.input_tokens += run.input_tokens
-    into.output_tokens += run.output_tokens
-    into.cache_read_tokens += run.cache_read_tokens
-    into.cache_write_tokens += run.cache_write_tokens
-    into.cost_usd = None if into.cost_usd is None or run.cost_usd is None else into.cost_usd + run.cost_usd
-    into.end = run.end
 
 
 def _redactor() -> Any:

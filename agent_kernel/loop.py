@@ -19,18 +19,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncGenerator, AsyncIterator, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-import pydantic
-
 from .emitter import Emitter
-from .errors import ModelError, StopRun, ToolError
+from .errors import ModelError, StopRun, UserError
 from .events import AgentEvent, EventType
 from .hooks import HookPoint, Hooks
-from .messages import Block, Message, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
+from .messages import Message, TextBlock, ToolResultBlock
 from .models.base import (
     MessageEnd,
     Model,
@@ -42,15 +40,14 @@ from .models.base import (
     ToolCallStart,
     Usage,
 )
-from .permissions import ToolRequest
 from .models.transport import on_stream_activity
 from .state import ExecutionContext, LoopState, TerminationReason, TurnState
-from .streaming import NAMELESS_TOOL, ResponseBuilder, Watchdog, backoff, parse_arguments, validation_summary
-from .text import encodable
+from .streaming import NAMELESS_TOOL, ResponseBuilder, Watchdog, backoff, parse_arguments
 from .tools.executor import ABORT_FALLBACK, ABORT_RETRY, ABORT_USER, PendingCall, StreamingToolExecutor
-from .tools.output import DEFAULT_TOOL_RESULT_LIMIT, cap_tool_output
+from .tools.invoke import ToolInvoker
+from .tools.output import DEFAULT_TOOL_RESULT_LIMIT
 from .tools.registry import ToolRegistry
-from .tools.tool import ToolContext, ToolResult
+from .tools.tool import ToolResult
 
 ABORT_FINAL = "tools are disabled for the final answer"
 ABORT_ENDED = "the run ended before this call finished"
@@ -126,15 +123,29 @@ class _Finish(Exception):
         self.data = data or {}
 
 
-def tt(messages: list[Message], turn_state: TurnState, context: ExecutionContext) -> AsyncIterator[AgentEvent]:
+def tt(messages: list[Message], turn_state: TurnState, context: ExecutionContext) -> AsyncGenerator[AgentEvent, None]:
     """Runs the agent loop from ``turn_state`` on ``messages``, yielding every event.
 
     ``messages`` is the conversation and is extended in place (assistant messages, tool
-    results). ``context.extras["config"]`` holds the ``LoopConfig`` and ``context.extras
-    ["emitter"]`` the ``Emitter``. The stream always ends with ``run_finish``; failures end with
-    ``error`` then ``run_finish`` (ERROR), never with an exception out of the generator, except a
-    foreign ``CancelledError`` (one the cancel token did not cause), which is journaled and re-raised.
+    results). ``context.config`` is the ``LoopConfig``; ``context.emitter`` records the events
+    (one is made from ``context.sinks`` and ``context.redactor`` when it is None). The stream
+    always ends with ``run_finish``; failures end with ``error`` then ``run_finish`` (ERROR), never
+    with an exception out of the generator, except a foreign ``CancelledError`` (one the cancel
+    token did not cause), which is journaled and re-raised.
+
+    Raises:
+        UserError: ``context.config`` is not set.
+
+    Example:
+        >>> ctx = ExecutionContext(session_id="s1", config=LoopConfig(model=ScriptedModel(["Hi."])))  # doctest: +SKIP
+        >>> events = [e async for e in tt([Message.user("Hello")], TurnState.initial(), ctx)]  # doctest: +SKIP
     """
+    if context.config is None:
+        raise UserError("tt needs the loop's configuration: ExecutionContext(session_id=..., config=LoopConfig(model=...)). "
+                        "Agent.run builds both for you.")
+    if context.emitter is None:
+        redactor = context.redactor
+        context.emitter = Emitter(context.session_id, context.run_id, sinks=context.sinks, redact=redactor, agent_id=context.agent_id)
     return _Loop(messages, context).run(turn_state)
 
 
@@ -144,10 +155,13 @@ class _Loop:
     def __init__(self, messages: list[Message], ctx: ExecutionContext) -> None:
         self.messages = messages
         self.ctx = ctx
-        self.config: LoopConfig = ctx.extras["config"]
-        self.em: Emitter = ctx.extras["emitter"]
+        assert ctx.config is not None and ctx.emitter is not None  # tt checked and filled them
+        self.config: LoopConfig = ctx.config
+        self.em: Emitter = ctx.emitter
         self.hooks: Hooks | None = ctx.hooks if ctx.hooks else None
         self.token = ctx.cancel
+        cfg = self.config
+        self.invoke = ToolInvoker(cfg.tools, ctx, self.em, self._hook, cfg.tool_result_limit, cfg.tool_output_dir)
         self.model: Model = self.config.model
         self.executor: StreamingToolExecutor | None = None
         self.partial: ResponseBuilder | None = None
@@ -155,6 +169,7 @@ class _Loop:
         # What one phase leaves for the next (set before each is read).
         self._prepared: tuple[ModelRequest, TurnState] = (ModelRequest(()), TurnState.initial(1))
         self._completed = Message("assistant")
+        self._answer = ""  # the turn's answer text, continuations joined
         self._stop_reason = ""
         self._end: MessageEnd | None = None
         self._error: ModelError | None = None
@@ -164,98 +179,44 @@ class _Loop:
 
     # -- the recursion ----------------------------------------------------------------------
 
-    async def run(self, turn: TurnState) -> AsyncIterator[AgentEvent]:
+    async def run(self, turn: TurnState) -> AsyncGenerator[AgentEvent, None]:
         em, ctx = self.em, self.ctx
         self.token.bind()
         finished = False
         try:
-            while True:
+            while True:  # one pass per turn: the tail call of the recursion, eliminated
                 em.turn = turn
                 try:
                     yield em.emit(EventType.ITERATION_START, {"turn_state": turn.to_dict()})
                     await self._hook(HookPoint.BEFORE_ITERATION_START, turn)
                     self._check_cancelled()
-                    ctx.state.set(LoopState.CHECKING_CONTEXT)
                     final = turn.is_final
-                    request = self._request(final)
-                    await self._hook(HookPoint.BEFORE_CONTEXT_ASSEMBLY, turn, request=request)
-                    async for ev in self._assemble(turn, request):
+                    async for ev in self._prepare(turn, self._request(final)):  # context
                         yield ev
                     request, turn = self._prepared
-                    await self._hook(HookPoint.AFTER_CONTEXT_ASSEMBLY, turn, request=request)
-                    self._check_cancelled()
                     await self._hook(HookPoint.BEFORE_LLM_CALL, turn, request=request)
-
-                    said: list[str] = []  # text of responses cut off by max_tokens, then continued
-                    while True:
-                        async for ev in self._call_model(request, final):
-                            yield ev
-                        turn = em.turn or turn  # a forced compaction marks the turn compacted
-                        message = self._completed
-                        if self._stop_reason != "max_tokens" or message.tool_uses or len(said) >= self.config.max_continuations:
-                            break
-                        said.append(message.text)
-                        self.messages.append(Message.user(CONTINUE_INSTRUCTION))
-                        yield em.emit(EventType.CONTINUATION, {"attempt": len(said), "max_continuations": self.config.max_continuations, "instruction": CONTINUE_INSTRUCTION})
-                        async for ev in self._assemble(turn, self._request(final)):
-                            yield ev
-                        request, turn = self._prepared
-                    text = "".join(said) + message.text
-                    if said:
-                        self.last_text = text
-                    await self._hook(HookPoint.AFTER_LLM_RESPONSE, turn, message=message)
-
-                    uses = message.tool_uses
-                    if final:
-                        yield em.emit(EventType.MAX_ITERATIONS_REACHED, {"max_iterations": turn.max_iterations})
-                        raise _Finish(TerminationReason.MAX_TURNS, text)
-                    if not uses:
-                        reason = TerminationReason.END_TURN if self._stop_reason in _NORMAL_STOPS else TerminationReason.STOP_REASON
-                        raise _Finish(reason, text, {"stop_reason": self._stop_reason})
-
-                    ctx.state.set(LoopState.EXECUTING_TOOLS)
-                    async for ev in self._await_tools():
+                    async for ev in self._respond(request, final):  # the model, continued past max_tokens
                         yield ev
-                    results = self._tool_result_blocks()
-                    self.messages.append(Message("user", tuple(results)))
-                    self.executor = None
-                    stop = next((c for c in self._finished_calls if c.result is not None and c.result.stop), None)
-                    if stop is not None:
-                        raise _Finish(TerminationReason.TOOL_STOP, stop.result.final_message or message.text, {"tool": stop.name})
-
+                    turn = em.turn or turn  # a forced compaction marks the turn compacted
+                    message = self._completed
+                    await self._hook(HookPoint.AFTER_LLM_RESPONSE, turn, message=message)
+                    if final:  # base case: the tools-disabled final answer
+                        yield em.emit(EventType.MAX_ITERATIONS_REACHED, {"max_iterations": turn.max_iterations})
+                        raise _Finish(TerminationReason.MAX_TURNS, self._answer)
+                    if not message.tool_uses:  # base case: the model answered
+                        reason = TerminationReason.END_TURN if self._stop_reason in _NORMAL_STOPS else TerminationReason.STOP_REASON
+                        raise _Finish(reason, self._answer, {"stop_reason": self._stop_reason})
+                    async for ev in self._run_tools(message):  # tools; their results join the history
+                        yield ev
                     await self._hook(HookPoint.BEFORE_RECURSION, turn)
                     nxt = turn.next_turn()
-                    yield em.emit(
-                        EventType.RECURSION,
-                        {"tool_results": [_result_dict(b) for b in results], "next_turn_id": nxt.turn_id},
-                    )
+                    yield em.emit(EventType.RECURSION, {"tool_results": [_result_dict(b) for b in self.messages[-1].tool_results], "next_turn_id": nxt.turn_id})
                     em.flush()
                     ctx.stats.turns += 1
                     await self._hook(HookPoint.AFTER_ITERATION_END, turn)
                     turn = nxt
-                except _Finish as fin:
-                    ctx.stats.turns += 1
-                    async for ev in self._finish(fin):
-                        yield ev
-                    finished = True
-                    return
-                except _Interrupted:
-                    async for ev in self._cancelled():
-                        yield ev
-                    finished = True
-                    return
-                except StopRun as stop:
-                    async for ev in self._finish(_Finish(TerminationReason.STOP_REASON, stop.final_message or self.last_text, {"stop": stop.reason})):
-                        yield ev
-                    finished = True
-                    return
-                except ModelError as err:
-                    async for ev in self._failed(err.kind, str(err), status_code=err.status_code):
-                        yield ev
-                    finished = True
-                    return
-                except Exception as err:  # a bug in a hook, a model adapter or the loop: reported, not raised
-                    async for ev in self._failed(type(err).__name__, f"{type(err).__name__}: {err}"):
+                except Exception as ending:  # _Finish, a cancel, StopRun, a model error or a bug
+                    async for ev in self._ending_events(ending):
                         yield ev
                     finished = True
                     return
@@ -266,8 +227,8 @@ class _Loop:
                 with contextlib.suppress(BaseException):  # a second cancellation must not skip the record
                     await self._settle_tools(ABORT_USER)
                 em.drain()  # journals what the settling queued; the stream itself is gone
-                reason = self.token.reason or "the run was stopped from outside (task cancelled or stream closed)"
-                em.emit(EventType.CANCELLED, {"reason": reason, "phase": str(ctx.state.state)})
+                why = self.token.reason or "the run was stopped from outside (task cancelled or stream closed)"
+                em.emit(EventType.CANCELLED, {"reason": why, "phase": str(ctx.state.state)})
                 self._record_finish(TerminationReason.USER_INTERRUPT, self.last_text)
                 ctx.state.set(LoopState.COMPLETED)
 
@@ -283,12 +244,61 @@ class _Loop:
             messages = _with_instruction(messages, FINAL_TURN_INSTRUCTION)
         return ModelRequest(messages, cfg.system, cfg.tools.specs(), options)
 
+    async def _prepare(self, turn: TurnState, request: ModelRequest) -> AsyncIterator[AgentEvent]:
+        """The context phase: hooks around assembly and compaction; leaves ``_prepared``."""
+        self.ctx.state.set(LoopState.CHECKING_CONTEXT)
+        await self._hook(HookPoint.BEFORE_CONTEXT_ASSEMBLY, turn, request=request)
+        async for ev in self._assemble(turn, request):
+            yield ev
+        request, turn = self._prepared
+        await self._hook(HookPoint.AFTER_CONTEXT_ASSEMBLY, turn, request=request)
+        self._check_cancelled()
+
+    async def _respond(self, request: ModelRequest, final: bool) -> AsyncIterator[AgentEvent]:
+        """The model phase: one response, asked to go on while ``max_tokens`` cuts it off.
+
+        Leaves ``_completed`` (the last message) and ``_answer`` (the text of all its parts).
+        """
+        said: list[str] = []  # text of the responses cut off, then continued
+        while True:
+            async for ev in self._call_model(request, final):
+                yield ev
+            message = self._completed
+            if self._stop_reason != "max_tokens" or message.tool_uses or len(said) >= self.config.max_continuations:
+                break
+            said.append(message.text)
+            self.messages.append(Message.user(CONTINUE_INSTRUCTION))
+            yield self.em.emit(EventType.CONTINUATION, {"attempt": len(said), "max_continuations": self.config.max_continuations, "instruction": CONTINUE_INSTRUCTION})
+            turn = self.em.turn
+            assert turn is not None
+            async for ev in self._assemble(turn, self._request(final)):
+                yield ev
+            request, _ = self._prepared
+        self._answer = "".join(said) + message.text
+        if said:
+            self.last_text = self._answer
+
+    async def _run_tools(self, message: Message) -> AsyncIterator[AgentEvent]:
+        """The tools phase: waits for every call, then adds their results to the history.
+
+        Raises:
+            _Finish: a tool asked to stop the run (``ToolResult.stop``).
+        """
+        self.ctx.state.set(LoopState.EXECUTING_TOOLS)
+        async for ev in self._await_tools():
+            yield ev
+        self.messages.append(Message("user", tuple(self._tool_result_blocks())))
+        self.executor = None
+        stop = next((c for c in self._finished_calls if c.result is not None and c.result.stop), None)
+        if stop is not None and stop.result is not None:
+            raise _Finish(TerminationReason.TOOL_STOP, stop.result.final_message or message.text, {"tool": stop.name})
+
     async def _assemble(self, turn: TurnState, request: ModelRequest) -> AsyncIterator[AgentEvent]:
         """Runs the context manager on ``request``, yielding its events; leaves ``_prepared``."""
         cm = self.ctx.context_manager
         if cm is None:
             self._prepared = (request, turn)
-        elif getattr(cm, "due", None) is None or cm.due(request, self.model):
+        elif cm.due(request, self.model):
             # Compaction calls a model: run it as a task so its events stream live.
             async for ev in self._drive(self._prepare_context(turn, request)):
                 yield ev
@@ -298,13 +308,15 @@ class _Loop:
                 yield ev
 
     async def _prepare_context(self, turn: TurnState, request: ModelRequest) -> None:
-        prepared = await self.ctx.context_manager.prepare(self.messages, turn, request, self.model, self.em.later)
+        cm = self.ctx.context_manager
+        assert cm is not None  # only called when there is one
+        prepared = await cm.prepare(self.messages, turn, request, self.model, self.em.later)
         if prepared.history is not None:
             self.messages[:] = prepared.history
         if prepared.compacted:
             turn = turn.with_compacted()
             self.em.turn = turn
-        summary = getattr(prepared, "compaction", None)  # a custom manager may not say
+        summary = prepared.compaction
         if summary is not None and summary.usage is not None:
             self.ctx.stats.add_usage(summary.usage.to_dict(), summary.cost_usd)  # the summary was a model call
         self._prepared = (prepared.request, turn)
@@ -351,7 +363,10 @@ class _Loop:
                     yield ev
                 delay = backoff(attempt, cfg.retry_base_delay, cfg.retry_max_delay, error.retry_after)
                 attempt += 1
-                data: dict[str, Any] = {"attempt": attempt, "max_retries": cfg.max_retries, "delay_s": delay, "error": str(error), "kind": error.kind, "status_code": error.status_code, "partial": builder.has_output}
+                data: dict[str, Any] = {
+                    "attempt": attempt, "max_retries": cfg.max_retries, "delay_s": delay, "error": str(error),
+                    "kind": error.kind, "status_code": error.status_code, "partial": builder.has_output,
+                }
                 if error.retry_after is not None and error.retry_after > delay:
                     data["retry_after_s"] = error.retry_after  # the server asked for longer than retry_max_delay
                 yield em.emit(EventType.RETRY, data)
@@ -367,8 +382,9 @@ class _Loop:
         message = builder.build()
         self.partial = None
         duration = time.monotonic() - started
-        usage = end.usage
-        cost = _cost(model.name if end.model is None else end.model, usage)
+        # No usage reported (llama.cpp never streams it): the cost is unknown, not free.
+        usage = Usage() if end.usage is None else end.usage
+        cost = None if end.usage is None else _cost(model.name if end.model is None else end.model, usage)
         ctx.stats.add_usage(usage.to_dict(), cost)
         self.messages.append(message)
         self._completed = message
@@ -376,7 +392,7 @@ class _Loop:
         if message.text:
             self.last_text = message.text
         cm = ctx.context_manager
-        if cm is not None and hasattr(cm, "record_usage"):
+        if cm is not None:
             cm.record_usage(request, usage)
         yield em.emit(
             EventType.LLM_COMPLETE,
@@ -418,19 +434,20 @@ class _Loop:
                     token.disarm()
                     if watchdog is not None:
                         watchdog.last = time.monotonic()
-                    kind = type(sev)
-                    if kind is TextDelta:
+                    if em.holding_text and not isinstance(sev, TextDelta):
+                        yield em.release()  # text held back for redaction: its block has ended
+                    if isinstance(sev, TextDelta):  # the common case first
                         builder.text(sev.text)
                         yield em.emit(EventType.TEXT_DELTA, {"text": sev.text})
-                    elif kind is ThinkingDelta:
+                    elif isinstance(sev, ThinkingDelta):
                         builder.thinking(sev.text, sev.signature)
                         yield em.emit(EventType.THINKING_DELTA, {"text": sev.text, "signature": sev.signature})
-                    elif kind is ToolCallStart:
+                    elif isinstance(sev, ToolCallStart):
                         builder.tool_start(sev.index, sev.id, sev.name or NAMELESS_TOOL)
                         yield em.emit(EventType.TOOL_CALL_START, {"call_id": sev.id, "name": sev.name or NAMELESS_TOOL, "index": sev.index})
-                    elif kind is ToolCallDelta:
+                    elif isinstance(sev, ToolCallDelta):
                         yield em.emit(EventType.TOOL_CALL_DELTA, {"call_id": builder.call_id(sev.index), "index": sev.index, "delta": sev.arguments})
-                    elif kind is ToolCallEnd:
+                    elif isinstance(sev, ToolCallEnd):
                         name = sev.name or NAMELESS_TOOL
                         arguments, parse_error = parse_arguments(sev.arguments)
                         builder.tool_use(sev.id, name, arguments)
@@ -444,7 +461,7 @@ class _Loop:
                                 self._held.append(PendingCall(sev.id, name, arguments, sev.index, False, parse_error))
                             else:
                                 executor.submit(sev.id, name, arguments, parse_error=parse_error)
-                    elif kind is MessageEnd:
+                    elif isinstance(sev, MessageEnd):
                         self._end = sev
                     if em.has_pending:
                         for ev in em.drain():
@@ -501,6 +518,22 @@ class _Loop:
 
     # -- endings ----------------------------------------------------------------------------
 
+    async def _ending_events(self, ending: Exception) -> AsyncIterator[AgentEvent]:
+        """The run's last events, for whatever ended it."""
+        if isinstance(ending, _Finish):
+            self.ctx.stats.turns += 1
+            events = self._finish(ending)
+        elif isinstance(ending, _Interrupted):
+            events = self._cancelled()
+        elif isinstance(ending, StopRun):
+            events = self._finish(_Finish(TerminationReason.STOP_REASON, ending.final_message or self.last_text, {"stop": ending.reason}))
+        elif isinstance(ending, ModelError):
+            events = self._failed(ending.kind, str(ending), status_code=ending.status_code)
+        else:  # a bug in a hook, a model adapter or the loop: reported, not raised
+            events = self._failed(type(ending).__name__, f"{type(ending).__name__}: {ending}")
+        async for ev in events:
+            yield ev
+
     async def _finish(self, fin: _Finish) -> AsyncIterator[AgentEvent]:
         # Tools still running (a hook stopped the run mid-turn) or tool calls the final,
         # tools-disabled answer made anyway: every call gets a result before the run ends.
@@ -542,7 +575,10 @@ class _Loop:
         for block in self._close_dangling(f"Tool call not completed: {reason}."):
             self.em.later(
                 EventType.TOOL_RESULT,
-                {"call_id": block.tool_use_id, "name": names.get(block.tool_use_id), "content": block.content, "is_error": True, "synthetic": True, "duration_s": None, "started_at": None, "ended_at": None},
+                {
+                    "call_id": block.tool_use_id, "name": names.get(block.tool_use_id), "content": block.content,
+                    "is_error": True, "synthetic": True, "duration_s": None, "started_at": None, "ended_at": None,
+                },
             )
 
     def _record_finish(self, reason: TerminationReason, text: str, data: dict[str, Any] | None = None) -> AgentEvent:
@@ -608,7 +644,7 @@ class _Loop:
             return bool(t and t.concurrency_safe)
 
         return StreamingToolExecutor(
-            self._execute,
+            self.invoke,
             is_safe=is_safe,
             max_concurrency=self.config.max_parallel_tools,
             on_change=self.em.wake,
@@ -642,13 +678,14 @@ class _Loop:
         Leaves ``_shrunk`` None when nothing could be made smaller.
         """
         cm = self.ctx.context_manager
-        shrink = getattr(cm, "shrink", None)  # a custom manager may not offer it
         self._shrunk = None
-        history = None if shrink is None else await shrink(self.messages, self.model, self.em.later, reason=error)
+        history = None if cm is None else await cm.shrink(self.messages, self.model, self.em.later, reason=error)
         if history is None:
             return
         self.messages[:] = history
-        await self._prepare_context(self.em.turn, self._request(final))
+        turn = self.em.turn
+        assert turn is not None  # set by the recursion before any model call
+        await self._prepare_context(turn, self._request(final))
         self._shrunk = self._prepared[0]
 
     def _close_dangling(self, content: str) -> list[ToolResultBlock]:
@@ -674,100 +711,6 @@ class _Loop:
             blocks.append(ToolResultBlock(use.id, result.content, result.is_error) if result else made_up[-1])
         self.messages.append(Message("user", tuple(blocks)))
         return made_up
-
-    async def _execute(self, call: PendingCall) -> ToolResult:
-        """Runs one tool call: lookup, arguments, permission, hooks, the tool, its events."""
-        em, name = self.em, call.name
-        tool = self.config.tools.get(name)
-        if tool is None:
-            known = ", ".join(self.config.tools.names) or "none"
-            if name == NAMELESS_TOOL:
-                return self._result(call, ToolResult(f"This tool call had no name, so nothing ran. Call one of the available tools by name: {known}.", is_error=True))
-            return self._result(call, ToolResult(f"Unknown tool {name!r}. Available tools: {known}.", is_error=True))
-        if call.parse_error is not None:
-            raw = str(call.arguments.get("_raw", ""))[:500]
-            return self._result(
-                call,
-                ToolResult(f"The arguments for {name} are not valid JSON ({call.parse_error}). Received: {raw!r}. Send a JSON object that matches the tool's schema.", is_error=True),
-            )
-        try:
-            arguments = tool.validate(call.arguments)
-        except pydantic.ValidationError as exc:
-            return self._result(call, ToolResult(f"Invalid arguments for {name}: {validation_summary(exc)}", is_error=True))
-
-        gate = self.ctx.permissions
-        if gate is not None:
-            auth = await gate.authorize(ToolRequest(call.call_id, tool, dict(call.arguments), em.agent_id), em.later)
-            if not auth.allowed:
-                return self._result(call, ToolResult(auth.message or f"{name} was not allowed to run.", is_error=True))
-            if auth.arguments != call.arguments:
-                try:
-                    arguments = tool.validate(auth.arguments)
-                except pydantic.ValidationError as exc:
-                    return self._result(call, ToolResult(f"Invalid edited arguments for {name}: {validation_summary(exc)}", is_error=True))
-                call.arguments = dict(auth.arguments)
-
-        turn = em.turn
-        assert turn is not None
-        try:
-            await self._hook(HookPoint.BEFORE_TOOL_EXECUTION, turn, call=call)
-        except StopRun as stop:
-            # A hook ending the run from a tool task: the call is answered, then the run stops.
-            return self._result(call, ToolResult(stop.reason, is_error=True, stop=True, final_message=stop.final_message))
-        started = time.time()
-        em.later(EventType.TOOL_START, {"call_id": call.call_id, "name": name, "arguments": call.arguments, "started_at": started})
-
-        def report(message: str, fraction: float | None) -> None:
-            em.later(EventType.TOOL_PROGRESS, {"call_id": call.call_id, "name": name, "message": message, "fraction": fraction})
-
-        tctx = ToolContext(call.call_id, name, self.ctx.working_dir, self.ctx.extras.get("tool_extras", {}), report, run=self.ctx)
-        try:
-            if tool.timeout is not None:
-                content = await asyncio.wait_for(tool.invoke(arguments, tctx), tool.timeout)
-            else:
-                content = await tool.invoke(arguments, tctx)
-            result = ToolResult(content)
-        except ToolError as exc:
-            result = ToolResult(str(exc), is_error=True)
-        except asyncio.TimeoutError:
-            result = ToolResult(f"{name} timed out after {tool.timeout:g} s.", is_error=True)
-        except StopRun as stop:
-            result = ToolResult(stop.final_message or f"{name} ended the run.", stop=True, final_message=stop.final_message)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            result = ToolResult(f"{name} raised {type(exc).__name__}: {exc}", is_error=True)
-        result = self._result(call, result, started)
-        try:
-            await self._hook(HookPoint.AFTER_TOOL_EXECUTION, turn, call=call, result=result)
-        except StopRun as stop:
-            result = ToolResult(result.content, result.is_error, True, stop.final_message)
-        return result
-
-    def _result(self, call: PendingCall, result: ToolResult, started: float | None = None) -> ToolResult:
-        """Records ``result`` as the call's ``tool_result``: encodable, redacted and capped."""
-        content = encodable(result.content)
-        redactor = self.ctx.redactor
-        if redactor is not None and getattr(redactor, "active", True):
-            content = redactor.redact(content)
-        cfg = self.config
-        content = cap_tool_output(content, cfg.tool_result_limit, cfg.tool_output_dir, call.call_id)
-        if content is not result.content:
-            result = ToolResult(content, result.is_error, result.stop, result.final_message)
-        ended = time.time()
-        self.em.later(
-            EventType.TOOL_RESULT,
-            {
-                "call_id": call.call_id,
-                "name": call.name,
-                "content": result.content,
-                "is_error": result.is_error,
-                "duration_s": None if started is None else ended - started,
-                "started_at": started,
-                "ended_at": ended,
-            },
-        )
-        return result
 
 
 def _cost(model_name: str, usage: Usage) -> float | None:

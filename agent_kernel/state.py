@@ -18,7 +18,10 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .context_policy import ContextPolicy
+    from .emitter import Emitter
     from .hooks import Hooks
+    from .loop import LoopConfig
 
 __all__ = [
     "CancelToken",
@@ -288,6 +291,25 @@ class LoopStats:
         else:
             self.cost_usd += cost
 
+    def merge(self, other: LoopStats, *, counts: bool = True) -> None:
+        """Adds ``other``'s totals to these: a session summing its runs, a crew its tasks.
+
+        Args:
+            other: the totals to add; an unknown cost there makes the sum unknown (None).
+            counts: also add its turns and tool calls and take its end. A parent rolling up a
+                sub-agent's usage passes False: the child's turns and calls stay the child's.
+        """
+        self.llm_calls += other.llm_calls
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.cache_read_tokens += other.cache_read_tokens
+        self.cache_write_tokens += other.cache_write_tokens
+        self.cost_usd = None if self.cost_usd is None or other.cost_usd is None else self.cost_usd + other.cost_usd
+        if counts:
+            self.turns += other.turns
+            self.tool_calls += other.tool_calls
+            self.end = other.end
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable dict."""
         return {
@@ -309,9 +331,13 @@ class LoopStats:
 class ExecutionContext:
     """What stays fixed for one run: ids, working directory, cancel token, services.
 
-    The services are optional seams the loop calls: ``permissions`` (an approval gate),
-    ``context_manager`` (micro- and auto-compaction), ``hooks``, ``redactor`` and ``sinks`` (the
-    journal and any other writer that must see every event before it is yielded).
+    ``config`` (the ``LoopConfig``: model, tools, retries) is what ``tt`` needs; ``emitter``
+    stamps, redacts and journals events (``tt`` makes one from ``sinks`` and ``redactor`` when it
+    is None). The other services are optional seams the loop calls: ``permissions`` (an approval
+    gate), ``context_manager`` (a ``ContextPolicy``: micro- and auto-compaction), ``hooks``,
+    ``redactor`` and ``sinks`` (the journal and any other writer that must see every event before
+    it is yielded). ``tool_extras`` reaches every tool as ``ToolContext.extras``; ``extras`` is
+    free for hooks and callers, and the loop never reads it.
     """
 
     session_id: str
@@ -321,9 +347,12 @@ class ExecutionContext:
     agent_id: str | None = None
     hooks: Hooks | None = None
     permissions: Any = None
-    context_manager: Any = None
+    context_manager: ContextPolicy | None = None
     redactor: Any = None
     sinks: list[Any] = field(default_factory=list)
     state: LoopStateMachine = field(default_factory=LoopStateMachine)
     stats: LoopStats = field(default_factory=LoopStats)
+    config: LoopConfig | None = None
+    emitter: Emitter | None = None
+    tool_extras: dict[str, Any] = field(default_factory=dict)
     extras: dict[str, Any] = field(default_factory=dict)

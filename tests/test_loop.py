@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
-import time
 
 import pytest
 
 from agent_kernel import EventType, HookPoint, Hooks, LoopState, StopRun, TerminationReason, ToolContext, TurnState, tool
-from agent_kernel.errors import ToolError
-from agent_kernel.loop import FINAL_TURN_INSTRUCTION
-from agent_kernel.messages import TextBlock, ToolResultBlock
+from agent_kernel.errors import ToolError, UserError
+from agent_kernel.loop import FINAL_TURN_INSTRUCTION, LoopConfig, tt
+from agent_kernel.messages import Message, TextBlock, ToolResultBlock
 from agent_kernel.models.base import MessageEnd, ModelRequest, StreamEvent, TextDelta, ToolCallEnd, ToolCallStart
 from agent_kernel.models.scripted import ScriptedModel, text, tool_call
+from agent_kernel.state import ExecutionContext
 
 from .helpers import make_agent, of_type, types
 
@@ -568,3 +569,15 @@ async def test_a_stream_closed_mid_tool_journals_the_closing_results(tmp_path: P
     assert [e.type.value for e in events][-2:] == ["cancelled", "run_finish"]
     # What the journal rebuilds is exactly the history the agent holds.
     assert rebuild(events).messages == agent.messages
+
+
+async def test_tt_runs_from_its_public_arguments_alone() -> None:
+    ctx = ExecutionContext(session_id="s1", config=LoopConfig(model=ScriptedModel(["Hello back."])))
+    events = [e async for e in tt([Message.user("Hello")], TurnState.initial(), ctx)]
+    assert events[-1].type is EventType.RUN_FINISH and events[-1].data["text"] == "Hello back."
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))  # an emitter was made for it
+
+
+def test_tt_without_a_loop_config_says_how_to_give_one() -> None:
+    with pytest.raises(UserError, match=r"config=LoopConfig\(model=\.\.\.\)"):
+        tt([], TurnState.initial(), ExecutionContext(session_id="s1"))

@@ -66,3 +66,20 @@ def test_unknown_cost_makes_the_total_unknown() -> None:
     assert s.cost_usd == 0.5
     s.add_usage({"input_tokens": 1}, None)
     assert s.cost_usd is None and s.input_tokens == 11 and s.llm_calls == 2
+
+
+def test_merging_stats_adds_totals_and_an_unknown_cost_makes_the_sum_unknown() -> None:
+    session = LoopStats(turns=2, llm_calls=2, tool_calls=1, input_tokens=100, output_tokens=10, cost_usd=0.5)
+    run = LoopStats(turns=1, llm_calls=3, tool_calls=4, input_tokens=7, output_tokens=3, cache_read_tokens=5, cost_usd=0.25, end=9.0)
+    session.merge(run)
+    assert (session.turns, session.llm_calls, session.tool_calls, session.input_tokens, session.output_tokens) == (3, 5, 5, 107, 13)
+    assert (session.cache_read_tokens, session.cost_usd, session.end) == (5, 0.75, 9.0)
+    session.merge(LoopStats(cost_usd=None))
+    assert session.cost_usd is None
+
+
+def test_a_sub_agents_usage_rolls_up_but_its_turns_and_tool_calls_stay_its_own() -> None:
+    parent = LoopStats(turns=1, tool_calls=1, input_tokens=10, cost_usd=0.1)
+    parent.merge(LoopStats(turns=5, tool_calls=7, llm_calls=5, input_tokens=50, cost_usd=0.2, end=3.0), counts=False)
+    assert (parent.turns, parent.tool_calls, parent.llm_calls, parent.input_tokens, parent.end) == (1, 1, 5, 60, None)
+    assert parent.cost_usd is not None and abs(parent.cost_usd - 0.3) < 1e-9

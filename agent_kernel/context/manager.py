@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from ..context_policy import PreparedContext
 from ..errors import UserError
 from ..events import EventType
 from ..messages import Message, SummaryBlock, ToolResultBlock
@@ -36,23 +36,6 @@ __all__ = ["DEFAULT_CONTEXT_WINDOW", "ContextManager", "PreparedContext"]
 
 #: Used when neither the model nor the manager says how large the window is.
 DEFAULT_CONTEXT_WINDOW = 128_000
-
-
-@dataclass(frozen=True, slots=True)
-class PreparedContext:
-    """What the loop sends, and whether the stored conversation changed.
-
-    Attributes:
-        request: the request to send (old tool results may be cleared in it).
-        history: the new stored conversation when auto-compaction rewrote it, else None.
-        compacted: True when auto-compaction happened (the turn is marked compacted).
-        compaction: that compaction's result (its summary's usage and cost count for the run).
-    """
-
-    request: ModelRequest
-    history: list[Message] | None = None
-    compacted: bool = False
-    compaction: CompactionResult | None = None
 
 
 class ContextManager:

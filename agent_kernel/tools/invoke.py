@@ -1,0 +1,163 @@
+"""tools.invoke — running one tool call: lookup, arguments, permission, hooks, the tool, its result.
+
+The loop hands each call the model makes to its ``StreamingToolExecutor``, which runs them through
+a ``ToolInvoker``. Whatever happens (an unknown or nameless tool, arguments that are not JSON or do
+not fit the schema, a refusal, a tool that raises or times out), the call ends with a
+``tool_result`` the model can read, never an exception. Every result the model sees passes through
+``answer``: made encodable, redacted and capped (the whole output is kept on disk past the cap).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pydantic
+
+from ..emitter import Emitter
+from ..errors import StopRun, ToolError
+from ..events import EventType
+from ..hooks import HookPoint
+from ..permissions import ToolRequest
+from ..state import ExecutionContext
+from ..streaming import NAMELESS_TOOL, validation_summary
+from ..text import encodable
+from .executor import PendingCall
+from .output import cap_tool_output
+from .registry import ToolRegistry
+from .tool import ToolContext, ToolResult
+
+__all__ = ["ToolInvoker"]
+
+#: Runs a lifecycle hook for the current turn: ``hook(point, turn, **data)``.
+RunHook = Callable[..., Awaitable[None]]
+
+
+class ToolInvoker:
+    """Runs the tool calls of one run and records each one's events.
+
+    Args:
+        tools: the tools the model may call.
+        ctx: the run's context (permissions, working directory, tool extras, redactor).
+        emitter: where the call's events go (queued with ``later``: calls run beside the loop).
+        hook: runs the ``before_tool_execution`` and ``after_tool_execution`` hooks.
+        result_limit: characters of a result the model sees (None: no cap).
+        output_dir: where results past the cap are kept whole.
+    """
+
+    def __init__(
+        self,
+        tools: ToolRegistry,
+        ctx: ExecutionContext,
+        emitter: Emitter,
+        hook: RunHook,
+        result_limit: int | None,
+        output_dir: Path | None,
+    ) -> None:
+        self.tools = tools
+        self.ctx = ctx
+        self.em = emitter
+        self.hook = hook
+        self.result_limit = result_limit
+        self.output_dir = output_dir
+
+    async def __call__(self, call: PendingCall) -> ToolResult:
+        """Runs ``call`` to its result (the executor's run function)."""
+        em, name = self.em, call.name
+        tool = self.tools.get(name)
+        if tool is None:
+            known = ", ".join(self.tools.names) or "none"
+            if name == NAMELESS_TOOL:
+                return self.answer(call, ToolResult(f"This tool call had no name, so nothing ran. Call one of the available tools by name: {known}.", is_error=True))
+            return self.answer(call, ToolResult(f"Unknown tool {name!r}. Available tools: {known}.", is_error=True))
+        if call.parse_error is not None:
+            raw = str(call.arguments.get("_raw", ""))[:500]
+            return self.answer(
+                call,
+                ToolResult(f"The arguments for {name} are not valid JSON ({call.parse_error}). Received: {raw!r}. Send a JSON object that matches the tool's schema.", is_error=True),
+            )
+        try:
+            arguments = tool.validate(call.arguments)
+        except pydantic.ValidationError as exc:
+            return self.answer(call, ToolResult(f"Invalid arguments for {name}: {validation_summary(exc)}", is_error=True))
+
+        gate = self.ctx.permissions
+        if gate is not None:
+            auth = await gate.authorize(ToolRequest(call.call_id, tool, dict(call.arguments), em.agent_id, self.ctx.working_dir), em.later)
+            if not auth.allowed:
+                return self.answer(call, ToolResult(auth.message or f"{name} was not allowed to run.", is_error=True))
+            if auth.arguments != call.arguments:
+                try:
+                    arguments = tool.validate(auth.arguments)
+                except pydantic.ValidationError as exc:
+                    return self.answer(call, ToolResult(f"Invalid edited arguments for {name}: {validation_summary(exc)}", is_error=True))
+                call.arguments = dict(auth.arguments)
+
+        turn = em.turn
+        assert turn is not None  # set by the loop before any call is made
+        try:
+            await self.hook(HookPoint.BEFORE_TOOL_EXECUTION, turn, call=call)
+        except StopRun as stop:
+            # A hook ending the run from a tool task: the call is answered, then the run stops.
+            return self.answer(call, ToolResult(stop.reason, is_error=True, stop=True, final_message=stop.final_message))
+        started = time.time()
+        em.later(EventType.TOOL_START, {"call_id": call.call_id, "name": name, "arguments": call.arguments, "started_at": started})
+        result = self.answer(call, await self._run(tool, arguments, call), started)
+        try:
+            await self.hook(HookPoint.AFTER_TOOL_EXECUTION, turn, call=call, result=result)
+        except StopRun as stop:
+            result = ToolResult(result.content, result.is_error, True, stop.final_message)
+        return result
+
+    async def _run(self, tool: Any, arguments: Any, call: PendingCall) -> ToolResult:
+        """The tool itself, its failures turned into results the model can read."""
+        em, name = self.em, call.name
+
+        def report(message: str, fraction: float | None) -> None:
+            em.later(EventType.TOOL_PROGRESS, {"call_id": call.call_id, "name": name, "message": message, "fraction": fraction})
+
+        tctx = ToolContext(call.call_id, name, self.ctx.working_dir, self.ctx.tool_extras, report, run=self.ctx)
+        try:
+            if tool.timeout is not None:
+                content = await asyncio.wait_for(tool.invoke(arguments, tctx), tool.timeout)
+            else:
+                content = await tool.invoke(arguments, tctx)
+            return ToolResult(content)
+        except ToolError as exc:
+            return ToolResult(str(exc), is_error=True)
+        except asyncio.TimeoutError:
+            return ToolResult(f"{name} timed out after {tool.timeout:g} s.", is_error=True)
+        except StopRun as stop:
+            return ToolResult(stop.final_message or f"{name} ended the run.", stop=True, final_message=stop.final_message)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            return ToolResult(f"{name} raised {type(exc).__name__}: {exc}", is_error=True)
+
+    def answer(self, call: PendingCall, result: ToolResult, started: float | None = None) -> ToolResult:
+        """Records ``result`` as the call's ``tool_result``: encodable, redacted and capped."""
+        content = encodable(result.content)
+        redactor = self.ctx.redactor
+        if redactor is not None and getattr(redactor, "active", True):
+            content = redactor.redact(content)
+        content = cap_tool_output(content, self.result_limit, self.output_dir, call.call_id)
+        if content is not result.content:
+            result = ToolResult(content, result.is_error, result.stop, result.final_message)
+        ended = time.time()
+        self.em.later(
+            EventType.TOOL_RESULT,
+            {
+                "call_id": call.call_id,
+                "name": call.name,
+                "content": result.content,
+                "is_error": result.is_error,
+                "duration_s": None if started is None else ended - started,
+                "started_at": started,
+                "ended_at": ended,
+            },
+        )
+        return result
+
