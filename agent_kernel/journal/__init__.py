@@ -1,7 +1,8 @@
-"""journal — the event journal: append (``Journal``), read, replay, resume, DataFrames, timeline.
+"""journal — the event journal: append (``Journal``), read, replay, resume, DataFrames, timeline;
+SQL over many journals (``sql``), Parquet and OpenTelemetry export.
 
-``frames`` and ``svg_timeline`` import pandas; they load on first use so ``import agent_kernel``
-stays light.
+``frames``, ``svg_timeline`` and ``export`` import pandas, pyarrow or OpenTelemetry; they load on
+first use, and ``sql`` imports DuckDB only when a query runs, so ``import agent_kernel`` stays light.
 """
 
 from __future__ import annotations
@@ -12,8 +13,14 @@ from .journal import JOURNAL_SCHEMA, SESSIONS_DIR, Journal, session_path
 from .reader import TornLineWarning, read_events, read_header
 from .replay import replay
 from .resume import INTERRUPTED_RESULT, Resumed, list_sessions, rebuild, resolve_journal_path, turn_history
+from .sources import SkippedLinesWarning
+
+# Eager: a lazy load would leave the submodule, not the function, under the name ``sql``. The
+# module imports neither DuckDB nor pandas until a query runs.
+from .sql import sql
 
 if TYPE_CHECKING:
+    from .export import export_otel, export_parquet
     from .frames import events_df, load_journals, messages_df, tool_calls_df, turns_df, usage_df
     from .svg_timeline import Timeline, timeline
 
@@ -23,9 +30,12 @@ __all__ = [
     "Journal",
     "Resumed",
     "SESSIONS_DIR",
+    "SkippedLinesWarning",
     "Timeline",
     "TornLineWarning",
     "events_df",
+    "export_otel",
+    "export_parquet",
     "list_sessions",
     "load_journals",
     "messages_df",
@@ -35,6 +45,7 @@ __all__ = [
     "replay",
     "resolve_journal_path",
     "session_path",
+    "sql",
     "timeline",
     "tool_calls_df",
     "turn_history",
@@ -49,6 +60,8 @@ _LAZY = {
     "tool_calls_df": "frames",
     "turns_df": "frames",
     "usage_df": "frames",
+    "export_otel": "export",
+    "export_parquet": "export",
     # Not a module named "timeline": importing it would replace the function on this package.
     "Timeline": "svg_timeline",
     "timeline": "svg_timeline",
