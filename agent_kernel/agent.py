@@ -7,26 +7,27 @@ call continues the same conversation through ``tt``.
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import contextlib
 import itertools
 import os
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from typing_extensions import Self
+
+from .blocking import run_blocking
 from .emitter import Emitter, EventRecorder, EventSink
 from .errors import UserError
 from .events import AgentEvent, EventType
 from .hooks import Hooks
+from .journal.journal import SESSIONS_DIR
 from .loop import LoopConfig, tt
 from .messages import Message, TextBlock
 from .models.base import Model, Usage
 from .state import ExecutionContext, LoopStats, TerminationReason, TurnState, new_id
-from .journal.journal import SESSIONS_DIR
 from .text import encodable
 from .tools.output import DEFAULT_TOOL_RESULT_LIMIT
 from .tools.registry import ToolRegistry
@@ -85,10 +86,10 @@ class RunResult:
 
     def __repr__(self) -> str:
         text = self.text if len(self.text) <= 60 else self.text[:57] + "..."
-        return f"RunResult(text={text!r}, termination_reason={self.termination_reason.value!r}, turns={self.turns})"
+        return f"{type(self).__name__}(text={text!r}, termination_reason={self.termination_reason.value!r}, turns={self.turns})"
 
     @classmethod
-    def from_events(cls, events: Sequence[AgentEvent]) -> RunResult:
+    def from_events(cls, events: Sequence[AgentEvent]) -> Self:
         """Builds the result of the run whose events these are (from its ``run_finish``).
 
         The run is the one the first event belongs to; a sub-agent's events in the list are kept
@@ -110,7 +111,13 @@ class RunResult:
             session_id=finish.session_id,
             run_id=finish.run_id,
             error=data.get("error"),
+            **cls._extra_fields(finish),
         )
+
+    @classmethod
+    def _extra_fields(cls, finish: AgentEvent) -> dict[str, Any]:
+        """What a subclass reads from ``run_finish`` beyond the common fields."""
+        return {}
 
     @property
     def tool_calls(self) -> list[dict[str, Any]]:
@@ -148,6 +155,14 @@ class Agent:
         name: a display name (sub-agents, crews).
         subagents: agents the built-in ``task`` tool may delegate to, by name: ``{"researcher":
             Agent(...)}`` (or ``Subagent`` objects); see ``add_subagent``.
+        sandbox: run ``bash`` commands inside an OS sandbox (bubblewrap): True, a
+            ``agent_kernel.sandbox.Sandbox`` or ``{"network": True}``; then shell calls no deny or
+            ask rule names run without asking. See ``use_sandbox`` and docs/security.md.
+        mcp: MCP servers (``agent_kernel.mcp.MCPServer``) whose tools the agent uses, as
+            ``mcp__<server>__<tool>``; they start on the first run and stop on ``close()``.
+        otel: also send every run to OpenTelemetry as spans (GenAI semantic conventions) through
+            the global tracer provider, as events happen (``journal.otel``; needs
+            ``pip install 'agent_kernel[otel]'``).
 
     Example:
         >>> from agent_kernel import Agent
@@ -185,6 +200,9 @@ class Agent:
         tool_result_limit: int | None = DEFAULT_TOOL_RESULT_LIMIT,
         name: str | None = None,
         subagents: Mapping[str, Any] | None = None,
+        sandbox: Any = None,
+        mcp: Iterable[Any] = (),
+        otel: bool = False,
     ) -> None:
         if max_iterations < 1:
             raise UserError(f"max_iterations must be at least 1 (got {max_iterations}).")
@@ -214,18 +232,26 @@ class Agent:
         self.stats = LoopStats()
         self.stats.cost_usd = 0.0
         self.tool_extras: dict[str, Any] = {}
+        if sandbox:
+            self.use_sandbox(sandbox)
         self._seq = itertools.count(1)
         # The journal file is opened on first use, so an agent that never runs (a sub-agent, a
         # crew member) leaves no empty journal behind; a Journal object passed in is used as is.
         self._journal_spec = journal
         self._journal: Any = None
         self._sinks: list[EventSink] = [EventRecorder(self.events)]
+        self._otel_sink = _otel_sink() if otel else None
+        if self._otel_sink is not None:
+            self._sinks.append(self._otel_sink)
         if journal is not None and not isinstance(journal, (str, os.PathLike, _Default)):
             self._attach_journal(journal)
         self._context: ExecutionContext | None = None
         self.subagents: dict[str, Any] = {}
         for sub_name, sub in (subagents or {}).items():
             self.add_subagent(sub_name, sub)
+        self.mcp: Any = None  # an agent_kernel.mcp.MCPHub once a server is added
+        for server in mcp:
+            self.add_mcp(server)
 
     def __repr__(self) -> str:
         return f"Agent(model={self.model.name!r}, tools={self.tools.names}, session_id={self.session_id!r})"
@@ -241,6 +267,25 @@ class Agent:
     def approvals(self) -> Any:
         """The approval broker where a person answers pending approvals (None for a custom gate)."""
         return getattr(self.permissions, "broker", None)
+
+    @property
+    def mode(self) -> str:
+        """The permission mode: ``default``, ``accept_edits``, ``plan`` or ``bypass``.
+
+        Setting it changes the mode of this agent's rules for its next tool calls.
+
+        Raises:
+            UserError: (on setting) the agent has a custom permission gate, or the mode is unknown.
+        """
+        permissions = getattr(self.permissions, "permissions", None)
+        return str(getattr(permissions, "mode", "default"))
+
+    @mode.setter
+    def mode(self, mode: str) -> None:
+        permissions = getattr(self.permissions, "permissions", None)
+        if permissions is None:
+            raise UserError("This agent has a custom permission gate, so its mode cannot be set here; set the mode on the gate itself.")
+        permissions.set_mode(mode)
 
     @property
     def journal(self) -> Any:
@@ -263,24 +308,29 @@ class Agent:
             context_manager=self.context_manager,
             redactor=self.redactor,
             sinks=self._sinks,
+            config=self.loop_config(),
+            tool_extras=self.tool_extras,
         )
-        ctx.extras["config"] = self._loop_config()
-        ctx.extras["emitter"] = Emitter(self.session_id, ctx.run_id, self._seq, self._sinks, self._redact())
-        ctx.extras["tool_extras"] = self.tool_extras
+        ctx.emitter = Emitter(self.session_id, ctx.run_id, self._seq, self._sinks, self._redact())
         return ctx
 
     def _redact(self) -> Callable[[Any], Any] | None:
         """What every event's data goes through before it is recorded (None: no secrets to hide)."""
-        return self.redactor.redact_data if self.redactor is not None else None  # only kept when active
+        # The redactor itself (callable like redact_data) so the emitter can also use its text stream.
+        return self.redactor if self.redactor is not None else None  # only kept when active
 
-    def _loop_config(self) -> LoopConfig:
-        """How this agent's loop calls the model and runs tools (sub-agent runs use it too)."""
+    def loop_config(self) -> LoopConfig:
+        """How this agent's loop calls the model and runs tools, as a fresh ``LoopConfig``.
+
+        Each run gets one; a sub-agent's run is built from its agent's. Changing the returned
+        object changes nothing here: set the agent's attributes instead.
+        """
         return LoopConfig(
             model=self.model,
             tools=self.tools,
             system=self.system,
             fallback_model=self.fallback_model,
-            max_retries=self.retry["max_retries"],
+            max_retries=int(self.retry["max_retries"]),
             retry_base_delay=self.retry["retry_base_delay"],
             retry_max_delay=self.retry.get("retry_max_delay", 30.0),
             stall_timeout=self.stall_timeout,
@@ -291,7 +341,7 @@ class Agent:
             tool_output_dir=self.working_dir / SESSIONS_DIR / self.session_id / "tool-output",
         )
 
-    async def stream(self, prompt: str) -> AsyncIterator[AgentEvent]:
+    async def stream(self, prompt: str) -> AsyncGenerator[AgentEvent, None]:
         """Runs the agent on ``prompt``, yielding every event as it happens.
 
         Raises:
@@ -300,9 +350,12 @@ class Agent:
         if self._context is not None:
             raise UserError("This agent is already running; await that run or call agent.cancel() first.")
         _ = self.journal  # open it before the emitter copies the sinks
+        # MCP servers start before run_start, so it lists their tools; their events follow it.
+        mcp_facts = await self.mcp.connect() if self.mcp is not None else []
         ctx = self._new_context()
         self._context = ctx
-        em: Emitter = ctx.extras["emitter"]
+        em = ctx.emitter
+        assert em is not None
         loop_started = False
         try:
             turn = TurnState.initial(self.max_iterations)
@@ -322,6 +375,8 @@ class Agent:
                     "agent_name": self.name,
                 },
             )
+            for kind, data in mcp_facts:
+                yield em.emit(kind, data)
             # aclosing: a consumer that stops early still lets the loop record how the run ended.
             loop_started = True
             async with contextlib.aclosing(tt(self.messages, turn, ctx)) as events:
@@ -341,7 +396,7 @@ class Agent:
                 em.emit(EventType.RUN_FINISH, {"reason": TerminationReason.USER_INTERRUPT.value, "text": "", "stats": ctx.stats.to_dict()})
                 em.sync()
             self._context = None
-            self._merge_stats(ctx.stats)
+            self.stats.merge(ctx.stats)
 
     async def run(self, prompt: str) -> RunResult:
         """Runs the agent on ``prompt`` to the end and returns the ``RunResult``."""
@@ -356,12 +411,7 @@ class Agent:
         Prefer ``await agent.run(...)`` in notebooks: approvals in the live view need the
         kernel's loop to be free.
         """
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(self.run(prompt))
-        with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="agent_kernel-run") as pool:
-            return pool.submit(asyncio.run, self.run(prompt)).result()
+        return run_blocking(lambda: self.run(prompt))
 
     def cancel(self, reason: str = "cancelled by the user") -> bool:
         """Cancels the run in progress (safe from any thread). Returns False if none is running."""
@@ -443,11 +493,62 @@ class Agent:
         self._journal = None
         self._journal_spec = DEFAULT if self._journal_spec is not None else None
         self._sinks = [EventRecorder(self.events)]
+        if self._otel_sink is not None:
+            self._sinks.append(self._otel_sink)
 
     def close(self) -> None:
-        """Flushes and closes the journal."""
+        """Flushes and closes the journal, and stops the MCP servers this agent started."""
+        if self.mcp is not None:
+            self.mcp.close()
         if self._journal is not None:
             self._journal.close()
+
+    def __enter__(self) -> Agent:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Agent:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self.mcp is not None:
+            await self.mcp.aclose()  # stopping servers takes a moment; keep the loop free
+        self.close()
+
+    def use_sandbox(self, sandbox: Any = True) -> None:
+        """Runs this agent's ``bash`` commands inside an OS sandbox from now on.
+
+        Args:
+            sandbox: True, a ``Sandbox``, or a dict of its fields (``{"network": True}``).
+
+        Raises:
+            UserError: the spec is not understood, or bubblewrap cannot run here (the message says
+                how to install it); commands are never run unsandboxed instead.
+        """
+        from .sandbox import check, sandbox_from
+
+        spec = sandbox_from(sandbox)
+        if spec is None:
+            raise UserError("use_sandbox() needs a sandbox: True, a Sandbox(...) or a dict like {'network': True}.")
+        check()
+        self.tool_extras["sandbox"] = spec
+        permissions = getattr(self.permissions, "permissions", None)
+        if permissions is not None and hasattr(permissions, "sandboxed"):
+            permissions.sandboxed = True
+
+    def add_mcp(self, server: Any) -> None:
+        """Adds an MCP server (``MCPServer.stdio(...)`` / ``MCPServer.http(...)``); it starts on the next run.
+
+        Raises:
+            UserError: a server of that name is already there, or ``server`` is not an MCPServer.
+        """
+        if self.mcp is None:
+            from .mcp import MCPHub
+
+            self.mcp = MCPHub(lambda: self.tools, gate=lambda: self.permissions)
+        self.mcp.add(server)
 
     # -- journal: resume and DataFrames -----------------------------------------------------
 
@@ -522,18 +623,6 @@ class Agent:
 
         return timeline(self.events)
 
-    def _merge_stats(self, run: LoopStats) -> None:
-        s = self.stats
-        s.turns += run.turns
-        s.tool_calls += run.tool_calls
-        s.llm_calls += run.llm_calls
-        s.input_tokens += run.input_tokens
-        s.output_tokens += run.output_tokens
-        s.cache_read_tokens += run.cache_read_tokens
-        s.cache_write_tokens += run.cache_write_tokens
-        s.cost_usd = None if (s.cost_usd is None or run.cost_usd is None) else s.cost_usd + run.cost_usd
-        s.end = run.end
-
 
 def _resolve_model(model: str | Model | None) -> Model:
     if model is not None and not isinstance(model, str):
@@ -561,9 +650,16 @@ def _build_context_manager(context: Any, model: Model) -> Any:
     return context
 
 
+def _otel_sink() -> EventSink:
+    from .journal.otel import OtelSink  # imports OpenTelemetry: only when asked for
+
+    return OtelSink()
+
+
 def _build_redactor() -> Any:
     from .redaction import Redactor
 
+    # Watches os.environ, so secrets are found by name and by value, including keys set later.
     redactor = Redactor.from_environ()
     return redactor if redactor.active else None
 

@@ -184,6 +184,7 @@ class Error(TypedDict):
     message: str  # what went wrong, for a person
     kind: str  # a short label: rate_limit, context_length, auth, stream_cut, crew, mcp, hook, ...
     status_code: int | None  # the provider's HTTP status, when there was one
+    server: NotRequired[str]  # kind mcp: the MCP server that failed
 
 
 class RunFinish(TypedDict):
@@ -324,8 +325,8 @@ class LlmComplete(TypedDict):
     model: str  # the model that answered (the fallback, after a fallback)
     message: MessageDict  # the assistant message added to the conversation
     stop_reason: str  # end_turn, tool_use, max_tokens, refusal, ...
-    usage: UsageDict  # tokens the provider reported (estimated by offline models)
-    cost_usd: float | None  # None when the price is unknown
+    usage: UsageDict  # tokens the provider reported (estimated by offline models; zeros if none)
+    cost_usd: float | None  # None when the price is unknown or the provider reported no usage
     duration_s: float  # seconds from the first attempt to the end of the stream
     attempts: int  # attempts this call took, retries included
 
@@ -384,7 +385,9 @@ class ApprovalRequired(TypedDict):
     reason: str  # why it asks, for a person
     policy: NotRequired[str]  # the headless policy that will answer
     server: NotRequired[str]  # MCP tools: the server
+    mcp_tool: NotRequired[str]  # MCP tools: the tool's name on its server
     destructive: NotRequired[bool]  # MCP tools: the server marks the tool destructive
+    read_only: NotRequired[bool]  # MCP tools: the server marks the tool read-only
 
 
 class ApprovalDecision(TypedDict):

@@ -122,10 +122,14 @@ async def run_subagent(
         asyncio.CancelledError: the parent cancelled the call (after the sub-agent recorded it).
     """
     name = name or agent.name or "subagent"
-    parent_em: Emitter = parent.extras["emitter"]
+    parent_em = parent.emitter
+    if parent_em is None:
+        raise UserError("A sub-agent runs inside a parent run: call it from a tool of a running agent.")
     parent_turn = parent_em.turn
     agent_id = new_id(f"{name}-")
-    config = agent._loop_config()
+    # A sub-agent's MCP servers start with its first task; their events follow its run_start.
+    mcp_facts = await agent.mcp.connect() if getattr(agent, "mcp", None) is not None else []
+    config = agent.loop_config()
     if tools is not None:
         config.tools = tools
     ctx = ExecutionContext(
@@ -137,9 +141,10 @@ async def run_subagent(
         context_manager=agent.context_manager,
         redactor=parent.redactor,
         sinks=parent.sinks,
+        config=config,
+        tool_extras=agent.tool_extras,
     )
-    em = parent_em.child(ctx.run_id, agent_id)
-    ctx.extras.update(config=config, emitter=em, tool_extras=agent.tool_extras)
+    em = ctx.emitter = parent_em.child(ctx.run_id, agent_id)
     turn = TurnState.initial(agent.max_iterations, parent_turn_id=parent_turn.turn_id if parent_turn else None)
     em.turn = turn
     link = {"agent_id": agent_id, "name": name, "parent_agent_id": parent.agent_id, "parent_call_id": call_id}
@@ -157,6 +162,8 @@ async def run_subagent(
             "agent_name": name,
         },
     )
+    for kind, facts in mcp_facts:
+        em.emit(kind, facts)
     started = time.monotonic()
     child = asyncio.ensure_future(_last_event(tt([Message.user(prompt)], turn, ctx)))
     try:
@@ -195,7 +202,7 @@ async def _wait_out(child: asyncio.Future[AgentEvent]) -> AgentEvent | None:
 def _end(em: Emitter, link: dict[str, Any], ctx: ExecutionContext, finish: AgentEvent | None, started: float, parent: ExecutionContext) -> SubagentResult:
     """Adds the child's usage to the parent, records ``subagent_finish`` and builds the result."""
     stats = ctx.stats
-    _roll_up(parent.stats, stats)
+    parent.stats.merge(stats, counts=False)  # its turns and tool calls stay its own
     data = finish.data if finish is not None else {"reason": TerminationReason.USER_INTERRUPT.value, "text": ""}
     usage = Usage(stats.input_tokens, stats.output_tokens, stats.cache_read_tokens, stats.cache_write_tokens)
     reason = TerminationReason(data["reason"])
@@ -214,16 +221,6 @@ def _end(em: Emitter, link: dict[str, Any], ctx: ExecutionContext, finish: Agent
         },
     )
     return SubagentResult(link["agent_id"], link["name"], data.get("text", ""), reason, usage, stats.cost_usd, stats, data.get("error"))
-
-
-def _roll_up(into: LoopStats, child: LoopStats) -> None:
-    """Adds a child's model usage to the parent's totals (its turns and tool calls stay its own)."""
-    into.llm_calls += child.llm_calls
-    into.input_tokens += child.input_tokens
-    into.output_tokens += child.output_tokens
-    into.cache_read_tokens += child.cache_read_tokens
-    into.cache_write_tokens += child.cache_write_tokens
-    into.cost_usd = None if into.cost_usd is None or child.cost_usd is None else into.cost_usd + child.cost_usd
 
 
 def _answer(result: SubagentResult) -> str:
@@ -334,6 +331,6 @@ def subagent(name: str, value: Agent | Subagent) -> Subagent:
     """A ``Subagent`` from an ``Agent`` (described by its system prompt) or a ``Subagent``."""
     if isinstance(value, Subagent):
         return value if value.name == name else Subagent(name, value.agent, value.description, value.concurrency_safe)
-    if not hasattr(value, "_loop_config"):
+    if not hasattr(value, "loop_config"):
         raise UserError(f"Sub-agent {name!r} must be an Agent or a Subagent, got {type(value).__name__}.")
     return Subagent(name, value)

@@ -68,6 +68,10 @@ class ToolRegistry:
         self._tools[t.name] = t
         return t
 
+    def remove(self, name: str) -> Tool | None:
+        """Removes the tool called ``name`` (e.g. a stopped MCP server's) and returns it, or None."""
+        return self._tools.pop(name, None)
+
     def get(self, name: str) -> Tool | None:
         """The tool called ``name``, or None."""
         return self._tools.get(name)

@@ -1,0 +1,434 @@
+"""MCP servers as tools: real servers (time, git, everything) driven through Agent and a scripted model."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from agent_kernel import Agent, EventType
+from agent_kernel.approvals import Approval, ApprovalRequest
+from agent_kernel.errors import UserError
+from agent_kernel.mcp import MCPServer
+from agent_kernel.models.scripted import ScriptedModel, tool_call
+from agent_kernel.permissions import Permissions
+
+from .helpers import of_type
+from .mcp_servers import (
+    EVERYTHING,
+    everything_http,
+    everything_missing,
+    everything_stdio,
+    free_port,
+    git_server,
+    make_repository,
+    server_processes,
+    time_server,
+)
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture
+def everything() -> None:
+    """server-everything must be installed (make test does it: make mcp-servers)."""
+    missing = everything_missing()
+    if missing:
+        pytest.fail(missing)
+
+
+def agent_with(servers: list[MCPServer], *responses: Any, **kwargs: Any) -> Agent:
+    kwargs.setdefault("journal", None)
+    kwargs.setdefault("context", None)
+    return Agent(ScriptedModel(list(responses)), mcp=servers, **kwargs)
+
+
+def result_of(run: Any, name: str) -> dict[str, Any]:
+    return next(r for r in run.tool_calls if r["name"] == name)
+
+
+# ---- tools, names and schemas ---------------------------------------------------------------
+
+
+def test_a_time_server_tool_answers_through_the_agent() -> None:
+    with agent_with([time_server()], [tool_call("mcp__time__get_current_time", {"timezone": "UTC"})], "done") as agent:
+        run = agent.run_sync("What time is it?")
+        result = result_of(run, "mcp__time__get_current_time")
+        assert not result["is_error"]
+        assert json.loads(result["content"])["timezone"] == "UTC"
+        start = of_type(run.events, EventType.RUN_START)[0]
+        assert {"mcp__time__get_current_time", "mcp__time__convert_time"} <= set(start.data["tools"])
+        connect = of_type(run.events, EventType.MCP_CONNECT)[0]
+        assert connect.data["server"] == "time" and connect.data["server_name"] == "mcp-time"
+        listed = of_type(run.events, EventType.MCP_TOOLS_LISTED)[0]
+        assert listed.data["tools"] == ["mcp__time__get_current_time", "mcp__time__convert_time"]
+        assert "mcp__time__convert_time" in agent.tools.names
+        # The server's own JSON schema is what the model is offered.
+        assert agent.tools.get("mcp__time__get_current_time").spec.parameters["required"] == ["timezone"]
+
+
+def test_every_mcp_step_is_journaled(tmp_path: Path) -> None:
+    journal = tmp_path / "s.jsonl"
+    with agent_with([time_server()], [tool_call("mcp__time__get_current_time", {"timezone": "UTC"})], "done", journal=journal) as agent:
+        agent.run_sync("time?")
+    from agent_kernel.journal import read_events
+
+    kinds = [e.type.value for e in read_events(journal)]
+    assert kinds.index("mcp_connect") < kinds.index("mcp_tools_listed") < kinds.index("tool_start") < kinds.index("tool_result")
+
+
+def test_arguments_that_break_the_servers_schema_are_refused_before_the_call() -> None:
+    with agent_with([time_server()], [tool_call("mcp__time__get_current_time", {"zone": 3})], "done") as agent:
+        run = agent.run_sync("time?")
+        result = result_of(run, "mcp__time__get_current_time")
+        assert result["is_error"] and "timezone" in result["content"]
+        assert not of_type(run.events, EventType.TOOL_START)
+
+
+def test_annotations_set_read_only_concurrency_safe_and_the_destructive_hint(tmp_path: Path) -> None:
+    repo = make_repository(tmp_path / "repo")
+    with agent_with([git_server(repo)], "nothing to do") as agent:
+        agent.run_sync("hi")
+        status, commit, reset = (agent.tools.get(f"mcp__git__{n}") for n in ("git_status", "git_commit", "git_reset"))
+        assert status.read_only and status.concurrency_safe
+        assert not commit.read_only and not commit.concurrency_safe
+        assert reset.approval_info["destructive"] is True and commit.approval_info["destructive"] is False
+
+
+def test_a_local_tool_and_a_server_tool_of_the_same_name_both_stay_callable() -> None:
+    def get_current_time(timezone: str) -> str:
+        """The local clock."""
+        return f"local {timezone}"
+
+    responses = [[tool_call("get_current_time", {"timezone": "UTC"}), tool_call("mcp__time__get_current_time", {"timezone": "UTC"})], "done"]
+    with agent_with([time_server()], *responses, tools=[get_current_time], permissions="bypass") as agent:
+        run = agent.run_sync("time?")
+        assert result_of(run, "get_current_time")["content"] == "local UTC"
+        assert '"timezone": "UTC"' in result_of(run, "mcp__time__get_current_time")["content"]
+
+
+def test_two_servers_with_the_same_name_are_refused() -> None:
+    with pytest.raises(UserError, match="Two MCP servers are named 'time'.*Rename one"):
+        Agent("offline", mcp=[time_server(), time_server()], journal=None)
+
+
+def test_a_server_name_that_cannot_be_part_of_a_tool_name_is_refused() -> None:
+    with pytest.raises(UserError, match="not a valid MCP server name"):
+        MCPServer.stdio("my server", "python")
+
+
+def test_a_tool_whose_schema_is_malformed_is_skipped_with_a_warning() -> None:
+    from mcp import types
+
+    from agent_kernel.mcp.connection import ConnectInfo
+    from agent_kernel.mcp.hub import MCPHub
+    from agent_kernel.tools.registry import ToolRegistry
+
+    registry = ToolRegistry()
+    hub = MCPHub(registry, [time_server()])
+    good = types.Tool(name="ok", input_schema={"type": "object", "properties": {"a": {"type": "string"}}})
+    bad = types.Tool(name="broken", input_schema={"type": "object", "properties": {"a": {"type": "no-such-type"}}})
+    facts = hub._register(hub.servers["time"], ConnectInfo("x", "1", "2025-11-25", [good, bad]))
+    assert registry.names == ["mcp__time__ok"]
+    warning = next(data for kind, data in facts if kind is EventType.MCP_WARNING)
+    assert warning["tool"] == "broken" and "not a valid JSON schema" in warning["message"]
+
+
+# ---- permissions ----------------------------------------------------------------------------
+
+
+def test_rules_allow_and_deny_mcp_tools_by_name_and_glob(tmp_path: Path) -> None:
+    repo = make_repository(tmp_path / "repo")
+    calls = [tool_call("mcp__git__git_add", {"repo_path": str(repo), "files": ["new.txt"]}), tool_call("mcp__time__get_current_time", {"timezone": "UTC"})]
+    rules = Permissions(deny=["mcp__git__*"], allow=["mcp__time__get_current_time"])
+    with agent_with([git_server(repo), time_server()], calls, "done", permissions=rules) as agent:
+        run = agent.run_sync("go")
+        denied = result_of(run, "mcp__git__git_add")
+        assert denied["is_error"] and "mcp__git__*" in denied["content"]
+        assert not result_of(run, "mcp__time__get_current_time")["is_error"]
+    assert "new.txt" not in subprocess.run(["git", "-C", str(repo), "diff", "--cached", "--name-only"], capture_output=True, text=True).stdout
+
+
+def test_the_approval_card_names_the_server_and_shows_the_exact_arguments(tmp_path: Path) -> None:
+    repo = make_repository(tmp_path / "repo")
+    asked: list[ApprovalRequest] = []
+
+    def approver(request: ApprovalRequest) -> Approval:
+        asked.append(request)
+        return Approval.approve()
+
+    arguments = {"repo_path": str(repo), "files": ["new.txt"]}
+    with agent_with([git_server(repo)], [tool_call("mcp__git__git_add", arguments)], "done", approver=approver) as agent:
+        run = agent.run_sync("stage it")
+        card = of_type(run.events, EventType.APPROVAL_REQUIRED)[0].data
+        assert card["server"] == "git" and card["mcp_tool"] == "git_add"
+        assert card["arguments"] == arguments and card["destructive"] is False
+        assert asked[0].tool == "mcp__git__git_add"
+        assert not result_of(run, "mcp__git__git_add")["is_error"]
+    staged = subprocess.run(["git", "-C", str(repo), "diff", "--cached", "--name-only"], capture_output=True, text=True).stdout
+    assert staged.split() == ["new.txt"]
+
+
+def test_the_headless_policy_decides_mcp_tools(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = make_repository(tmp_path / "repo")
+    monkeypatch.setenv("AGENT_KERNEL_APPROVAL", "scripted:mcp__git__git_add=deny,mcp__git__*=approve")
+    calls = [tool_call("mcp__git__git_add", {"repo_path": str(repo), "files": ["new.txt"]}), tool_call("mcp__git__git_create_branch", {"repo_path": str(repo), "branch_name": "feature"})]
+    with agent_with([git_server(repo)], calls, "done") as agent:
+        run = agent.run_sync("go")
+        assert result_of(run, "mcp__git__git_add")["is_error"]
+        assert not result_of(run, "mcp__git__git_create_branch")["is_error"]
+        decisions = {e.data["tool"]: e.data["decided_by"] for e in of_type(run.events, EventType.APPROVAL_DECISION)}
+        assert decisions == {"mcp__git__git_add": "policy", "mcp__git__git_create_branch": "policy"}
+    assert "feature" in subprocess.run(["git", "-C", str(repo), "branch"], capture_output=True, text=True).stdout
+
+
+def test_a_server_in_bypass_mode_runs_its_tools_without_asking_while_others_still_ask(tmp_path: Path) -> None:
+    repo = make_repository(tmp_path / "repo")
+    other = make_repository(tmp_path / "other")
+    calls = [tool_call("mcp__git__git_create_branch", {"repo_path": str(repo), "branch_name": "b1"}), tool_call("mcp__strict__git_create_branch", {"repo_path": str(other), "branch_name": "b2"})]
+    with agent_with([git_server(repo, permissions="bypass"), git_server(other, name="strict")], calls, "done") as agent:
+        run = agent.run_sync("go")
+        assert not result_of(run, "mcp__git__git_create_branch")["is_error"]
+        refused = result_of(run, "mcp__strict__git_create_branch")
+        assert refused["is_error"] and "AGENT_KERNEL_APPROVAL" in refused["content"]
+        assert [e.data["tool"] for e in of_type(run.events, EventType.APPROVAL_REQUIRED)] == ["mcp__strict__git_create_branch"]
+
+
+def test_plan_mode_keeps_a_bypassed_server_read_only(tmp_path: Path) -> None:
+    repo = make_repository(tmp_path / "repo")
+    calls = [tool_call("mcp__git__git_create_branch", {"repo_path": str(repo), "branch_name": "b1"}), tool_call("mcp__git__git_status", {"repo_path": str(repo)})]
+    with agent_with([git_server(repo, permissions="bypass")], calls, "done", permissions="plan") as agent:
+        run = agent.run_sync("go")
+        assert result_of(run, "mcp__git__git_create_branch")["is_error"]
+        assert "new.txt" in result_of(run, "mcp__git__git_status")["content"]
+
+
+# ---- results, progress, cancellation ----------------------------------------------------------
+
+
+def test_images_and_embedded_resources_are_described_for_the_model(everything: None) -> None:
+    calls = [tool_call("mcp__ev__get-tiny-image", {}), tool_call("mcp__ev__get-resource-reference", {"resourceType": "Text", "resourceId": 1})]
+    with agent_with([everything_stdio()], calls, "done") as agent:
+        run = agent.run_sync("show me")
+        image = result_of(run, "mcp__ev__get-tiny-image")["content"]
+        assert "[image: image/png," in image and "bytes]" in image and "iVBOR" not in image
+        resource = result_of(run, "mcp__ev__get-resource-reference")["content"]
+        assert "[resource demo://resource/dynamic/text/1 (text/plain)]" in resource
+        assert "Resource 1: This is a plaintext resource" in resource
+
+
+def test_a_large_result_is_capped_like_every_tool_result(everything: None, tmp_path: Path) -> None:
+    message = "x" * 5000
+    with agent_with([everything_stdio()], [tool_call("mcp__ev__echo", {"message": message})], "done", tool_result_limit=1000, working_dir=tmp_path) as agent:
+        run = agent.run_sync("echo")
+        content = result_of(run, "mcp__ev__echo")["content"]
+        assert len(content) < 2000 and "characters omitted" in content
+
+
+def test_progress_notifications_become_tool_progress_events(everything: None) -> None:
+    call = tool_call("mcp__ev__trigger-long-running-operation", {"duration": 0.3, "steps": 3})
+    with agent_with([everything_stdio()], [call], "done") as agent:
+        run = agent.run_sync("go")
+        progress = of_type(run.events, EventType.TOOL_PROGRESS)
+        assert [p.data["fraction"] for p in progress] == pytest.approx([1 / 3, 2 / 3, 1.0])
+        assert progress[0].data["name"] == "mcp__ev__trigger-long-running-operation"
+        assert "completed" in result_of(run, "mcp__ev__trigger-long-running-operation")["content"]
+
+
+async def test_cancelling_a_call_sends_the_mcp_cancellation(everything: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
+
+    sent = threading.Event()
+    original = JSONRPCDispatcher._cancel_outbound
+
+    async def spy(self: Any, request_id: Any, reason: str, related: Any) -> None:
+        await original(self, request_id, reason, related)
+        sent.set()
+
+    monkeypatch.setattr(JSONRPCDispatcher, "_cancel_outbound", spy)
+    call = tool_call("mcp__ev__trigger-long-running-operation", {"duration": 60, "steps": 60})
+    agent = agent_with([everything_stdio()], [call], "done")
+    try:
+        events = []
+        async for event in agent.stream("go"):
+            events.append(event)
+            if event.type is EventType.TOOL_PROGRESS:
+                agent.cancel("enough")
+        assert events[-1].data["reason"] == "user_interrupt"
+        assert sent.wait(30), "the MCP client never sent notifications/cancelled"
+        assert of_type(events, EventType.TOOL_RESULT)[0].data["is_error"]
+    finally:
+        await agent.__aexit__(None, None, None)
+
+
+# ---- failures --------------------------------------------------------------------------------
+
+
+def test_a_command_that_does_not_exist_is_named_in_a_clear_error() -> None:
+    ghost = MCPServer.stdio("ghost", "no-such-mcp-server-xyz", "--flag")
+    with agent_with([ghost, time_server()], "fine") as agent:
+        run = agent.run_sync("hi")
+        error = of_type(run.events, EventType.MCP_ERROR)[0].data
+        assert error["server"] == "ghost" and "'no-such-mcp-server-xyz' was not found" in error["message"]
+        assert of_type(run.events, EventType.ERROR)[0].data["kind"] == "mcp"
+        assert run.text == "fine" and "mcp__time__get_current_time" in agent.tools.names
+
+
+def test_a_url_that_refuses_connections_is_named_in_a_clear_error() -> None:
+    url = f"http://127.0.0.1:{free_port()}/mcp"
+    with agent_with([MCPServer.http("remote", url, startup_timeout=30)], "fine") as agent:
+        run = agent.run_sync("hi")
+        message = of_type(run.events, EventType.MCP_ERROR)[0].data["message"]
+        assert url in message and "refused the connection" in message
+
+
+def test_a_server_that_exits_at_once_reports_its_stderr() -> None:
+    crash = MCPServer.stdio("crash", sys.executable, "-c", "import sys; sys.stderr.write('boom: no config file\\n'); sys.exit(3)")
+    with agent_with([crash], "fine") as agent:
+        run = agent.run_sync("hi")
+        error = of_type(run.events, EventType.MCP_ERROR)[0].data
+        assert "boom: no config file" in error["stderr_tail"] and "boom: no config file" in error["message"]
+
+
+def test_a_crashed_server_ends_the_call_with_an_error_and_the_next_use_reconnects(everything: None) -> None:
+    echo = tool_call("mcp__ev__echo", {"message": "hi"})
+    with agent_with([everything_stdio()], [echo], "one", [echo], "two", [echo], "three") as agent:
+        assert "Echo: hi" in result_of(agent.run_sync("1"), "mcp__ev__echo")["content"]
+        (proc,) = server_processes(str(EVERYTHING))
+        proc.kill()
+        proc.wait(30)
+        crashed = agent.run_sync("2")
+        result = result_of(crashed, "mcp__ev__echo")
+        assert result["is_error"] and "'ev'" in result["content"]
+        error = of_type(crashed.events, EventType.MCP_ERROR)[0].data
+        assert error["phase"] == "call" and "Starting default (STDIO) server" in error["stderr_tail"]
+        assert of_type(crashed.events, EventType.ERROR)[0].data["server"] == "ev"
+        again = agent.run_sync("3")
+        assert of_type(again.events, EventType.MCP_CONNECT)[0].data["reconnect"] is True
+        assert "Echo: hi" in result_of(again, "mcp__ev__echo")["content"]
+
+
+# ---- transports and lifetime -----------------------------------------------------------------
+
+
+def test_a_streamable_http_server_serves_tools_and_lists_resources_and_prompts(everything: None) -> None:
+    with everything_http() as url:
+        with agent_with([MCPServer.http("web", url)], [tool_call("mcp__web__get-sum", {"a": 2, "b": 3})], "done") as agent:
+            run = agent.run_sync("add")
+            assert "5" in result_of(run, "mcp__web__get-sum")["content"]
+            listed = of_type(run.events, EventType.MCP_TOOLS_LISTED)[0].data
+            assert "demo://resource/static/document/architecture.md" in listed["resources"]
+            assert "simple-prompt" in listed["prompts"]
+            (row,) = agent.mcp.status()
+            assert row["status"] == "connected" and row["transport"] == "http"
+
+
+def test_after_close_the_server_process_is_gone() -> None:
+    agent = agent_with([time_server()], "hi")
+    agent.run_sync("hi")
+    procs = server_processes("mcp_server_time")
+    assert len(procs) == 1
+    agent.close()
+    gone, alive = psutil.wait_procs(procs, timeout=30)
+    assert not alive
+    assert agent.mcp.status()[0]["status"] == "stopped" and "mcp__time__get_current_time" not in agent.tools.names
+
+
+async def test_async_with_stops_the_servers() -> None:
+    async with agent_with([time_server()], "hi") as agent:
+        await agent.run("hi")
+        procs = server_processes("mcp_server_time")
+        assert procs
+    _, alive = psutil.wait_procs(procs, timeout=30)
+    assert not alive
+
+
+def test_servers_stop_when_the_interpreter_exits_without_close() -> None:
+    script = (
+        "import sys\n"
+        "from agent_kernel import Agent\n"
+        "from agent_kernel.mcp import MCPServer\n"
+        "from tests.mcp_servers import server_processes\n"
+        "agent = Agent('offline', mcp=[MCPServer.stdio('time', sys.executable, '-m', 'mcp_server_time')], journal=None)\n"
+        "agent.run_sync('hi')\n"
+        "print(server_processes('mcp_server_time')[0].pid)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=90, cwd=Path(__file__).parent.parent)
+    assert out.returncode == 0, out.stderr
+    pid = int(out.stdout.split()[-1])
+    try:
+        proc = psutil.Process(pid)
+    except psutil.NoSuchProcess:
+        return
+    _, alive = psutil.wait_procs([proc], timeout=30)
+    assert not alive, f"the server {pid} outlived the interpreter"
+
+
+# ---- elicitation -----------------------------------------------------------------------------
+
+
+def test_elicitation_is_declined_headless_by_default_and_nothing_waits(everything: None) -> None:
+    with agent_with([everything_stdio()], [tool_call("mcp__ev__trigger-elicitation-request", {})], "done", permissions="bypass") as agent:
+        run = agent.run_sync("ask me")
+        content = result_of(run, "mcp__ev__trigger-elicitation-request")["content"]
+        assert "decline" in content.lower()
+        (asked,) = of_type(run.events, EventType.MCP_ELICITATION)
+        assert asked.data["action"] == "decline" and asked.data["server"] == "ev"
+        assert "name" in asked.data["schema"]["properties"]
+
+
+def test_the_live_views_approval_card_says_when_the_server_marks_a_tool_destructive(tmp_path: Path) -> None:
+    from agent_kernel.jupyter.transcript import Transcript
+
+    repo = make_repository(tmp_path / "repo")
+    call = tool_call("mcp__git__git_reset", {"repo_path": str(repo)})
+    with agent_with([git_server(repo)], [call], "done", approver=lambda request: Approval.reject("not now")) as agent:
+        run = agent.run_sync("reset")
+    view = Transcript()
+    for event in run.events:
+        view.apply(event)
+    (card,) = view.tool_cards
+    assert card.name == "mcp__git__git_reset"
+    assert "the MCP server 'git' marks this tool destructive" in (card.approval_reason or "")
+    assert card.status == "rejected"
+
+
+def test_an_approving_policy_accepts_an_elicitation_only_when_the_form_can_be_answered_from_defaults(
+    everything: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGENT_KERNEL_APPROVAL", "scripted:mcp__ev__elicitation=approve")
+    with agent_with([everything_stdio()], [tool_call("mcp__ev__trigger-elicitation-request", {})], "done", permissions="bypass") as agent:
+        run = agent.run_sync("ask me")
+        (asked,) = of_type(run.events, EventType.MCP_ELICITATION)
+        # "name" is required and has no default: nothing to answer it with, so it is declined.
+        assert asked.data["action"] == "decline" and "required field has no default" in asked.data["reason"]
+    from agent_kernel.mcp.hub import _defaults
+
+    assert _defaults({"type": "object", "properties": {"a": {"type": "string", "default": "x"}, "b": {"type": "boolean"}}}) == {"a": "x"}
+    assert _defaults({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}) is None
+
+
+def test_a_sub_agents_servers_start_with_its_first_task_and_its_calls_are_recorded() -> None:
+    clock = agent_with([time_server()], [tool_call("mcp__time__get_current_time", {"timezone": "UTC"})], "It is noon somewhere.", name="clock", permissions="bypass")
+    lead = Agent(ScriptedModel([[tool_call("task", {"agent": "clock", "instructions": "What time is it?"})], "done"]), subagents={"clock": clock}, journal=None, context=None, permissions="bypass")
+    with lead, clock:
+        run = lead.run_sync("time?")
+        sub = [e for e in run.events if e.agent_id is not None]
+        assert [e.data["server"] for e in sub if e.type is EventType.MCP_CONNECT] == ["time"]
+        result = next(e.data for e in sub if e.type is EventType.TOOL_RESULT)
+        assert result["name"] == "mcp__time__get_current_time" and not result["is_error"]
+        assert "It is noon somewhere." in result_of(run, "task")["content"]
+
+
+async def test_a_servers_resources_can_be_read_through_the_hub(everything: None) -> None:
+    async with agent_with([everything_stdio()], "hi") as agent:
+        await agent.run("hi")
+        result = await agent.mcp.read_resource("ev", "demo://resource/static/document/architecture.md")
+        assert result.contents[0].uri == "demo://resource/static/document/architecture.md"
+        assert result.contents[0].text.strip()
