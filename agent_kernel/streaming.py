@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-import time
 from typing import Any
 
 import pydantic
@@ -92,7 +91,8 @@ class Watchdog:
     """Interrupts the stream when nothing has arrived for ``timeout`` seconds.
 
     ``touch`` records that something arrived: a stream event, or any bytes at all (keep-alive
-    pings included, through ``models.transport.on_stream_activity``).
+    pings included, through ``models.transport.on_stream_activity``). Time is the event loop's
+    clock, so a test loop with a fake clock decides stalls exactly.
     """
 
     __slots__ = ("timeout", "token", "last", "_handle", "_loop")
@@ -100,16 +100,16 @@ class Watchdog:
     def __init__(self, timeout: float, token: Any) -> None:
         self.timeout = timeout
         self.token = token
-        self.last = time.monotonic()
         self._loop = asyncio.get_running_loop()
+        self.last = self._loop.time()
         self._handle: asyncio.TimerHandle | None = self._loop.call_later(timeout, self._check)
 
     def touch(self) -> None:
         """Something arrived: the silence starts again from now."""
-        self.last = time.monotonic()
+        self.last = self._loop.time()
 
     def _check(self) -> None:
-        idle = time.monotonic() - self.last
+        idle = self._loop.time() - self.last
         if idle >= self.timeout:
             self._handle = None
             self.token.interrupt("stall")
