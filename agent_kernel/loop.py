@@ -433,7 +433,7 @@ class _Loop:
                 async for sev in stream:
                     token.disarm()
                     if watchdog is not None:
-                        watchdog.last = time.monotonic()
+                        watchdog.touch()
                     if em.holding_text and not isinstance(sev, TextDelta):
                         yield em.release()  # text held back for redaction: its block has ended
                     if isinstance(sev, TextDelta):  # the common case first
