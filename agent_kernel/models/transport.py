@@ -5,7 +5,10 @@ the bytes-arrived signal the stall watchdog listens to.
 connection belongs to the event loop that opened it. ``asyncio.run`` closes its loop at the end,
 so a client kept from one ``run_sync`` fails on the next ("Event loop is closed"), or sends its
 request twice while it notices. ``LoopBound`` hands each running loop a client of its own, built
-by the adapter the first time that loop asks; a loop that has ended takes its client with it.
+by the adapter the first time that loop asks. When a loop shuts down (``asyncio.run`` ending, as
+after every ``run_sync``), its client is closed on it, so no pooled connection outlives its loop
+unclosed: each client is paired with a suspended async generator the loop knows about, and a
+loop's shutdown closes every such generator (``loop.shutdown_asyncgens``), which closes the client.
 
 **Stream activity.** The SDKs swallow keep-alive traffic (Anthropic's ``ping`` events, SSE
 comment lines), so an adapter never sees it, yet a server that sends it is alive. Adapters hook
@@ -43,7 +46,8 @@ class LoopBound(Generic[C]):
         if make is None and given is None:
             raise ValueError("LoopBound needs a factory or a client")
         self._make = make
-        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, C] = weakref.WeakKeyDictionary()
+        # Each loop's client, with the generator that closes it when the loop shuts down.
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[C, Any]] = weakref.WeakKeyDictionary()
         self._last: C | None = given
 
     def get(self) -> C:
@@ -57,11 +61,34 @@ class LoopBound(Generic[C]):
                 assert self._make is not None
                 self._last = self._make()
             return self._last
-        client = self._clients.get(loop)
-        if client is None:
-            client = self._clients[loop] = self._make()
-        self._last = client
-        return client
+        entry = self._clients.get(loop)
+        if entry is None:
+            client = self._make()
+            entry = self._clients[loop] = (client, _closed_at_shutdown(client))
+        self._last = entry[0]
+        return entry[0]
+
+
+def _closed_at_shutdown(client: Any) -> Any:
+    """An async generator, started on the running loop, that closes ``client`` when closed itself.
+
+    Starting it registers it with the loop (its first-iteration hook); the loop closes it at
+    shutdown. The caller keeps it alive: the loop holds its generators weakly.
+    """
+
+    async def close_when_done() -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            close = getattr(client, "close", None)
+            if close is not None:
+                with contextlib.suppress(Exception):  # a client already closed, or half-built
+                    await close()
+
+    generator = close_when_done()
+    with contextlib.suppress(StopIteration):
+        generator.__anext__().send(None)  # runs to the ``yield`` at once: nothing is awaited first
+    return generator
 
 
 @contextlib.contextmanager
