@@ -19,7 +19,7 @@ from jupyter_client.blocking.client import BlockingKernelClient
 from jupyter_client.manager import KernelManager
 
 from agent_kernel.install import DISPLAY_NAME, KERNEL_NAME, kernel_spec, main
-from agent_kernel.jupyter.kernel import is_python_cell, strip_python_escape
+from agent_kernel.jupyter.kernel import classify, is_python_cell, strip_python_escape
 
 from .kernel_harness import (
     await_cell,
@@ -66,9 +66,16 @@ def script(kc: BlockingKernelClient, *responses: str) -> None:
     assert reply["status"] == "ok", (reply, messages)
 
 
+def marker(messages: list[dict[str, Any]]) -> str | None:
+    """The marker line saying what the kernel did with a cell it judged, if the cell showed one."""
+    shown = [c["data"]["text/plain"] for c in outputs(messages, "display_data") if "agent_kernel" in c.get("metadata", {})]
+    return shown[0] if shown else None
+
+
 def summary_text(messages: list[dict[str, Any]]) -> str:
     """The plain text of the static summary the prompt cell displayed last."""
-    shown = [c["data"] for c in outputs(messages, "display_data") if WIDGET not in c["data"]]
+    shown = [c["data"] for c in outputs(messages, "display_data")
+             if WIDGET not in c["data"] and "agent_kernel" not in c.get("metadata", {})]
     assert shown, f"no summary was displayed: {messages}"
     return str(shown[-1]["text/plain"])
 
@@ -78,6 +85,7 @@ def summary_text(messages: list[dict[str, Any]]) -> str:
 
 @pytest.mark.parametrize("cell", [
     "%%python\nx = 1",
+    "%%python\nundefined_name",  # the escape wins over the judgement
     "%%time\nsum(range(10))",
     "%pwd",
     "!echo hi",
@@ -85,19 +93,44 @@ def summary_text(messages: list[dict[str, Any]]) -> str:
     "",
     "   \n",
 ])
-def test_escapes_magics_shell_lines_and_empty_cells_are_python(cell: str) -> None:
-    assert is_python_cell(cell)
+def test_escapes_magics_shell_lines_and_empty_cells_are_python_without_judging(cell: str) -> None:
+    kind = classify(cell, {})
+    assert kind.python and not kind.judged
+
+
+@pytest.mark.parametrize("cell", [
+    "print('hello')",
+    "x = 1",
+    "df.describe()",
+    "df",
+    "df?",
+    "import os\nos.getcwd()",
+    "for i in range(3):\n    print(i)",
+    "squares = [n * n for n in range(5)]\n%who\nsum(squares)",
+])
+def test_python_whose_names_are_all_defined_runs_as_python(cell: str) -> None:
+    kind = classify(cell, {"df": object()})
+    assert kind.python and kind.judged, kind
 
 
 @pytest.mark.parametrize("cell", [
     "Summarise the data in df",
-    "x = 1",  # Python without the escape is a prompt: the agent can run it if asked
+    "hello",
+    "help",  # a builtin, but as a lone word it is a request
+    "print(undefined)",
     "%pwd\nthen tell me what is there",
     "What does !important mean in CSS?",
     "print(1)\n%%python",
+    "%%prompt\nprint('hello')",
 ])
 def test_everything_else_is_a_prompt(cell: str) -> None:
-    assert not is_python_cell(cell)
+    assert not is_python_cell(cell, {"df": object()})
+
+
+def test_the_judgement_says_why() -> None:
+    assert classify("print(undefined)", {}).reason == "'undefined' is not defined"
+    assert classify("Summarise it", {}).reason == "it is not Python"
+    assert not classify("%%prompt\nx = 1", {}).judged
 
 
 def test_the_python_escape_becomes_a_blank_line_so_line_numbers_match_the_cell() -> None:
@@ -132,7 +165,52 @@ def test_kernel_info_says_it_is_the_agent_kernel_running_python(kc: BlockingKern
     info = kc.get_shell_msg(timeout=10)["content"]
     assert info["implementation"] == "agent_kernel"
     assert info["language_info"]["name"] == "python"
-    assert "%%python" in info["banner"] and "prompt" in info["banner"]
+    assert "%%python" in info["banner"] and "%%prompt" in info["banner"]
+
+
+def test_cells_are_highlighted_as_markdown_not_as_python(kc: BlockingKernelClient) -> None:
+    kc.kernel_info()
+    language = kc.get_shell_msg(timeout=10)["content"]["language_info"]
+    assert language["codemirror_mode"] == "markdown" and language["pygments_lexer"] == "markdown"
+    assert language["file_extension"] == ".py"  # still Python to exporters
+
+
+def test_print_hello_runs_as_python_and_says_so(kc: BlockingKernelClient) -> None:
+    reply, messages = execute(kc, "print('hello')")
+
+    assert reply["status"] == "ok" and stdout(messages) == "hello\n"
+    assert (marker(messages) or "").startswith("▶ ran as Python")
+    assert "%%prompt" in (marker(messages) or "")
+    assert marker(execute(kc, "%%python\nprint('hi')")[1]) is None  # an escape needs no marker
+
+
+def test_a_prompt_is_marked_as_sent_to_the_agent_with_the_reason(kc: BlockingKernelClient) -> None:
+    script(kc, '"Hi there."')
+    reply, messages = execute(kc, "print(greeting_nobody_defined)")
+
+    assert reply["status"] == "ok", messages
+    assert marker(messages) == ("▶ sent to the agent ('greeting_nobody_defined' is not defined; start the cell "
+                                "with %%python to run it as Python)")
+    assert "Hi there." in summary_text(messages)
+
+
+def test_the_prompt_escape_sends_python_to_the_agent_without_the_escape_line(kc: BlockingKernelClient) -> None:
+    script(kc, '"It prints hello."')
+    execute(kc, "%%prompt\nprint('hello')")
+    reply, messages = execute(kc, "%%python\nprint(agent.messages[0].text)")
+    assert stdout(messages) == "print('hello')\n"
+
+
+def test_the_first_prompt_on_the_offline_model_answers_without_an_error(kc: BlockingKernelClient) -> None:
+    execute(kc, "%%python\nfrom agent_kernel.models.offline import OfflineModel\n"
+                "agent.reset()\nagent.model = OfflineModel(delay=0)")
+    reply, messages = execute(kc, "hello")
+
+    assert reply["status"] == "ok", messages
+    answer = summary_text(messages)
+    assert "offline model" in answer and "NameError" not in answer and "python(" not in answer
+    reply, messages = execute(kc, "What is 6 * 7?")  # arithmetic: the python tool computes it
+    assert reply["status"] == "ok" and "42" in summary_text(messages)
 
 
 def test_a_prompt_whose_agent_runs_python_creates_a_variable_the_next_python_cell_reads(kc: BlockingKernelClient) -> None:
@@ -167,9 +245,9 @@ def test_a_prompt_cell_shows_the_live_view_then_the_static_summary(kc: BlockingK
     reply, messages = execute(kc, "Say hello")
 
     shown = [c["data"] for c in outputs(messages, "display_data")]
-    assert WIDGET in shown[0], "the live view comes first"
-    assert shown[0]["text/plain"] == "AgentView(waiting for a run)"
-    assert {"text/plain", "text/html", "text/markdown"} <= set(shown[-1])
+    assert shown[0]["text/plain"].startswith("▶ sent to the agent (it is not Python"), "the marker comes first"
+    assert WIDGET in shown[1], "then the live view"
+    assert {"text/plain", "text/html"} <= set(shown[-1])
     assert summary_text(messages).startswith("Answer:\nHello from the script.")
     assert any(m["msg_type"] == "comm_open" for m in messages), "the view is a widget"
     assert reply["status"] == "ok"

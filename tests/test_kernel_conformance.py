@@ -107,7 +107,8 @@ class TestAgentKernelConformance(jkt.KernelTests):
             if kind == "status" and msg["content"]["execution_state"] == "idle":
                 break
         self.assertEqual(kinds[:2], ["status", "execute_input"])
-        self.assertEqual(kinds.count("display_data"), 2, kinds)  # the live view, then the summary
+        # The marker saying the cell went to the agent, the live view, then the summary.
+        self.assertEqual(kinds.count("display_data"), 3, kinds)
         self.assertIn("comm_open", kinds)
 
 

@@ -24,6 +24,8 @@ from agent_kernel.jupyter.interpolation import InterpolationWarning
 from agent_kernel.jupyter.magics import AgentMagics
 from agent_kernel.jupyter.runner import RunHandle
 
+ROOT = Path(__file__).resolve().parent.parent
+
 SETUP = '''
 from agent_kernel import tool
 from agent_kernel.models.scripted import ScriptedModel, text, tool_call
@@ -153,14 +155,14 @@ def test_an_agent_cell_shows_the_live_view_then_a_summary_of_the_answer(cells: C
     result, captured = cells.run("%%agent -m model\nSay something")
 
     assert result.result is None  # nothing extra in Out
-    view, summary = texts(captured)
-    assert view == "AgentView(waiting for a run)"
-    assert summary.startswith("Answer:\nFirst answer.")
+    assert "application/vnd.jupyter.widget-view+json" in captured.outputs[0].data  # the live view first
+    assert texts(captured)[-1].startswith("Answer:\nFirst answer.")  # the summary last
     assert cells.ns["model"].requests[0].messages[-1].content[0].text == "Say something"
 
 
 def test_successive_cells_continue_one_conversation(cells: Cells) -> None:
-    cells.run("%%agent -m model\nMy name is Ada.")
+    cells.run("%agent model model")
+    cells.run("%%agent\nMy name is Ada.")
     cells.run("%%agent\nWhat is my name?")
 
     said = [m.content[0].text for m in cells.ns["model"].requests[-1].messages]
@@ -168,7 +170,8 @@ def test_successive_cells_continue_one_conversation(cells: Cells) -> None:
 
 
 def test_new_starts_a_fresh_conversation_with_the_same_settings(cells: Cells) -> None:
-    cells.run("%%agent -m model --tools touch --max-turns 4\nOne")
+    cells.run("%agent model model\n%agent tools touch\n%agent max-turns 4")
+    cells.run("%%agent\nOne")
     first = cells.magics.sessions.get().agent
     cells.run("%%agent --new\nTwo")
 
@@ -243,7 +246,7 @@ def test_no_interpolate_sends_braces_as_written(cells: Cells) -> None:
 def test_tools_take_notebook_functions_tool_objects_and_builtins_with_spaces_or_commas(cells: Cells) -> None:
     cells.run("%%agent -m model --tools touch,lookup shout read_file\nHi")
 
-    assert cells.magics.sessions.get().agent.tools.names == ["touch", "lookup", "shout", "read_file"]
+    assert [t.name for t in cells.ns["model"].requests[-1].tools] == ["touch", "lookup", "shout", "read_file"]
 
 
 def test_an_unknown_tool_is_a_clear_error_that_suggests_the_closest_name(cells: Cells) -> None:
@@ -273,27 +276,115 @@ def test_a_variable_that_is_not_a_model_is_a_clear_error_and_a_string_variable_n
     cells.run("count = 3\nchoice = 'offline'")
     assert "'count' is a int, not a model" in str(cells.error("%%agent -m count\nHi"))
 
-    cells.run("%%agent -m choice\nHi")
-    assert cells.magics.sessions.get().agent.model.provider == "offline"
+    cells.run("%%agent -m choice -o chosen\nHi")
+    assert "offline model" in cells.ns["chosen"].text
 
 
-def test_mode_and_max_turns_options_change_the_session(cells: Cells) -> None:
+def test_mode_and_max_turns_options_apply_to_their_cell(cells: Cells) -> None:
     cells.run("planner = ScriptedModel([[tool_call('touch', {'name': 'x'})], 'Planned.'])")
     cells.run("%%agent -m planner --tools touch --mode plan --max-turns 2 -o planned\nTouch x")
 
     refusal = cells.ns["planned"].tool_calls[0]
     assert refusal["is_error"] and "plan mode" in refusal["content"]
-    assert cells.magics.sessions.get().agent.max_iterations == 2
+    agent = cells.magics.sessions.get().agent
+    assert agent.max_iterations == 20 and agent.permissions.permissions.mode == "default"
     assert isinstance(cells.error("%%agent --max-turns 0\nHi"), UsageError)
-    assert isinstance(cells.error("%%agent --mode reckless\nHi"), UsageError)
+    error = cells.error("%%agent --mode plna\nHi")
+    assert isinstance(error, UsageError) and "Did you mean 'plan'?" in str(error)
+
+
+def test_a_cells_options_apply_to_that_cell_only(cells: Cells) -> None:
+    cells.run("%%agent -m model --tools touch --system 'Be brief.' -o first\nHi")
+    cells.run("%%agent -o second\nAnd again")
+
+    assert cells.ns["first"].text == "First answer."
+    assert "offline model" in cells.ns["second"].text  # the session's model, not the cell's
+    agent = cells.magics.sessions.get().agent
+    assert agent.model.provider == "offline" and agent.tools.names == [] and agent.system is None
+    assert len(cells.ns["model"].requests) == 1
+    said = [m.text for m in agent.messages]
+    assert said[0] == "Hi" and said[2] == "And again"  # one conversation all the same
+
+
+def test_session_settings_change_only_when_asked(cells: Cells) -> None:
+    cells.run("%agent model model\n%agent tools touch lookup\n%agent mode plan\n%agent max-turns 3\n"
+              "%agent system 'Answer in French.'")
+    cells.run("%%agent\nHi")
+    _, shown = cells.run("%agent")
+
+    agent = cells.magics.sessions.get().agent
+    assert (agent.model, agent.tools.names, agent.max_iterations) == (cells.ns["model"], ["touch", "lookup"], 3)
+    assert agent.permissions.permissions.mode == "plan" and cells.ns["model"].requests[-1].system == "Answer in French."
+    assert "Tools: touch, lookup." in shown.stdout and "mode plan" in shown.stdout
+    assert "System prompt: Answer in French." in shown.stdout and "that cell only" in shown.stdout
+    cells.run("%agent tools none\n%agent system none")
+    assert agent.tools.names == [] and agent.system is None
+    assert "Did you mean 'plan'?" in str(cells.error("%agent mode plna"))
+
+
+def test_agent_session_gives_the_agent_to_python_and_its_frames_are_one_command_away(cells: Cells) -> None:
+    cells.run("writer = ScriptedModel([[tool_call('lookup', {'key': 'k'})], 'Looked it up.'])")
+    cells.run("%%agent -m writer --tools lookup\nLook k up")
+    cells.run("agent = %agent session")
+
+    agent = cells.ns["agent"]
+    assert agent is cells.magics.sessions.get().agent
+    calls = cells.run("%agent calls")[0].result
+    assert calls["name"].tolist() == ["lookup"] and calls.equals(agent.tool_calls_df())
+    assert cells.run("%agent turns")[0].result.equals(agent.turns_df())
+    assert cells.run("%agent usage")[0].result.equals(agent.usage_df())
+    assert cells.run("%agent events")[0].result["type"].iloc[-1] == "run_finish"
+    picture = cells.run("%agent timeline")[0].result
+    assert type(picture).__name__ == "Timeline" and len(picture.bars) == 3
+
+
+def test_agent_help_lists_the_subcommands_and_the_options(cells: Cells) -> None:
+    _, captured = cells.run("%agent help")
+
+    for command in ("%agent session", "%agent model NAME", "%agent tools [NAMES]", "%agent calls", "%agent timeline"):
+        assert command in captured.stdout
+    for option in ("--tools TOOL", "--mode", "--max-turns", "-o, --output VAR", "--no-raise"):
+        assert option in captured.stdout
+
+
+def test_a_mistyped_option_suggests_the_closest_one(cells: Cells) -> None:
+    error = cells.error("%%agent --tols read_file\nHi")
+
+    assert isinstance(error, UsageError)
+    assert "no option --tols" in str(error) and "Did you mean '--tools'?" in str(error)
+    assert "%agent help" in str(error)
+    assert "prompt goes on the lines below" in str(cells.error("%%agent What is this?\nHi"))
+
+
+def test_a_missing_key_is_explained_in_magic_terms(cells: Cells, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    error = str(cells.error("%%agent -m anthropic:claude-sonnet-4-6\nHi"))
+
+    assert "ANTHROPIC_API_KEY" in error and "-m offline" in error and "%agent model offline" in error
+    assert "Agent(" not in error and "api_key=" not in error
+    assert "Agent(" not in str(cells.error("%agent model anthropic:claude-sonnet-4-6"))
+
+
+def test_the_readme_example_runs_verbatim_on_the_offline_model(cells: Cells, tmp_path: Path) -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    example = readme.split("## In a notebook", 1)[1].split("```\n%%agent", 1)[1].split("```", 1)[0]
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "todo.md").write_text((ROOT / "notebooks" / "notes" / "todo.md").read_text())
+    cells.run("%%agent" + example)
+
+    answer = cells.magics.sessions.get().agent.messages[-1].text
+    items = [line[2:] for line in (ROOT / "notebooks" / "notes" / "todo.md").read_text().splitlines() if line.startswith("- ")]
+    assert items and all(f"- {item}" in answer for item in items)
+    assert "notes/todo.md lists:" in answer
 
 
 def test_without_a_front_end_an_approval_follows_the_headless_policy(
         cells: Cells, monkeypatch: pytest.MonkeyPatch) -> None:
     cells.run("toucher = ScriptedModel([[tool_call('touch', {'name': 'x'})], 'Touched.', "
               "[tool_call('touch', {'name': 'y'})], 'Refused.'])")
-    monkeypatch.setenv("AGENT_KERNEL_APPROVAL", "auto_approve")
-    cells.run("%%agent -m toucher --tools touch -o approved\nTouch x")
+    monkeypatch.setenv("AGENT_KERNEL_APPROVAL", "auto_approve")  # read when the session starts
+    cells.run("%agent model toucher\n%agent tools touch")
+    cells.run("%%agent -o approved\nTouch x")
     monkeypatch.delenv("AGENT_KERNEL_APPROVAL")
     cells.run("%%agent --new -o refused\nTouch y")
 
@@ -388,7 +479,8 @@ def test_cancel_stops_a_detached_run(cells: Cells) -> None:
 def test_agent_alone_reports_model_session_mode_usage_and_how_cells_run(cells: Cells) -> None:
     _, before = cells.run("%agent")
     assert "No conversation yet" in before.stdout
-    cells.run("%%agent -m model --tools touch\nHi")
+    cells.run("%agent model model\n%agent tools touch")
+    cells.run("%%agent\nHi")
     _, after = cells.run("%agent")
 
     assert "Session 'default'" in after.stdout and "model scripted" in after.stdout
@@ -407,7 +499,8 @@ def test_agent_model_switches_the_current_session_and_new_sessions(cells: Cells)
 
 
 def test_listings_are_dataframes(cells: Cells) -> None:
-    cells.run("%%agent -m model --tools touch --session main\nHi")
+    cells.run("%%agent --session main\nHi")
+    cells.run("%agent model model\n%agent tools touch")
 
     models = cells.run("%agent models")[0].result
     tools = cells.run("%agent tools")[0].result
@@ -419,7 +512,7 @@ def test_listings_are_dataframes(cells: Cells) -> None:
         "touch", "notebook", True, False)
     assert {"lookup", "read_file", "bash"} <= set(tools["name"])
     assert sessions[["name", "current", "runs", "messages"]].values.tolist() == [["main", True, 1, 2]]
-    assert usage.loc[0, "turns"] == 1 and usage.loc[0, "input_tokens"] > 0
+    assert len(usage) == 1 and usage.loc[0, "input_tokens"] > 0  # one row per model call
 
 
 def test_history_and_events_are_the_sessions_dataframes(cells: Cells) -> None:
@@ -433,7 +526,8 @@ def test_history_and_events_are_the_sessions_dataframes(cells: Cells) -> None:
 
 def test_compact_summarises_the_conversation(cells: Cells) -> None:
     cells.run("talker = ScriptedModel(['One.', 'Two.', 'Three.', 'Four.', 'A summary of it all.'])")
-    _, too_short = cells.run("%%agent -m talker\nFirst\n%agent compact")  # a prompt, not a command
+    cells.run("%agent model talker")
+    _, too_short = cells.run("%%agent\nFirst\n%agent compact")  # a prompt, not a command
     _, too_short = cells.run("%agent compact")
     assert too_short.stdout == "Nothing to compact.\n"
     for prompt in ("Second", "Third", "Fourth"):
@@ -445,15 +539,15 @@ def test_compact_summarises_the_conversation(cells: Cells) -> None:
 
 
 def test_replay_shows_each_recorded_run_again(cells: Cells) -> None:
-    cells.run("%%agent -m model\nOne")
+    cells.run("%agent model model")
+    cells.run("%%agent\nOne")
     cells.run("%%agent\nTwo")
     session_id = cells.magics.sessions.get().agent.session_id
 
     _, captured = cells.run(f"%agent replay {session_id}")
 
-    shown = texts(captured)
-    assert shown[0].startswith("AgentView(run finished")
-    assert [t.split("\n")[1] for t in shown[1::2]] == ["First answer.", "Second answer."]
+    shown = [text for text in texts(captured) if text.startswith("Answer:")]
+    assert [t.split("\n")[1] for t in shown] == ["First answer.", "Second answer."]
     assert "no session 'nope'" in str(cells.error("%agent replay nope"))
 
 

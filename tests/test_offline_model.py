@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from agent_kernel import Agent, EventType, tool
 from agent_kernel.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
@@ -37,21 +38,31 @@ async def test_without_tools_it_says_what_it_is_and_how_to_configure_a_real_mode
     assert events[-1].usage.input_tokens > 0 and events[-1].model == "offline"
 
 
-async def test_it_calls_the_tools_the_prompt_names_with_arguments_from_their_schemas() -> None:
-    request = ModelRequest((Message.user("Use weather please"),), tools=(WEATHER, CLOCK))
+async def test_it_calls_the_tool_the_prompt_names_with_arguments_from_the_prompt_and_schema() -> None:
+    request = ModelRequest((Message.user("Use weather for 'Paris' in F"),), tools=(WEATHER, CLOCK))
     events = await collect(OfflineModel(delay=0).stream(request))
 
     calls = [e for e in events if isinstance(e, ToolCallEnd)]
-    assert [(c.name, json.loads(c.arguments)) for c in calls] == [("weather", {"city": "example", "unit": "C"})]
+    assert [(c.name, json.loads(c.arguments)) for c in calls] == [("weather", {"city": "Paris", "unit": "F"})]
     assert events[-1].stop_reason == "tool_use"
 
 
-async def test_with_no_tool_named_it_calls_each_tool_once() -> None:
-    events = await collect(OfflineModel(delay=0).stream(ModelRequest((Message.user("go"),), tools=(WEATHER, CLOCK))))
-    assert [e.name for e in events if isinstance(e, ToolCallEnd)] == ["weather", "clock"]
+async def test_a_required_argument_the_prompt_does_not_give_is_named_not_invented() -> None:
+    events = await collect(OfflineModel(delay=0).stream(ModelRequest((Message.user("What is the weather?"),), tools=(WEATHER, CLOCK))))
+
+    assert not any(isinstance(e, ToolCallEnd) for e in events)
+    answer = text_of(events)
+    assert "weather" in answer and "`city`" in answer and "'example'" not in answer
 
 
-async def test_once_its_tools_have_answered_it_summarises_their_results() -> None:
+async def test_with_no_tool_matching_it_answers_in_text_and_names_its_tools() -> None:
+    events = await collect(OfflineModel(delay=0).stream(ModelRequest((Message.user("hello"),), tools=(WEATHER, CLOCK))))
+
+    assert not any(isinstance(e, ToolCallEnd) for e in events)
+    assert "weather, clock" in text_of(events) and events[-1].stop_reason == "end_turn"
+
+
+async def test_once_its_tools_have_answered_it_answers_from_their_results() -> None:
     conversation = (
         Message.user("Use weather and clock"),
         Message("assistant", (TextBlock("Calling."), ToolUseBlock("c1", "weather", {}), ToolUseBlock("c2", "clock", {}))),
@@ -59,8 +70,8 @@ async def test_once_its_tools_have_answered_it_summarises_their_results() -> Non
     )
     events = await collect(OfflineModel(delay=0).stream(ModelRequest(conversation, tools=(WEATHER, CLOCK))))
 
-    summary = text_of(events)
-    assert "weather returned: Sunny, 21 C" in summary and "clock failed: no clock here" in summary
+    answer = text_of(events)
+    assert "clock failed: no clock here" in answer and "weather worked" in answer
     assert not any(isinstance(e, ToolCallEnd) for e in events)
     assert events[-1].stop_reason == "end_turn"
 
@@ -98,13 +109,44 @@ def shout(text: str) -> str:
     return text.upper()
 
 
-async def test_an_agent_on_the_offline_model_runs_its_tools_through_the_loop_and_summarises() -> None:
+async def test_an_agent_on_the_offline_model_fills_numbers_from_the_prompt_and_answers_from_the_result() -> None:
     agent = Agent(model="offline", tools=[add, shout], journal=None, permissions="bypass")
     agent.model.delay = 0  # type: ignore[attr-defined]
-    result = await agent.run("please add")
+    result = await agent.run("please add 2 and 40")
 
     assert result.termination_reason is TerminationReason.END_TURN
-    assert [(r["name"], r["content"], r["is_error"]) for r in result.tool_calls] == [("add", "2", False)]
-    assert "add returned: 2" in result.text and "ANTHROPIC_API_KEY" in result.text
+    assert [(r["name"], r["content"], r["is_error"]) for r in result.tool_calls] == [("add", "42", False)]
+    assert "add returned: 42" in result.text and "offline model" in result.text
     assert len(of_type(result.events, EventType.LLM_COMPLETE)) == 2
     assert result.usage.input_tokens > 0
+
+
+async def test_it_reads_the_file_the_prompt_names_and_lists_its_items(tmp_path: Path) -> None:
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "todo.md").write_text("# To do\n\n- water the plants\n- [ ] call Ada\n")
+    agent = Agent(model="offline", tools=["read_file"], journal=None, permissions="bypass", working_dir=tmp_path)
+    agent.model.delay = 0  # type: ignore[attr-defined]
+    result = await agent.run("What is on my to-do list in notes/todo.md?")
+
+    assert [(r["name"], r["is_error"]) for r in result.tool_calls] == [("read_file", False)]
+    assert "notes/todo.md lists:\n- water the plants\n- call Ada" in result.text
+
+
+async def test_it_follows_a_short_plan_list_then_read_then_answer(tmp_path: Path) -> None:
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "todo.md").write_text("- buy milk\n")
+    (tmp_path / "notes" / "ideas.md").write_text("- fly\n")
+    agent = Agent(model="offline", tools=["read_file", "list_files"], journal=None, permissions="bypass",
+                  working_dir=tmp_path)
+    agent.model.delay = 0  # type: ignore[attr-defined]
+    result = await agent.run("What is in todo.md?")  # not at the top: it has to look for it
+
+    assert [r["name"] for r in result.tool_calls] == ["read_file", "list_files", "read_file"]
+    assert json.loads(agent.tool_calls_df()["arguments"].iloc[-1]) == {"path": "notes/todo.md"}
+    assert "notes/todo.md lists:\n- buy milk" in result.text
+
+
+async def test_arithmetic_in_the_prompt_becomes_code_for_a_python_like_tool() -> None:
+    code = ToolSpec("python", "Runs Python code.", {"type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]})
+    events = await collect(OfflineModel(delay=0).stream(ModelRequest((Message.user("What is 6 * 7?"),), tools=(code,))))
+    assert [json.loads(e.arguments) for e in events if isinstance(e, ToolCallEnd)] == [{"code": "6 * 7"}]

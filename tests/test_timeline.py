@@ -62,8 +62,20 @@ def test_the_svg_is_standalone_and_titles_every_bar() -> None:
     assert not root.findall(f".//{SVG}script") and "<script" not in svg
     assert not re.search(r"(?:href|src)=", svg)
     assert "http" not in svg.replace('xmlns="http://www.w3.org/2000/svg"', "")
-    tips = [title.text for title in root.iter(f"{SVG}title")]
+    tips = [(title.text or "").split("\n")[0] for title in root.iter(f"{SVG}title")]
     assert "tool: read (0.470 s)" in tips and "approval: write: approve (0.490 s)" in tips
+
+
+def test_hovering_a_bar_tells_its_arguments_tokens_and_decision() -> None:
+    root = ET.fromstring(timeline(recorded_run()).to_svg())
+    tips = {(r.findtext(f"{SVG}title") or "") for r in root.iter(f"{SVG}rect") if r.get("class") == "bar"}
+
+    assert "tool: read (0.470 s)\nread(path='a.txt')\nreturned: alpha\nrun 1 · turn 0" in tips
+    model = next(t for t in tips if t.startswith("model: scripted (0.570 s)"))
+    assert "100 tokens in, 20 out" in model and "$0.0010" in model and "stop: tool_use" in model
+    approval = next(t for t in tips if t.startswith("approval:"))
+    assert "decision: approve by callback" in approval and "asked because: write changes files" in approval
+    assert any(t.startswith("compaction: compaction") and "5000 tokens → 900 tokens" in t for t in tips)
 
 
 def test_labels_from_the_run_are_escaped() -> None:
@@ -110,13 +122,49 @@ def test_no_events_draw_an_empty_picture(tmp_path: Path) -> None:
     ET.parse(tmp_path / "empty.svg")
 
 
-def test_a_sub_agents_turns_are_labelled_with_its_id() -> None:
+def child_run(events: list[AgentEvent], agent_id: str) -> list[AgentEvent]:
+    """A sub-agent's run of one model call, placed inside the first turn of ``events``."""
+    return [AgentEvent(40 + i, events[5].ts + i * 0.01, "s_frames", "r_child", "t_child", "t_first", 0, kind, data, agent_id)
+            for i, (kind, data) in enumerate([(EventType.LLM_START, {"model": "small"}), (EventType.LLM_COMPLETE, {})])]
+
+
+def test_lanes_are_labelled_by_agent_run_and_turn() -> None:
     events = recorded_run()
-    child = [AgentEvent(40 + i, events[5].ts + i * 0.01, "s_frames", "r_child", "t_child", "t_first", 0, kind, data, "researcher")
-             for i, (kind, data) in enumerate([(EventType.LLM_START, {"model": "small"}), (EventType.LLM_COMPLETE, {})])]
-    t = timeline(events[:10] + child + events[10:])
-    assert "researcher: turn 0" in t.to_svg()
-    assert t.bars[t.bars["turn_id"] == "t_child"]["kind"].tolist() == ["model"]
+    t = timeline(events[:10] + child_run(events, "researcher") + events[10:])
+    labels = [text.text for text in ET.fromstring(t.to_svg()).iter(f"{SVG}text") if text.get("class") == "lane-label"]
+
+    assert labels == ["run 1 · turn 0", "researcher · run 1 · turn 0", "run 1 · turn 1"]
+    assert t.bars[t.bars["turn_id"] == "t_child"][["kind", "agent", "run_id"]].values.tolist() == [["model", "researcher", "r_child"]]
+    second = [AgentEvent(e.seq + 100, e.ts + 5, e.session_id, "r_again", e.turn_id + "_2", None, e.iteration, e.type, e.data)
+              for e in events]
+    assert "run 2 · turn 0" in timeline(events + second).to_svg()
+
+
+def test_a_label_too_long_for_its_column_ends_in_an_ellipsis_and_keeps_its_full_text() -> None:
+    events = recorded_run()
+    name = "a-research-assistant-with-a-very-long-name-indeed-" * 2
+    root = ET.fromstring(timeline(events[:10] + child_run(events, name) + events[10:]).to_svg())
+    label = next(t for t in root.iter(f"{SVG}text") if t.get("class") == "lane-label" and name[:10] in (t.text or ""))
+
+    assert (label.text or "").endswith("…") and len(label.text or "") < len(name)
+    assert label.findtext(f"{SVG}title") == f"{name} · run 1 · turn 0"
+    first_bar = min(float(r.get("x", 0)) for r in root.iter(f"{SVG}rect") if r.get("class") == "bar")
+    assert 6 + len(label.text or "") * 6.6 <= first_bar  # the label stops before the plot begins
+
+
+def test_a_notebook_gets_themed_responsive_html_and_the_svg_image_as_fallback() -> None:
+    t = timeline(recorded_run())
+    data, _ = DisplayFormatter().format(t)
+
+    assert data["image/svg+xml"] == t.to_svg() and data["text/html"] == t.to_html()
+    html = data["text/html"]
+    root = ET.fromstring(html)  # well-formed: one <div> around the <svg>
+    svg = root.find(f"{SVG}svg")
+    assert svg is not None and svg.get("width") == "100%" and svg.get("viewBox", "").startswith("0 0 760 ")
+    assert "var(--jp-layout-color1, #ffffff)" in html and "var(--jp-ui-font-color1, #333)" in html
+    assert "<script" not in html and not re.search(r"(?:href|src)=", html)
+    static = ET.fromstring(data["image/svg+xml"])
+    assert static.get("width") == "920" and "var(" not in data["image/svg+xml"]
 
 
 def test_a_long_session_draws_only_its_latest_turns() -> None:
@@ -124,6 +172,6 @@ def test_a_long_session_draws_only_its_latest_turns() -> None:
     t = timeline(events, max_turns=1)
     svg = t.to_svg()
     ET.fromstring(svg)
-    assert "the last 1 of 2 turns" in svg and "turn 1" in svg and "turn 0" not in svg
+    assert "the last 1 of 2 turns" in svg and "run 1 · turn 1" in svg and "turn 0" not in svg
     assert len(t.bars) == 7  # the data keeps every turn
     assert svg.count("<rect") < timeline(events).to_svg().count("<rect")

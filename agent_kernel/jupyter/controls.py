@@ -1,8 +1,10 @@
-"""jupyter.controls — the ``%agent`` subcommands: status, models, tools, sessions, frames, replay.
+"""jupyter.controls — the ``%agent`` subcommands: status, help, settings, frames, sessions, replay.
 
-Each ``cmd_NAME(magics, rest)`` implements ``%agent NAME rest``. Listings return DataFrames (so
-a notebook can filter them); actions print one line saying what they did. ``wait`` and
-``compact`` await, so they live with the magics' async entry point.
+Each ``cmd_NAME(magics, rest)`` implements ``%agent NAME rest`` (``max-turns`` is
+``cmd_max_turns``). Listings and the session's record return DataFrames (so a notebook can
+filter them, or keep one: ``calls = %agent calls``); ``%agent session`` returns the session's
+``Agent``; actions print one line saying what they did. ``wait`` and ``compact`` await, so they
+live with the magics' async entry point.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from ..errors import UserError
+from ..errors import UserError, did_you_mean
 from ..events import AgentEvent
 from ..tools.registry import BUILTIN_TOOLS, as_tool
 from ..tools.tool import Tool
@@ -21,29 +23,83 @@ if TYPE_CHECKING:
     from .magics import AgentMagics
 
 __all__ = [
+    "HELP",
+    "cmd_calls",
     "cmd_cancel",
     "cmd_events",
+    "cmd_help",
     "cmd_history",
+    "cmd_max_turns",
+    "cmd_mcp",
+    "cmd_mode",
     "cmd_model",
     "cmd_models",
     "cmd_replay",
     "cmd_reset",
+    "cmd_session",
     "cmd_sessions",
+    "cmd_show",
+    "cmd_system",
+    "cmd_timeline",
     "cmd_tools",
+    "cmd_turns",
     "cmd_usage",
     "status",
 ]
 
+#: ``%agent help``: each subcommand and what it does, in the order shown.
+HELP = (
+    ("%agent", "the session: model, tools, mode, system prompt, usage, and how cells run"),
+    ("%agent session [NAME]", "the session's Agent, for Python: agent = %agent session"),
+    ("%agent model NAME", "switch the session's model (and new sessions'); %agent models lists them"),
+    ("%agent tools [NAMES]", "list the tools; with names (or none), set the session's tools"),
+    ("%agent mode MODE", "set the session's permission mode (default, accept_edits, plan, bypass)"),
+    ("%agent system TEXT", "set the session's system prompt (none: clear it)"),
+    ("%agent max-turns N", "set the session's model turns per prompt"),
+    ("%agent events", "the session's events as a DataFrame (agent.events_df())"),
+    ("%agent turns", "one row per turn (agent.turns_df()); %agent history is the same"),
+    ("%agent calls", "one row per tool call (agent.tool_calls_df())"),
+    ("%agent usage", "one row per model call: tokens and cost (agent.usage_df())"),
+    ("%agent timeline", "the session's runs drawn over time (agent.timeline())"),
+    ("%agent sessions", "every session of this notebook"),
+    ("%agent compact [FOCUS]", "summarise the conversation so far"),
+    ("%agent wait / cancel", "wait for / cancel runs in progress"),
+    ("%agent replay [SESSION]", "show each recorded run of a session again"),
+    ("%agent show [RUN]", "the transcript of one run (a run id, or last), rebuilt from its journal"),
+    ("%agent reset", "a new conversation in the session, same settings"),
+    ("%agent mcp", "the session's MCP servers; mcp add NAME -- COMMAND ... adds one"),
+)
+
 
 def _usage_line(stats: Any) -> str:
-    cost = "cost unknown" if stats.cost_usd is None else f"${stats.cost_usd:.4f}"
+    from .summary import format_cost
+
+    cost = format_cost(stats.cost_usd)
     return (f"{stats.input_tokens:,} tokens in · {stats.output_tokens:,} out · {cost} · "
             f"{stats.turns} turn{'s' if stats.turns != 1 else ''}")
 
 
+def cmd_help(magics: AgentMagics, rest: str) -> None:
+    """``%agent help``: the subcommands, then the ``%%agent`` options."""
+    width = max(len(command) for command, _ in HELP)
+    print("Subcommands:")
+    for command, what in HELP:
+        print(f"  {command.ljust(width)}  {what}")
+    print("\n%%agent options (they apply to that cell only; %agent model/tools/mode/... change the session):")
+    parser = magics.agent_cell.parser
+    for action in parser._actions:
+        if not action.option_strings:
+            continue
+        names = ", ".join(action.option_strings)
+        if action.nargs != 0:
+            names += f" {action.metavar or action.dest.upper()}"
+        print(f"  {names}")
+        choices = f" (one of {', '.join(map(str, action.choices))})" if action.choices else ""
+        print(f"      {' '.join(str(action.help or '').split())}{choices}")
+
+
 def status(magics: AgentMagics) -> None:
     """``%agent``: the current session's model, mode, tools, usage, and how cells run."""
-    from .magics import _mode_of
 
     mode = magics.execution_mode()
     session = magics.sessions.find()
@@ -55,14 +111,77 @@ def status(magics: AgentMagics) -> None:
         agent = session.agent
         state = "running" if session.running else "idle"
         print(f"Session {session.name!r} ({agent.session_id}), {state}: model {agent.model.name} "
-              f"({agent.model.provider}), mode {_mode_of(agent)}, at most {agent.max_iterations} turns.")
+              f"({agent.model.provider}), mode {agent.mode}, at most {agent.max_iterations} turns.")
         print(f"Tools: {', '.join(agent.tools.names) or 'none'}.")
+        if agent.system:
+            system = " ".join(agent.system.split())
+            print(f"System prompt: {system[:117] + '…' if len(system) > 118 else system}")
         print(f"Usage: {_usage_line(agent.stats)}.")
         others = [name for name in magics.sessions.names if name != session.name]
         if others:
             print(f"Other sessions: {', '.join(others)}.")
     print(f"Cells run {mode.name}: {mode.reason}.")
+    print("A cell's -m, --tools, --mode, --max-turns and --system apply to that cell only; "
+          "%agent help lists the commands that change the session.")
 
+
+def _idle_session(magics: AgentMagics, what: str) -> Any:
+    """The current session, created with the defaults if need be; refuses while it runs."""
+    session = magics.sessions.find()
+    if session is None:
+        session = magics.sessions.put(magics.sessions.current, magics.new_agent(None, {}))
+    if session.running:
+        raise UserError(f"The session is running a prompt; change {what} once it ends (%agent wait).")
+    return session
+
+
+def cmd_session(magics: AgentMagics, rest: str) -> Any:
+    """``%agent session [NAME]``: the session's ``Agent`` (``agent = %agent session``).
+
+    It is the live object: ``agent.events_df()``, ``agent.tool_calls_df()``, ``agent.timeline()``.
+    """
+    if rest:
+        return magics.sessions.get(rest).agent
+    session = magics.sessions.find()
+    if session is None:
+        session = magics.sessions.put(magics.sessions.current, magics.new_agent(None, {}))
+    return session.agent
+
+
+def cmd_mode(magics: AgentMagics, rest: str) -> None:
+    """``%agent mode MODE``: the session's permission mode (and new sessions')."""
+    from ..permissions import MODES
+
+    if not rest:
+        session = magics.sessions.find()
+        current = session.agent.mode if session is not None else magics.mode
+        print(f"Mode: {current}. Change it with %agent mode MODE ({', '.join(MODES)}).")
+        return
+    if rest not in MODES:
+        raise UserError(f"%agent mode {rest}: not a permission mode.{did_you_mean(rest, MODES)} "
+                        f"Modes: {', '.join(MODES)}.")
+    session = _idle_session(magics, "the mode")
+    session.agent.mode = rest
+    magics.mode = rest
+    print(f"Session {session.name!r} now runs in {rest} mode; so will new sessions.")
+
+
+def cmd_system(magics: AgentMagics, rest: str) -> None:
+    """``%agent system TEXT``: the session's system prompt (``%agent system none`` clears it)."""
+    session = _idle_session(magics, "the system prompt")
+    text = rest.strip().strip("\"'") if rest.strip()[:1] in "\"'" else rest.strip()
+    session.agent.system = None if text.lower() in ("", "none") else text
+    print(f"Session {session.name!r} now has " + ("no system prompt." if session.agent.system is None
+                                                  else f"the system prompt {session.agent.system!r}."))
+
+
+def cmd_max_turns(magics: AgentMagics, rest: str) -> None:
+    """``%agent max-turns N``: the session's model turns per prompt (and new sessions')."""
+    if not rest.strip().isdigit() or int(rest) < 1:
+        raise UserError(f"%agent max-turns {rest}: give a whole number of at least 1, e.g. %agent max-turns 10.")
+    session = _idle_session(magics, "max-turns")
+    session.agent.max_iterations = magics.max_turns = int(rest)
+    print(f"Session {session.name!r} now stops after {int(rest)} model turns per prompt; so will new sessions.")
 
 def cmd_model(magics: AgentMagics, rest: str) -> None:
     """``%agent model NAME``: the model of the current session and of sessions started later."""
@@ -87,7 +206,7 @@ def cmd_models(magics: AgentMagics, rest: str) -> pd.DataFrame:
     from ..models.registry import list_models
 
     rows: list[dict[str, Any]] = []
-    for name in magics._model_names():
+    for name in magics.model_names():
         model = magics.shell.user_ns[name]
         rows.append({"spec": name, "provider": model.provider, "name": model.name,
                      "context_window": getattr(model, "context_window", None),
@@ -101,8 +220,18 @@ def _tool_row(tool: Tool, source: str, in_session: bool) -> dict[str, Any]:
             "read_only": tool.read_only, "category": tool.category, "description": tool.description}
 
 
-def cmd_tools(magics: AgentMagics, rest: str) -> pd.DataFrame:
-    """``%agent tools``: the session's tools, then @tool objects in the notebook, then built-ins."""
+def cmd_tools(magics: AgentMagics, rest: str) -> pd.DataFrame | None:
+    """``%agent tools``: the session's tools, then @tool objects in the notebook, then built-ins.
+
+    ``%agent tools NAMES`` (spaces or commas; ``none`` for no tools) sets the session's tools.
+    """
+    if rest:
+        tools = magics.resolve_tools(rest.split())
+        session = _idle_session(magics, "the tools")
+        magics.apply_settings(session.agent, {"tools": tools})
+        names = ", ".join(session.agent.tools.names) or "no tools"
+        print(f"Session {session.name!r} now has {names}.")
+        return None
     session = magics.sessions.find()
     rows: list[dict[str, Any]] = []
     seen: set[str] = set()
@@ -111,7 +240,7 @@ def cmd_tools(magics: AgentMagics, rest: str) -> pd.DataFrame:
             source = "built-in" if tool.name in BUILTIN_TOOLS and as_tool(tool.name) is tool else "notebook"
             rows.append(_tool_row(tool, source, True))
             seen.add(tool.name)
-    for name in magics._tool_names():
+    for name in magics.tool_names():
         tool = magics.shell.user_ns[name]
         if tool.name not in seen:
             rows.append(_tool_row(tool, "notebook", False))
@@ -122,6 +251,39 @@ def cmd_tools(magics: AgentMagics, rest: str) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["name", "source", "in_session", "read_only", "category", "description"])
 
 
+def cmd_mcp(magics: AgentMagics, rest: str) -> pd.DataFrame | None:
+    """``%agent mcp``: the session's MCP servers; ``%agent mcp add NAME -- COMMAND ARGS...`` or
+    ``%agent mcp add NAME URL`` adds one (it starts on the next run)."""
+    import shlex
+
+    from ..mcp import MCPServer
+
+    words = shlex.split(rest)
+    columns = ["server", "transport", "target", "status", "tools", "resources", "prompts", "error"]
+    if not words:
+        session = magics.sessions.find()
+        hub = session.agent.mcp if session is not None else None
+        return pd.DataFrame(hub.status() if hub is not None else [], columns=columns)
+    usage = "Usage: %agent mcp add NAME -- COMMAND ARGS... (a stdio server) or %agent mcp add NAME URL (streamable HTTP)."
+    if words[0] != "add" or len(words) < 3:
+        raise UserError(f"%agent mcp {rest}: not understood. {usage}")
+    name = words[1]
+    if words[2] == "--":
+        if len(words) < 4:
+            raise UserError(f"%agent mcp add {name} --: give the command to run after --. {usage}")
+        server = MCPServer.stdio(name, words[3], *words[4:])
+    elif len(words) == 3 and words[2].startswith(("http://", "https://")):
+        server = MCPServer.http(name, words[2])
+    else:
+        raise UserError(f"%agent mcp add {name}: put -- before a command, or give one http(s):// URL. {usage}")
+    session = magics.sessions.find()
+    if session is None:
+        session = magics.sessions.put(magics.sessions.current, magics.new_agent(None, {}))
+    session.agent.add_mcp(server)
+    print(f"Added MCP server {name!r} ({server.transport}) to session {session.name!r}; it starts on the next run.")
+    return None
+
+
 def cmd_sessions(magics: AgentMagics, rest: str) -> pd.DataFrame:
     """``%agent sessions``: one row per session."""
     rows = [session.row(session.name == magics.sessions.current) for session in magics.sessions]
@@ -130,11 +292,24 @@ def cmd_sessions(magics: AgentMagics, rest: str) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
-def cmd_history(magics: AgentMagics, rest: str) -> pd.DataFrame:
-    """``%agent history``: the current session's turns (``journal.frames.turns_df``)."""
-    from ..journal.frames import turns_df
+def cmd_turns(magics: AgentMagics, rest: str) -> pd.DataFrame:
+    """``%agent turns [SESSION]``: the session's turns (``agent.turns_df()``)."""
+    return magics.sessions.get(rest or None).agent.turns_df()
 
-    return turns_df(magics.sessions.get(rest or None).agent)
+
+def cmd_history(magics: AgentMagics, rest: str) -> pd.DataFrame:
+    """``%agent history``: the same as ``%agent turns``."""
+    return cmd_turns(magics, rest)
+
+
+def cmd_calls(magics: AgentMagics, rest: str) -> pd.DataFrame:
+    """``%agent calls [SESSION]``: the session's tool calls (``agent.tool_calls_df()``)."""
+    return magics.sessions.get(rest or None).agent.tool_calls_df()
+
+
+def cmd_timeline(magics: AgentMagics, rest: str) -> Any:
+    """``%agent timeline [SESSION]``: the session's runs drawn over time (``agent.timeline()``)."""
+    return magics.sessions.get(rest or None).agent.timeline()
 
 
 def cmd_events(magics: AgentMagics, rest: str) -> pd.DataFrame:
@@ -145,17 +320,11 @@ def cmd_events(magics: AgentMagics, rest: str) -> pd.DataFrame:
 
 
 def cmd_usage(magics: AgentMagics, rest: str) -> pd.DataFrame:
-    """``%agent usage``: tokens, cost and counts per session."""
-    rows = []
-    for session in magics.sessions:
-        s = session.agent.stats
-        rows.append({"session": session.name, "turns": s.turns, "llm_calls": s.llm_calls,
-                     "tool_calls": s.tool_calls, "input_tokens": s.input_tokens,
-                     "output_tokens": s.output_tokens, "cache_read_tokens": s.cache_read_tokens,
-                     "cache_write_tokens": s.cache_write_tokens, "cost_usd": s.cost_usd})
-    columns = ["session", "turns", "llm_calls", "tool_calls", "input_tokens", "output_tokens",
-               "cache_read_tokens", "cache_write_tokens", "cost_usd"]
-    return pd.DataFrame(rows, columns=columns)
+    """``%agent usage [SESSION]``: one row per model call, tokens and cost (``agent.usage_df()``).
+
+    ``%agent sessions`` has the totals of every session.
+    """
+    return magics.sessions.get(rest or None).agent.usage_df()
 
 
 def cmd_cancel(magics: AgentMagics, rest: str) -> None:
@@ -173,7 +342,7 @@ def cmd_reset(magics: AgentMagics, rest: str) -> None:
     """``%agent reset``: a new conversation in the current session, with the same settings."""
     session = magics.sessions.get()
     old = session.agent.journal
-    magics.sessions.put(session.name, magics._new_agent(session, {}))
+    magics.sessions.put(session.name, magics.new_agent(session, {}))
     kept = f"; the old journal is kept at {old.path}" if getattr(old, "path", None) else ""
     print(f"Session {session.name!r} starts a new conversation "
           f"({magics.sessions.get().agent.session_id}){kept}.")
@@ -199,7 +368,7 @@ def _journal_of(magics: AgentMagics, name: str) -> Any:
 
 
 def cmd_replay(magics: AgentMagics, rest: str) -> None:
-    """``%agent replay [SESSION]``: shows each recorded run of a session again (view and summary).
+    """``%agent replay [SESSION]``: shows each recorded run of a session again (its transcript).
 
     ``SESSION`` is a session name, a session id with a journal under ``.agent_kernel/sessions``,
     or a journal path; default: the current session.
@@ -207,7 +376,7 @@ def cmd_replay(magics: AgentMagics, rest: str) -> None:
     from IPython.display import display
 
     from ..journal.reader import read_events
-    from .view import AgentView
+    from .static_view import StaticTranscript
 
     source = _journal_of(magics, rest)
     events: list[AgentEvent] = source if isinstance(source, list) else read_events(source)
@@ -218,9 +387,54 @@ def cmd_replay(magics: AgentMagics, rest: str) -> None:
         print("That session has no recorded runs yet.")
         return
     for run_events in runs.values():
-        view = AgentView()
-        for event in run_events:
-            view.handle(event)
-        view.close_run()  # a view shown afterwards renders the whole run from its snapshot
-        display(view)
-        display(view.summary())
+        display(StaticTranscript.from_events(run_events))
+
+
+def _journals_newest_first(magics: AgentMagics) -> list[Any]:
+    """Where runs are recorded: the current session's events, then the journals on disk (the
+    configured ``journal_dir``, else ``.agent_kernel/sessions``), most recently written first."""
+    from ..journal.journal import SESSIONS_DIR
+
+    sources: list[Any] = []
+    session = magics.sessions.find()
+    if session is not None:
+        if session.agent.journal is not None:
+            session.agent.journal.flush()
+        sources.append(list(session.agent.events))
+    folder = Path(magics.journal_dir).expanduser() if magics.journal_dir else Path.cwd() / SESSIONS_DIR
+    if folder.is_dir():
+        sources += sorted(folder.glob("*.jsonl"), key=lambda path: path.stat().st_mtime, reverse=True)
+    return sources
+
+
+def cmd_show(magics: AgentMagics, rest: str) -> None:
+    """``%agent show RUN``: the transcript of one recorded run, rebuilt from its journal.
+
+    ``RUN`` is a run id (``r_...``, as ``%agent events`` lists them) or ``last`` (the default: the
+    latest run of the current session, else of the journal written last). It works after a kernel
+    restart, and a run the kernel died in shows as far as its journal goes.
+    """
+    from IPython.display import display
+
+    from ..journal.reader import read_events
+    from .static_view import StaticTranscript
+
+    wanted = rest.strip() or "last"
+    for source in _journals_newest_first(magics):
+        if isinstance(source, Path):
+            if wanted != "last" and wanted not in source.read_text(encoding="utf-8", errors="replace"):
+                continue  # cheaper than parsing every journal
+            source = read_events(source)
+        runs: dict[str, list[AgentEvent]] = {}
+        for event in source:
+            runs.setdefault(event.run_id, []).append(event)
+        run = list(runs)[-1] if wanted == "last" and runs else wanted
+        if run in runs:
+            display(StaticTranscript.from_events(runs[run]))
+            return
+    where = Path(magics.journal_dir).expanduser() if magics.journal_dir else Path(".agent_kernel/sessions")
+    if wanted == "last":
+        raise UserError(f"%agent show: no recorded run yet, in this session or under {where}.")
+    raise UserError(f"%agent show {wanted}: no run with that id in this session or the journals under "
+                    f"{where}. %agent events lists the run ids of this session; %agent show last "
+                    "shows the latest run.")

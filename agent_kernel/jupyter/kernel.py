@@ -1,13 +1,24 @@
 """jupyter.kernel — ``AgentKernel``: a Jupyter kernel whose cells are prompts to an agent.
 
-Every cell is a prompt to the session's agent and shows the same live view and static summary
-as ``%%agent``. Python is one escape away, and shares one namespace with the agent:
+A prompt cell goes to the session's agent and shows the same live view and static summary as
+``%%agent``; Python cells run as in IPython, in one namespace shared with the agent. The rule,
+first match wins (``classify``):
 
-* a cell whose first line is ``%%python`` runs the rest as ordinary IPython code;
+* a cell whose first line is ``%%python`` runs the rest as Python; ``%%prompt`` sends the rest
+  to the agent;
 * a cell starting with any other cell magic (``%%time``, ``%%html``, ...) runs as IPython code;
 * a cell made only of line magics (``%...``) and shell escapes (``!...``), or an empty one,
   runs as IPython code;
+* a cell that parses as Python (line magics and shell escapes aside) and reads only names that
+  are defined (in the namespace, as builtins, or by the cell itself) runs as Python:
+  ``print('hello')``, ``x = 1``, ``df.describe()``, ``df?``. A lone name runs as Python only if
+  the notebook defined it, so ``help`` or ``Thanks`` is a prompt;
 * everything else is a prompt.
+
+Where the kernel had to judge (the last two rules), the cell's first output is a one-line
+marker saying what it did and how to force the other way (``▶ ran as Python`` / ``▶ sent to the
+agent``). Front-ends highlight cells as Markdown (``language_info.codemirror_mode``): most cells
+are prose, and Markdown shows their ``code`` spans.
 
 Prompts go to the current session of the ``agent_kernel`` magics, which the kernel loads: the
 same agent that ``%%agent`` cells continue and that ``%agent model NAME``, ``%agent reset``,
@@ -28,13 +39,17 @@ at the cursor).
 
 from __future__ import annotations
 
+import ast
 import asyncio
+import builtins
 import contextlib
 import inspect
 import re
 import signal
 import threading
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from dataclasses import dataclass
+from html import escape
 from typing import Any
 
 from ipykernel.ipkernel import IPythonKernel
@@ -48,10 +63,13 @@ from ..state import TerminationReason
 from .extension import load_ipython_extension, loaded_magics
 from .runner import RunInterrupted, run_cell
 
-__all__ = ["AGENT_NAME", "PYTHON_ESCAPE", "AgentKernel", "PromptRunner", "is_python_cell", "strip_python_escape"]
+__all__ = ["AGENT_NAME", "PROMPT_ESCAPE", "PYTHON_ESCAPE", "AgentKernel", "CellKind", "PromptRunner", "classify",
+           "is_python_cell", "strip_python_escape"]
 
 #: The first line that makes a cell ordinary Python.
 PYTHON_ESCAPE = "%%python"
+#: The first line that makes a cell a prompt, whatever it holds.
+PROMPT_ESCAPE = "%%prompt"
 #: The name the agent has in the namespace.
 AGENT_NAME = "agent"
 
@@ -67,17 +85,114 @@ _PYTHON_LINE = re.compile(r"^\s*(%[^%]|!|$)")
 _WORD_AT_END = re.compile(r"[A-Za-z_][\w.]*$")
 
 
-def is_python_cell(code: str) -> bool:
-    """Whether ``code`` runs as IPython code (see the module docstring) rather than as a prompt."""
-    if code.lstrip().startswith("%%"):
-        return True
-    return all(_PYTHON_LINE.match(line) for line in code.splitlines())
+_HELP_LINE = re.compile(r"^\s*(?:\?{1,2}\s*([A-Za-z_]\w*)[\w.]*|([A-Za-z_]\w*)[\w.]*\s*\?{1,2})\s*$")
+
+
+@dataclass(frozen=True)
+class CellKind:
+    """What the kernel does with a cell (``classify``).
+
+    Attributes:
+        python: run it as IPython code; else send it to the agent.
+        judged: the kernel decided from the code (no escape, magic or empty cell said so); such
+            cells get a marker saying what was done.
+        reason: why, in a few words, for the marker.
+    """
+
+    python: bool
+    judged: bool = False
+    reason: str = ""
+
+
+def classify(code: str, namespace: Mapping[str, Any] | None = None) -> CellKind:
+    """Whether ``code`` runs as Python or goes to the agent (the rule is in the module docstring).
+
+    Args:
+        code: the cell.
+        namespace: the notebook's variables (None: only builtins count as defined).
+    """
+    first = code.lstrip().split("\n", 1)[0].strip()
+    if first == PROMPT_ESCAPE:
+        return CellKind(False, reason=f"{PROMPT_ESCAPE}")
+    if first.startswith("%%"):
+        return CellKind(True, reason=first.split()[0])
+    if all(_PYTHON_LINE.match(line) for line in code.splitlines()):
+        return CellKind(True, reason="magics and shell lines")
+    ns: Mapping[str, Any] = namespace if namespace is not None else {}
+    help_line = _HELP_LINE.match(code) if "\n" not in code.strip() else None
+    if help_line is not None:
+        name = help_line.group(1) or help_line.group(2)
+        if name in ns or hasattr(builtins, name):
+            return CellKind(True, True, f"asks for help on {name}")
+        return CellKind(False, True, f"{name!r} is not defined")
+    # Line magics and shell escapes become `pass`, so a cell mixing them with Python is judged
+    # on its Python.
+    source = "\n".join(re.sub(r"^(\s*)[%!](?!%).*$", r"\1pass", line) for line in code.splitlines())
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return CellKind(False, True, "it is not Python")
+    missing = _undefined_names(tree, ns)
+    if missing:
+        return CellKind(False, True, f"{missing[0]!r} is not defined")
+    body = tree.body
+    if len(body) == 1 and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Name) \
+            and body[0].value.id not in ns:
+        return CellKind(False, True, f"{body[0].value.id!r} is a word, not a variable of the notebook")
+    return CellKind(True, True, "it is Python and every name in it is defined")
+
+
+def _undefined_names(tree: ast.AST, ns: Mapping[str, Any]) -> list[str]:
+    """Names the code reads that nothing defines: not the namespace, builtins, or the code itself.
+
+    Scopes are flattened: a name bound anywhere in the cell counts as defined everywhere in it,
+    which errs towards Python for code that uses a name before binding it.
+    """
+    bound: set[str] = set()
+    read: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (read.append(node.id) if isinstance(node.ctx, ast.Load) else bound.add(node.id))
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            bound.update(node.names)
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+            bound.add(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            bound.add(node.rest)
+    return [name for name in dict.fromkeys(read)
+            if name not in bound and name not in ns and not hasattr(builtins, name)]
+
+
+def is_python_cell(code: str, namespace: Mapping[str, Any] | None = None) -> bool:
+    """Whether ``code`` runs as IPython code rather than as a prompt (``classify(...).python``)."""
+    return classify(code, namespace).python
+
+
+def _marker(kind: CellKind) -> dict[str, str]:
+    """The one-line display saying what the kernel did with a cell it judged."""
+    if kind.python:
+        what, other = "▶ ran as Python", f"start the cell with {PROMPT_ESCAPE} to send it to the agent"
+    else:
+        what, other = "▶ sent to the agent", f"start the cell with {PYTHON_ESCAPE} to run it as Python"
+    plain = f"{what} ({kind.reason}; {other})"
+    html = (f'<div class="agent-kernel-marker" style="font-size:0.85em;'
+            f'color:var(--jp-ui-font-color2,#777)">{escape(what)} '
+            f'<span style="opacity:0.8">({escape(kind.reason)}; {escape(other)})</span></div>')
+    return {"text/plain": plain, "text/html": html}
 
 
 def _header_length(code: str) -> int:
-    """Characters of the ``%%python`` line (with its newline) at the start of ``code``, else 0."""
+    """Characters of a ``%%python`` or ``%%prompt`` line (with its newline) starting ``code``, else 0."""
     first, newline, _ = code.partition("\n")
-    if first.strip() == PYTHON_ESCAPE:
+    if first.strip() in (PYTHON_ESCAPE, PROMPT_ESCAPE):
         return len(first) + len(newline)
     return 0
 
@@ -114,8 +229,9 @@ class AgentKernel(IPythonKernel):
 
     implementation = "agent_kernel"
     implementation_version = __version__
-    # language_info stays IPython's: Python is what the kernel executes, and what front-ends
-    # should highlight and export; prompts are plain text to them.
+    # Still Python to exporters and tools (name, file extension), but highlighted as Markdown:
+    # most cells are prompts, and Python highlighting colours their words as keywords.
+    language_info = {**IPythonKernel.language_info, "codemirror_mode": "markdown", "pygments_lexer": "markdown"}
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -147,8 +263,9 @@ class AgentKernel(IPythonKernel):
         model = self._agent.model.name if self._agent is not None else "unavailable"
         return (
             f"Agent kernel {__version__} (model: {model}) on IPython.\n"
-            f"Each cell is a prompt to the agent. Start a cell with {PYTHON_ESCAPE} to run Python;\n"
-            f"`{AGENT_NAME}` in Python is the agent, and its python tool shares your variables.\n"
+            f"A cell is a prompt to the agent unless it is Python whose names are all defined;\n"
+            f"{PYTHON_ESCAPE} or {PROMPT_ESCAPE} on a cell's first line decides it. `{AGENT_NAME}` in\n"
+            f"Python is the agent, and its python tool shares your variables.\n"
         )
 
     @property
@@ -206,7 +323,7 @@ class AgentKernel(IPythonKernel):
 
     # -- execution ---------------------------------------------------------------------------
 
-    async def do_execute(  # type: ignore[override]
+    async def do_execute(
         self,
         code: str,
         silent: bool,
@@ -218,16 +335,22 @@ class AgentKernel(IPythonKernel):
         cell_id: str | None = None,
     ) -> dict[str, Any]:
         """Runs a Python cell through IPython, or a prompt cell through the agent."""
-        if is_python_cell(code):
+        shell = self.shell
+        assert shell is not None
+        kind = classify(code, shell.user_ns)
+        if kind.judged and not silent:
+            shell.display_pub.publish(data=_marker(kind), metadata={"agent_kernel": {"python": kind.python}})
+        if kind.python:
             # So `agent` in this cell is the session's agent; a conflict (rebinding `agent` while
             # the session runs) is reported by the next prompt, which needs it settled.
             with contextlib.suppress(UserError):
                 self._sync_agent()
             cell = {"cell_meta": cell_meta, "cell_id": cell_id}
-            return await super().do_execute(  # type: ignore[no-any-return]
+            return await super().do_execute(
                 code, silent, store_history, user_expressions, allow_stdin,
                 **{name: value for name, value in cell.items() if name in _PARENT_CELL_ARGS})
-        return await self._execute_prompt(code, silent, store_history, user_expressions,
+        return await self._execute_prompt(code[_header_length(code):] if not kind.judged else code,
+                                          silent, store_history, user_expressions,
                                           cell_meta=cell_meta, cell_id=cell_id)
 
     async def _execute_prompt(self, prompt: str, silent: bool, store_history: bool,
@@ -238,7 +361,7 @@ class AgentKernel(IPythonKernel):
         store_history = store_history and not silent
         count = shell.execution_count
         info = ExecutionInfo(prompt, store_history, silent, True, cell_id)
-        info.cell_meta = cell_meta  # type: ignore[assignment]  # an attribute since IPython 9; harmless before
+        info.cell_meta = cell_meta  # an attribute since IPython 9; harmless before
         result = ExecutionResult(info)
         result.execution_count = count
         if store_history:
@@ -339,17 +462,17 @@ class AgentKernel(IPythonKernel):
 
     async def do_is_complete(self, code: str) -> dict[str, Any]:
         """A prompt is always complete; Python cells are judged by IPython."""
-        if is_python_cell(code):
+        if is_python_cell(code, self.shell.user_ns if self.shell is not None else None):
             # Judged on the body: a blank line in place of the escape would change IPython's
             # answer for one-line bodies (``)`` is invalid, ``\n)`` merely incomplete).
-            return super().do_is_complete(code[_header_length(code):])  # type: ignore[no-any-return]
+            return super().do_is_complete(code[_header_length(code):])
         return {"status": "complete"}
 
     async def do_complete(self, code: str, cursor_pos: int | None) -> dict[str, Any]:
         """Completes Python in Python cells, and the name at the cursor in prompts."""
         if cursor_pos is None:
             cursor_pos = len(code)
-        if is_python_cell(code):
+        if is_python_cell(code, self.shell.user_ns if self.shell is not None else None):
             offset = _header_length(code)
             if cursor_pos < offset:  # on the %%python line itself
                 offset = 0

@@ -7,8 +7,11 @@ Usage, after ``%load_ext agent_kernel``::
 
 Successive ``%%agent`` cells continue one conversation (the current session); ``--new`` starts
 over, ``--session NAME`` switches to (or creates) another conversation, which then stays current.
-Options given to a cell (model, system prompt, tools, mode, max turns) stay with the session for
-later cells; a cell without them reuses the session's. Defaults come from configuration::
+Options given to a cell (``-m``, ``--system``, ``--tools``, ``--mode``, ``--max-turns``) apply to
+that cell only: the next plain ``%%agent`` cell runs with the session's settings again. The
+session's settings change only when asked (``%agent model NAME``, ``%agent tools NAMES``,
+``%agent mode MODE``, ``%agent system TEXT``, ``%agent max-turns N``); ``%agent`` shows them, and
+``%agent session`` hands the session's ``Agent`` to Python. Defaults come from configuration::
 
     %config AgentMagics.model = "anthropic:claude-sonnet-4-5"
     %config AgentMagics.mode = "accept_edits"        # permission mode
@@ -44,6 +47,7 @@ from traitlets import Bool, Enum, Int, TraitError, Unicode, validate
 
 from ..agent import Agent, RunResult
 from ..errors import UserError, did_you_mean
+from ..mcp.attach import cell_options
 from ..permissions import MODES
 from ..state import TerminationReason, new_id
 from ..tools.registry import BUILTIN_TOOLS, ToolRegistry
@@ -57,22 +61,41 @@ __all__ = ["AgentMagics"]
 F = TypeVar("F", bound=Callable[..., Any])
 
 #: ``%agent`` subcommands, as ``%agent`` with no argument lists them.
-SUBCOMMANDS = ("model", "models", "tools", "sessions", "history", "events", "usage", "compact",
-               "wait", "cancel", "replay", "reset")
+SUBCOMMANDS = ("help", "session", "model", "models", "tools", "mode", "system", "max-turns", "sessions",
+               "events", "turns", "history", "calls", "usage", "timeline", "compact",
+               "wait", "cancel", "replay", "reset", "mcp", "show")
 _CELL = re.compile(r"^%%agent(?=\s|$)")
 _AWAITED_LINE = re.compile(r"^%agent[ \t]+(?:wait|compact)\b[^\n]*$")
 _SELF = 'get_ipython().magics_manager.registry["AgentMagics"]'
 
 
+# Advice written for Python callers, and what says the same in a magic.
+_MAGIC_TERMS = (
+    (re.compile(r"use the offline model: Agent\(model='offline'\)"),
+     "use the offline model: -m offline (this cell) or %agent model offline (the session)"),
+    (re.compile(r"\(or pass api_key=\.\.\.\)"), "(%env NAME=value sets one in the notebook)"),
+    (re.compile(r"agent_kernel\.models\.registry\.list_models\(\) \(or %agent models\) lists"), "%agent models lists"),
+    (re.compile(r"Agent\(model=([^)]*)\)"), r"-m \1"),
+    (re.compile(r"\bpass model=\.\.\. to Agent\b"), "use -m MODEL or %agent model MODEL"),
+)
+
+
+def in_magic_terms(message: str) -> str:
+    """``message`` with Python-API advice (``Agent(model='offline')``) put as magic options."""
+    for pattern, replacement in _MAGIC_TERMS:
+        message = pattern.sub(replacement, message)
+    return message
+
+
 def _usage_errors(method: F) -> F:
-    """Shows a ``UserError`` as IPython shows a usage error: its message, no traceback."""
+    """Shows a ``UserError`` as IPython shows a usage error: its message in magic terms, no traceback."""
     if asyncio.iscoroutinefunction(method):
         @functools.wraps(method)
         async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
             try:
                 return await method(*args, **kwargs)
             except UserError as exc:
-                raise UsageError(str(exc)) from None
+                raise UsageError(in_magic_terms(str(exc))) from None
         return async_wrapper  # type: ignore[return-value]
 
     @functools.wraps(method)
@@ -80,7 +103,7 @@ def _usage_errors(method: F) -> F:
         try:
             return method(*args, **kwargs)
         except UserError as exc:
-            raise UsageError(str(exc)) from None
+            raise UsageError(in_magic_terms(str(exc))) from None
     return wrapper  # type: ignore[return-value]
 
 
@@ -94,6 +117,10 @@ class _Cell:
     detach: bool
     output: str | None
     raise_on_error: bool
+    #: Settings for this cell's run only (``model``, ``system``, ``tools``, ``mode``, ``max_turns``).
+    overrides: dict[str, Any]
+    #: ``--prompt SERVER:NAME KEY=VALUE ...``: an MCP server's prompt, rendered before the run.
+    mcp_prompt: Any = None
 
 
 @magics_class
@@ -163,13 +190,19 @@ class AgentMagics(Magics):
     # -- %%agent ---------------------------------------------------------------------------------
 
     @magic_arguments(name="%agent")  # the usage line reads %%agent
-    @argument("-m", "--model", help="a model string, or the name of a Model object in the notebook")
-    @argument("--system", help="the system prompt")
+    @argument("-m", "--model", help=(
+        "for this cell: a model string, or the name of a Model object in the notebook "
+        "(%agent model NAME changes the session's)"))
+    @argument("--system", help="for this cell: the system prompt (%agent system TEXT changes the session's)")
     @argument("--tools", nargs="+", metavar="TOOL", help=(
-        "tools the agent may call: names of @tool or plain functions in the notebook and built-in "
-        f"tools ({', '.join(BUILTIN_TOOLS)}); separate with spaces or commas"))
-    @argument("--mode", choices=MODES, help="permission mode")
-    @argument("--max-turns", type=int, help="model turns before a final answer is asked for")
+        "for this cell: tools the agent may call, names of @tool or plain functions in the notebook and "
+        f"built-in tools ({', '.join(BUILTIN_TOOLS)}); separate with spaces or commas "
+        "(%agent tools NAMES changes the session's)"))
+    @argument("--mode", choices=MODES, help="for this cell: the permission mode (%agent mode MODE changes the session's)")
+    @argument("--sandbox", action="store_true", help=(
+        "run bash commands inside an OS sandbox (bubblewrap: the working directory writable, no "
+        "network); they then run without asking unless a rule says otherwise. Stays on for the session"))
+    @argument("--max-turns", type=int, help="for this cell: model turns before a final answer is asked for")
     @argument("--session", metavar="NAME", help="continue (or start) the conversation NAME; it becomes current")
     @argument("--new", action="store_true", help="start a new conversation in the session")
     @argument("-o", "--output", metavar="VAR", help="store the RunResult in VAR (a detached run: when it ends)")
@@ -177,6 +210,14 @@ class AgentMagics(Magics):
     @argument("--no-interpolate", action="store_true", help="send {braces} as written")
     @argument("--no-raise", action="store_true", help=(
         "a run that ends in error does not fail the cell (Run All carries on)"))
+    @argument("--resource", action="append", metavar="SERVER:URI", help=(
+        "attach an MCP server's resource to the prompt (repeatable), as writing @SERVER:URI in the "
+        "prompt does: its text follows the prompt, capped like a tool result. %agent mcp lists "
+        "each server's resources"))
+    @argument("--prompt", nargs="+", metavar="SERVER:NAME", help=(
+        "use an MCP server's prompt as this cell's prompt, its arguments after it as KEY=VALUE "
+        "(--prompt ev:args-prompt city=Paris); lines below %%agent, if any, follow it. %agent mcp "
+        "lists each server's prompts"))
     @argument("--quiet", action="store_true", help=(
         "no live view, only the summary when the run ends (approvals then come from the "
         "headless policy, AGENT_KERNEL_APPROVAL)"))
@@ -198,19 +239,52 @@ class AgentMagics(Magics):
                 raise UsageError("--detach needs a running event loop (a Jupyter kernel, or "
                                  "%autoawait on); nothing would run the agent here.") from None
             return get_asyncio_loop().run_until_complete(self._run_blocking(parsed))
+        if parsed.mcp_prompt is not None:
+            raise UserError("--prompt must await the MCP server, and this cell cannot (autoawait is off): "
+                            "turn it on with %autoawait asyncio.")
         return self._start_detached(parsed)  # a cell that cannot await must not block the loop
 
     @_usage_errors
     async def cell_async(self, line: str, cell: str) -> RunHandle | None:
         """What a rewritten ``%%agent`` cell awaits: blocking or detached per ``execution_mode``."""
         parsed = self._parse(_expand(self.shell, line), cell)
+        await self._render_mcp_prompt(parsed)
         if parsed.detach or not self.execution_mode().blocking:
             return self._start_detached(parsed)
         return await self._run_blocking(parsed)
 
+    def parse_cell_options(self, line: str) -> Any:
+        """The ``%%agent`` options of ``line``; a mistyped option gets the closest one suggested.
+
+        Raises:
+            UserError: an option is unknown or badly given.
+        """
+        parser = self.agent_cell.parser
+        try:
+            # POSIX splitting, so --system "Answer in French." loses its quotes.
+            return parser.parse_args(arg_split(line, posix=True))
+        except UsageError as exc:
+            message = str(exc)
+        options = sorted(o for o in parser._option_string_actions if o.startswith("--"))
+        unknown = re.search(r"unrecognized arguments: (.*)", message)
+        if unknown is not None:
+            first = unknown.group(1).split()[0]
+            if first.startswith("-"):
+                name = first.split("=", 1)[0]
+                raise UserError(f"%%agent: no option {name}.{did_you_mean(name, options)} Options: "
+                                f"{', '.join(options)} (%agent help explains them).")
+            raise UserError(f"%%agent: {first!r} is not an option; the prompt goes on the lines below "
+                            "%%agent, not on its first line (%agent help lists the options).")
+        choice = re.search(r"argument ([-\w/]+): invalid choice: '([^']*)'", message)
+        if choice is not None:
+            action = parser._option_string_actions.get(choice.group(1).split("/")[-1])
+            known = [str(c) for c in (action.choices or [])] if action is not None else []
+            raise UserError(f"%%agent {choice.group(1).split('/')[-1]} {choice.group(2)}: not one of "
+                            f"{', '.join(known)}.{did_you_mean(choice.group(2), known)}")
+        raise UserError(f"%%agent: {message.removeprefix('UsageError: ')} (%agent help lists the options).")
+
     def _parse(self, line: str, cell: str) -> _Cell:
-        # POSIX splitting, so --system "Answer in French." loses its quotes.
-        args = self.agent_cell.parser.parse_args(arg_split(line, posix=True))
+        args = self.parse_cell_options(line)
         name = args.session or self.sessions.current
         session = self.sessions.find(name)
         if session is not None and session.running:
@@ -219,26 +293,72 @@ class AgentMagics(Magics):
         # Check the cell before touching any session: a mistake must not cost the conversation.
         prompt = cell if args.no_interpolate else interpolate(cell, self.shell.user_ns)
         prompt = prompt.strip()
-        if not prompt:
+        hub = session.agent.mcp if session is not None else None
+        mentions, mcp_prompt = cell_options(args.resource, args.prompt, list(hub.servers) if hub is not None else [])
+        prompt = "\n\n".join(part for part in (prompt, mentions) if part)
+        if not prompt and mcp_prompt is None:
             raise UserError("The %%agent cell has no prompt: write it on the lines below %%agent.")
         if args.output is not None and not args.output.isidentifier():
             raise UserError(f"-o {args.output!r} is not a variable name; use e.g. -o result.")
         settings = self._settings(args)
+        # The sandbox stays on for the session (it says so); every other option is this cell's.
+        sticky = {key: settings.pop(key) for key in ("sandbox",) if key in settings}
         if session is None or args.new:
-            session = self.sessions.put(name, self._new_agent(session, settings))
+            session = self.sessions.put(name, self._new_session_agent(session, sticky, settings))
         else:
-            self._apply(session.agent, settings)
+            self.apply_settings(session.agent, sticky)
             self.sessions.current = name
         return _Cell(session, prompt, args.quiet, args.detach, args.output,
-                     self.raise_on_error and not args.no_raise)
+                     self.raise_on_error and not args.no_raise, settings, mcp_prompt)
+
+    async def _render_mcp_prompt(self, parsed: _Cell) -> None:
+        """Puts the server prompt of ``--prompt`` before the cell's own lines."""
+        request = parsed.mcp_prompt
+        if request is None:
+            return
+        text = await parsed.session.agent.mcp.get_prompt(request.server, request.name, request.arguments)
+        parsed.prompt = "\n\n".join(part for part in (text, parsed.prompt) if part)
+        parsed.mcp_prompt = None
+
+    def _new_session_agent(self, previous: Session | None, sticky: dict[str, Any],
+                           overrides: dict[str, Any]) -> Agent:
+        """A new conversation with the session's settings; the cell's model if there is no default.
+
+        With no usable default model (a key missing) a cell that names its model still runs:
+        the session then keeps that model.
+        """
+        try:
+            return self.new_agent(previous, sticky)
+        except UserError:
+            if "model" not in overrides:
+                raise
+            return self.new_agent(previous, {**sticky, "model": overrides["model"]})
 
     def _render_grace(self) -> float:
         """No kernel, no front-end: nothing can render a view, so approvals need not wait for one."""
         return RENDER_GRACE_S if getattr(self.shell, "kernel", None) is not None else 0.0
 
+    def _start(self, parsed: _Cell, *, detached: bool, on_end: Callable[[RunHandle], None] | None = None) -> RunHandle:
+        """Starts the cell's run with its own options, restoring the session's when it ends."""
+        agent = parsed.session.agent
+        saved = _settings_of(agent, parsed.overrides)
+        self.apply_settings(agent, parsed.overrides)
+
+        def ended(handle: RunHandle) -> None:
+            self.apply_settings(agent, saved)
+            if on_end is not None:
+                on_end(handle)
+
+        try:
+            return start_run(agent, parsed.prompt, quiet=parsed.quiet, detached=detached,
+                             on_end=ended, render_grace=self._render_grace())
+        except BaseException:
+            self.apply_settings(agent, saved)
+            raise
+
     async def _run_blocking(self, parsed: _Cell) -> None:
-        handle = start_run(parsed.session.agent, parsed.prompt, quiet=parsed.quiet, detached=False,
-                           render_grace=self._render_grace())
+        await self._render_mcp_prompt(parsed)
+        handle = self._start(parsed, detached=False)
         parsed.session.runs.append(handle)
         try:
             result = await handle.wait()
@@ -262,8 +382,7 @@ class AgentMagics(Magics):
                 return
             self._store(parsed, handle.task.result())
 
-        handle = start_run(parsed.session.agent, parsed.prompt, quiet=parsed.quiet, detached=True,
-                           on_end=ended, render_grace=self._render_grace())
+        handle = self._start(parsed, detached=True, on_end=ended)
         parsed.session.runs.append(handle)
         return handle
 
@@ -286,6 +405,11 @@ class AgentMagics(Magics):
             settings["tools"] = self.resolve_tools(args.tools)
         if args.mode is not None:
             settings["mode"] = args.mode
+        if args.sandbox:
+            from ..sandbox import check
+
+            check()  # bubblewrap missing: say so now, before the session changes
+            settings["sandbox"] = True
         if args.max_turns is not None:
             if args.max_turns < 1:
                 raise UserError(f"--max-turns must be at least 1 (got {args.max_turns}).")
@@ -315,12 +439,13 @@ class AgentMagics(Magics):
         try:
             return resolve_model(spec)
         except UserError as exc:
-            known = self._model_names()
+            known = self.model_names()
             hint = (f" Model objects in this notebook: {', '.join(known)}." if known
                     else " To use a Model object (such as a ScriptedModel), assign it to a variable and pass its name.")
             raise UserError(f"{exc}{hint}") from None
 
-    def _model_names(self) -> list[str]:
+    def model_names(self) -> list[str]:
+        """Names of the Model objects in the notebook (what ``-m NAME`` may name)."""
         return [name for name, value in self.shell.user_ns.items()
                 if not name.startswith("_") and not isinstance(value, type)
                 and callable(getattr(value, "stream", None)) and hasattr(value, "provider")]
@@ -347,19 +472,20 @@ class AgentMagics(Magics):
             if name in BUILTIN_TOOLS:
                 tools.append(name)
                 continue
-            known = [*self._tool_names(), *BUILTIN_TOOLS]
+            known = [*self.tool_names(), *BUILTIN_TOOLS]
             raise UserError(f"--tools {name}: no function or @tool called {name!r} in the notebook, and no such "
                             f"built-in tool.{did_you_mean(name, known)} Define it in a cell above (run that "
                             f"cell first), or use a built-in tool: {', '.join(BUILTIN_TOOLS)}.")
         return tools
 
-    def _tool_names(self) -> list[str]:
+    def tool_names(self) -> list[str]:
+        """Names of the ``@tool`` objects in the notebook."""
         return [name for name, value in self.shell.user_ns.items() if isinstance(value, Tool)]
 
     def _default_model(self) -> Any:
         return None if self.model is None else self.resolve_model(self.model)
 
-    def _new_agent(self, previous: Session | None, settings: dict[str, Any]) -> Agent:
+    def new_agent(self, previous: Session | None, settings: dict[str, Any]) -> Agent:
         """A new conversation: the cell's settings, else the previous agent's, else the config."""
         old = previous.agent if previous is not None else None
         session_id = new_id("s_")
@@ -367,27 +493,36 @@ class AgentMagics(Magics):
         if self.journal_dir is not None:
             kwargs["journal"] = Path(self.journal_dir).expanduser() / f"{session_id}.jsonl"
         model = settings["model"] if "model" in settings else (old.model if old else self._default_model())
-        tools = settings["tools"] if "tools" in settings else (list(old.tools) if old else [])
+        # An MCP server's tools belong to its connection: the new agent gets the servers instead.
+        tools = settings["tools"] if "tools" in settings else ([t for t in old.tools if not hasattr(t, "remote_name")] if old else [])
         system = settings.get("system", old.system if old else None)
-        mode = settings.get("mode", _mode_of(old) if old else self.mode)
+        mode = settings.get("mode", old.mode if old else self.mode)
         max_turns = settings.get("max_turns", old.max_iterations if old else self.max_turns)
         agent = Agent(model, tools, system, max_turns, permissions=mode, **kwargs)
         # The python tool runs in the notebook's namespace: the agent and the person share variables.
         agent.tool_extras["namespace"] = self.shell.user_ns
+        for server in (old.mcp.servers.values() if old is not None and old.mcp is not None else ()):
+            agent.add_mcp(server)
+        if settings.get("sandbox") or (old is not None and "sandbox" in old.tool_extras):
+            agent.use_sandbox(old.tool_extras["sandbox"] if old is not None and "sandbox" in old.tool_extras else True)
         return agent
 
     @staticmethod
-    def _apply(agent: Agent, settings: dict[str, Any]) -> None:
+    def apply_settings(agent: Agent, settings: dict[str, Any]) -> None:
+        """Sets resolved cell or session settings (model, system, tools, mode, max turns) on ``agent``."""
         if "model" in settings:
             agent.model = settings["model"]
         if "system" in settings:
             agent.system = settings["system"]
         if "tools" in settings:
-            agent.tools = ToolRegistry(settings["tools"])
+            tools = settings["tools"]
+            agent.tools = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
         if "max_turns" in settings:
             agent.max_iterations = settings["max_turns"]
         if "mode" in settings:
-            _set_mode(agent, settings["mode"])
+            agent.mode = settings["mode"]
+        if settings.get("sandbox") and "sandbox" not in agent.tool_extras:
+            agent.use_sandbox(True)
 
     # -- %agent ----------------------------------------------------------------------------------
 
@@ -396,9 +531,13 @@ class AgentMagics(Magics):
     def agent_line(self, line: str) -> Any:
         """Controls the agent session. With no argument: the model, session, mode and usage.
 
-        Subcommands: ``model NAME`` (switch the model), ``models``, ``tools``, ``sessions``,
-        ``history`` (turns as a DataFrame), ``events`` (events as a DataFrame), ``usage``,
-        ``compact [FOCUS]``, ``wait``, ``cancel``, ``replay [SESSION]``, ``reset``.
+        ``%agent help`` lists the subcommands and the ``%%agent`` options. The session:
+        ``session`` (its ``Agent``, for Python), ``model NAME``, ``tools NAMES``, ``mode MODE``,
+        ``system TEXT``, ``max-turns N`` (change the session's settings), ``models``,
+        ``sessions``. Its record as DataFrames: ``events``, ``turns`` (or ``history``), ``calls``
+        (tool calls), ``usage`` (model calls), and ``timeline``. Runs: ``compact [FOCUS]``,
+        ``wait``, ``cancel``, ``replay [SESSION]``, ``show [RUN]``, ``reset``, ``mcp`` (MCP servers; ``mcp add
+        NAME -- COMMAND ARGS...`` or ``mcp add NAME URL`` adds one).
         """
         command, rest = _split(line)
         if command in ("wait", "compact"):
@@ -434,10 +573,11 @@ class AgentMagics(Magics):
 
         if command == "":
             return controls.status(self)
-        handler = getattr(controls, f"cmd_{command}", None)
+        handler = getattr(controls, f"cmd_{command.replace('-', '_')}", None)
         if command not in SUBCOMMANDS or handler is None:
             raise UserError(f"%agent {command}: no such subcommand.{did_you_mean(command, SUBCOMMANDS)} "
-                            f"Subcommands: {', '.join(SUBCOMMANDS)} (or %agent alone for the status).")
+                            f"Subcommands: {', '.join(SUBCOMMANDS)} (%agent help says what each does; "
+                            "%agent alone shows the session).")
         return handler(self, rest)
 
 
@@ -456,14 +596,12 @@ def _expand(shell: Any, line: str) -> str:
         return line
 
 
-def _mode_of(agent: Agent) -> str:
-    permissions = getattr(agent.permissions, "permissions", None)
-    return str(getattr(permissions, "mode", "default"))
-
-
-def _set_mode(agent: Agent, mode: str) -> None:
-    permissions = getattr(agent.permissions, "permissions", None)
-    if permissions is None:
-        raise UserError("This agent has a custom permission gate, so --mode cannot change it; "
-                        "set the mode on the gate itself.")
-    permissions.set_mode(mode)
+def _settings_of(agent: Agent, keys: Any) -> dict[str, Any]:
+    """The agent's current values of the settings ``keys`` (to restore after one cell)."""
+    now: dict[str, Any] = {"model": agent.model, "system": agent.system, "max_turns": agent.max_iterations}
+    saved = {key: now[key] for key in keys if key in now}
+    if "tools" in keys:
+        saved["tools"] = agent.tools
+    if "mode" in keys:
+        saved["mode"] = agent.mode
+    return saved
