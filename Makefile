@@ -73,7 +73,10 @@ $(MCP_STAMP):
 
 mcp-servers: $(MCP_STAMP)
 
+# Lint and types first: they take seconds and catch what a test run would take minutes to.
 test: $(STAMP) kernelspec chromium bubblewrap llama mcp-servers
+	$(PY) -m ruff check .
+	$(PY) -m mypy
 	$(PY) -m pytest -q
 
 # The quickstart on the offline model unless AGENT_KERNEL_MODEL names another; JupyterLab prints

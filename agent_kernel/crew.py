@@ -34,6 +34,7 @@ from .emitter import Emitter, EventRecorder, EventSink
 from .errors import UserError
 from .events import AgentEvent, EventType
 from .models.base import Usage
+from .redaction import Redactor
 from .state import ExecutionContext, LoopStats, TerminationReason, TurnState, new_id
 from .subagents import Subagent, run_subagent, task_tool
 from .tools.registry import ToolRegistry
@@ -252,7 +253,7 @@ class Crew:
         """
         if self._run is not None:
             raise UserError("This crew is already running; await that run or call crew.cancel() first.")
-        redactor = _redactor()
+        redactor = Redactor.from_environ()
         ctx = ExecutionContext(session_id=self.session_id, working_dir=self.working_dir, permissions=self.permissions, redactor=redactor, sinks=self._sinks)
         em = Emitter(self.session_id, ctx.run_id, self._seq, self._sinks, redactor)  # a Redactor also streams text deltas
         ctx.emitter = em
@@ -556,10 +557,3 @@ def _prompt(task: Task, outputs: Mapping[str, TaskOutput], inputs: str | None) -
         earlier = "\n\n".join(f"## {_name(dep)}\n{outputs[_name(dep)].text}" for dep in task.depends_on)
         parts.append(f"Results of the tasks this one builds on:\n\n{earlier}")
     return "\n\n".join(parts)
-
-
-def _redactor() -> Any:
-    from .redaction import Redactor
-
-    redactor = Redactor.from_environ()
-    return redactor if redactor.active else None

@@ -104,7 +104,7 @@ _BLOCK_TYPES: dict[str, type] = {
 
 def block_to_dict(block: Block) -> dict[str, Any]:
     """Returns a JSON-serialisable dict for a block (with its ``type``)."""
-    return {name: getattr(block, name) for name in block.__slots__}  # type: ignore[union-attr]
+    return {name: getattr(block, name) for name in block.__slots__}
 
 
 def block_from_dict(data: dict[str, Any]) -> Block:

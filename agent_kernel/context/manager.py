@@ -295,20 +295,7 @@ class ContextManager:
         Returns:
             The compacted history, or a copy of ``history`` when it is too short to compact.
         """
-        counter = self.counter(model)
-        threshold = self.threshold_tokens(model)
-        fixed = self._fixed_tokens
-        result = await self.compactor.compact(
-            history,
-            self.compaction_model or model,
-            counter,
-            budget=max(0, threshold - fixed),
-            measure=self._measure(fixed, counter),
-            emit=emit,
-            threshold=threshold,
-            focus=focus,
-            trigger="manual",
-        )
+        result = await self._summarise(history, model, emit, trigger="manual", focus=focus)
         if result is not None:
             return result.history
         # Too short to summarise: shrinking the tool results is all that can help, and it does
@@ -324,23 +311,25 @@ class ContextManager:
         neither made anything smaller.
         """
         cleared = clear_tool_results(history, emit, trigger="overflow", reason=reason)
-        current = list(history) if cleared is None else cleared
+        result = await self._summarise(list(history) if cleared is None else cleared, model, emit, trigger="overflow")
+        return cleared if result is None else result.history
+
+    async def _summarise(self, history: Sequence[Message], model: Model, emit: Emit, *, trigger: str, focus: str | None = None) -> CompactionResult | None:
+        """A summary compaction outside the per-turn path, within the usual budget (None: too short)."""
         counter = self.counter(model)
         threshold = self.threshold_tokens(model)
         fixed = self._fixed_tokens
-        result = await self.compactor.compact(
-            current,
+        return await self.compactor.compact(
+            history,
             self.compaction_model or model,
             counter,
             budget=max(0, threshold - fixed),
             measure=self._measure(fixed, counter),
             emit=emit,
             threshold=threshold,
-            trigger="overflow",
+            focus=focus,
+            trigger=trigger,
         )
-        if result is not None:
-            return result.history
-        return cleared
 
 
 #: Tool results longer than this are cut by a forced micro-compaction; what is kept of each.

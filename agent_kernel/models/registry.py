@@ -93,8 +93,8 @@ def resolve_model(spec: str | Model | None = None, **options: Any) -> Model:
     provider, name = _split(spec.strip())
     cls = _load(provider)
     if provider == "offline":
-        return cls(**options)  # type: ignore[no-any-return]
-    return cls(name or DEFAULT_MODELS[provider], **options)  # type: ignore[no-any-return]
+        return cls(**options)
+    return cls(name or DEFAULT_MODELS[provider], **options)
 
 
 def list_models() -> list[ModelInfo]:

@@ -337,7 +337,7 @@ class FunctionModel:
         self.requests: list[ModelRequest] = []
         self._sizes = _SizeMemo()
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:  # type: ignore[override]
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """Streams the function's response to ``request``."""
         index = len(self.requests)
         self.requests.append(request)

@@ -86,8 +86,9 @@ def _closed_at_shutdown(client: Any) -> Any:
                     await close()
 
     generator = close_when_done()
+    first: Any = generator.__anext__()  # a coroutine-like awaitable: step it by hand
     with contextlib.suppress(StopIteration):
-        generator.__anext__().send(None)  # runs to the ``yield`` at once: nothing is awaited first
+        first.send(None)  # runs to the ``yield`` at once: nothing is awaited first
     return generator
 
 
