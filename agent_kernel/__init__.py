@@ -17,8 +17,8 @@ from .hooks import HookContext, HookPoint, Hooks
 from .loop import tt
 from .messages import Message
 from .permissions import Permissions
-from .subagents import Subagent
 from .state import ExecutionContext, LoopState, LoopStats, TerminationReason, TurnState
+from .subagents import Subagent
 from .tools.tool import Tool, ToolContext, tool
 
 __version__ = "0.1.0"

@@ -46,7 +46,7 @@ async def text_events() -> float:
     gc.collect()
     t0 = time.perf_counter()
     n = 0
-    async for event in agent.stream("go"):
+    async for _event in agent.stream("go"):
         n += 1
     elapsed = time.perf_counter() - t0
     return elapsed / TEXT_EVENTS * 1e6
@@ -106,7 +106,7 @@ def peers_tools(turns: int) -> dict[str, float]:
         pa = PAgent(FunctionModel(fn))
 
         @pa.tool_plain
-        async def ping(x: int) -> int:  # noqa: F811
+        async def ping(x: int) -> int:
             return x
 
         from pydantic_ai.usage import UsageLimits

@@ -28,9 +28,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import comm  # noqa: E402
+import comm
 
-from agent_kernel.events import AgentEvent, EventType  # noqa: E402
+from agent_kernel.events import AgentEvent, EventType
 
 GOAL_MESSAGES_PER_S = 25
 GOAL_BYTES_RATIO = 3.0

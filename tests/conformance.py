@@ -25,7 +25,6 @@ from agent_kernel.approvals import Approval
 from agent_kernel.events import AgentEvent, EventType
 from agent_kernel.models import scripted as s
 from agent_kernel.models.base import Model
-from agent_kernel.state import TerminationReason
 
 from .fakes.server import Cut, Fail, FakeProvider, Hang, Pings, Reply
 from .fakes.turns import turn
@@ -382,10 +381,10 @@ async def stall(h: Harness, tmp: Path) -> None:
 
 @scenario
 async def keep_alive_pings(h: Harness, tmp: Path) -> None:
-    # 40 pings 50 ms apart: 2 s of keep-alive traffic, far past the 1 s stall timeout, and never
-    # a gap near it.
-    h.script(Pings(turn("Alive all along."), count=40, every=0.05))
-    events = await collect(agent(h, tmp, stall_timeout=1.0), "go")
+    # 70 pings 50 ms apart: 3.5 s of keep-alive traffic, past the 2 s stall timeout, with gaps
+    # 40 times shorter than it (so a loaded machine cannot stretch one into a stall).
+    h.script(Pings(turn("Alive all along."), count=70, every=0.05))
+    events = await collect(agent(h, tmp, stall_timeout=2.0), "go")
     assert not of(events, EventType.STALL_DETECTED) and len(h.requests()) == 1
     assert finish(events)["text"] == "Alive all along."
 

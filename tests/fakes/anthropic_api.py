@@ -60,11 +60,17 @@ def check_anthropic_request(body: dict[str, Any]) -> None:
         if pending:
             missing = [p for p in pending if p not in results]
             if missing:
-                raise StrictAPIError(400, f"messages.{i}: `tool_use` ids were found without `tool_result` blocks immediately after: {', '.join(missing)}. Each `tool_use` block must have a corresponding `tool_result` block in the next message.")
+                raise StrictAPIError(400,
+                    f"messages.{i}: `tool_use` ids were found without `tool_result` blocks immediately after: {', '.join(missing)}. "
+                    "Each `tool_use` block must have a corresponding `tool_result` block in the next message."
+                )
             if blocks[: len(results)] != [b for b in blocks if b.get("type") == "tool_result"]:
                 raise StrictAPIError(400, f"messages.{i}: tool_result blocks must come first in the user message")
         elif results:
-            raise StrictAPIError(400, f"messages.{i}.content.0: unexpected `tool_use_id` found in `tool_result` blocks: {results[0]}. Each `tool_result` block must have a corresponding `tool_use` block in the previous message.")
+            raise StrictAPIError(400,
+                f"messages.{i}.content.0: unexpected `tool_use_id` found in `tool_result` blocks: {results[0]}. "
+                "Each `tool_result` block must have a corresponding `tool_use` block in the previous message."
+            )
         pending = []
         for j, block in enumerate(blocks):
             kind = block.get("type")
@@ -142,7 +148,10 @@ def anthropic_events(t: Turn, model: str) -> list[dict[str, Any]]:
         "message": {
             "id": "msg_fake", "type": "message", "role": "assistant", "model": model, "content": [],
             "stop_reason": None, "stop_sequence": None,
-            "usage": {"input_tokens": usage["input_tokens"], "output_tokens": 1, "cache_creation_input_tokens": usage.get("cache_write_tokens", 0), "cache_read_input_tokens": usage.get("cache_read_tokens", 0)},
+            "usage": {
+                "input_tokens": usage["input_tokens"], "output_tokens": 1,
+                "cache_creation_input_tokens": usage.get("cache_write_tokens", 0), "cache_read_input_tokens": usage.get("cache_read_tokens", 0),
+            },
         },
     }, {"type": "ping"}]
     index = 0

@@ -63,7 +63,10 @@ def check_chat_request(body: dict[str, Any]) -> None:
             pending.remove(call_id)
             continue
         if pending:
-            raise StrictAPIError(400, f"An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: {', '.join(pending)}")
+            raise StrictAPIError(400,
+                "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. "
+                f"The following tool_call_ids did not have response messages: {', '.join(pending)}"
+            )
         if role == "assistant":
             calls = message.get("tool_calls") or []
             if message.get("content") is None and not calls:
@@ -78,7 +81,10 @@ def check_chat_request(body: dict[str, Any]) -> None:
         elif not isinstance(message.get("content"), (str, list)):
             raise StrictAPIError(400, f"Invalid type for 'messages[{i}].content': expected a string or array.")
     if pending:
-        raise StrictAPIError(400, f"An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: {', '.join(pending)}")
+        raise StrictAPIError(400,
+            "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. "
+            f"The following tool_call_ids did not have response messages: {', '.join(pending)}"
+        )
 
 
 def chat_chunks(t: Turn, model: str, *, include_usage: bool) -> list[dict[str, Any]]:

@@ -73,7 +73,11 @@ def _check_tools(tools: Any) -> set[str]:
     names: set[str] = set()
     for i, t in enumerate(tools):
         if not isinstance(t, dict) or t.get("type") != "function":
-            raise StrictAPIError(400, f"Invalid value: '{t.get('type') if isinstance(t, dict) else t}'. Supported values are: 'function', 'file_search', 'web_search', 'computer_use_preview', 'mcp', 'code_interpreter', 'image_generation', 'local_shell', and 'custom'. (tools[{i}].type)")
+            raise StrictAPIError(400,
+                f"Invalid value: '{t.get('type') if isinstance(t, dict) else t}'. Supported values are: 'function', 'file_search', "
+                "'web_search', 'computer_use_preview', 'mcp', 'code_interpreter', 'image_generation', 'local_shell', and 'custom'. "
+                f"(tools[{i}].type)"
+            )
         if "function" in t or "name" not in t:
             raise StrictAPIError(400, f"Missing required parameter: 'tools[{i}].name'.")
         name = t["name"]
@@ -89,7 +93,10 @@ def _check_tools(tools: Any) -> set[str]:
                 raise StrictAPIError(400, f"Invalid schema for function '{name}': In context=(), 'additionalProperties' is required to be supplied and to be false.")
             missing = sorted(set(schema.get("properties") or {}) - set(schema.get("required") or []))
             if missing:
-                raise StrictAPIError(400, f"Invalid schema for function '{name}': In context=(), 'required' is required to be supplied and to be an array including every key in properties. Missing '{missing[0]}'.")
+                raise StrictAPIError(400,
+                    f"Invalid schema for function '{name}': In context=(), 'required' is required to be supplied and to be an array including every key in properties. "
+                    f"Missing '{missing[0]}'."
+                )
         names.add(name)
     return names
 
@@ -106,7 +113,11 @@ def _check_tool_choice(choice: Any, names: set[str]) -> None:
     if not isinstance(choice, dict):
         raise StrictAPIError(400, "Invalid type for 'tool_choice': expected one of a string or an object.")
     if choice.get("type") != "function":
-        raise StrictAPIError(400, f"Invalid value: '{choice.get('type')}'. Supported values are: 'function', 'allowed_tools', 'mcp', 'custom', 'file_search', 'web_search_preview', 'computer_use_preview', 'code_interpreter', and 'image_generation'. (tool_choice.type)")
+        raise StrictAPIError(400,
+            f"Invalid value: '{choice.get('type')}'. Supported values are: 'function', 'allowed_tools', 'mcp', 'custom', "
+            "'file_search', 'web_search_preview', 'computer_use_preview', 'code_interpreter', and 'image_generation'. "
+            "(tool_choice.type)"
+        )
     if set(choice) != {"type", "name"}:
         extra = sorted(set(choice) - {"type", "name"})
         raise StrictAPIError(400, f"Unknown parameter: 'tool_choice.{extra[0]}'." if extra else "Missing required parameter: 'tool_choice.name'.")

@@ -18,9 +18,10 @@ from __future__ import annotations
 import json
 import socket
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Union
+from typing import Any, Union
 
 from .anthropic_api import anthropic_error, anthropic_events, check_anthropic_request
 from .chat_api import chat_chunks, chat_error, check_chat_request
@@ -130,7 +131,7 @@ class FakeProvider:
             def log_message(self, *args: Any) -> None:
                 pass
 
-            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+            def do_POST(self) -> None:
                 provider._handle(self)
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
