@@ -13,7 +13,9 @@ A call is decided in this order:
    ``bypass`` runs everything.
 3. A call that must be asked about goes to the ``approver`` callback, then the headless policy
    (``AGENT_KERNEL_APPROVAL``), then a person in the live view; when none of them can answer, it
-   is refused with a message saying how to set a policy, never left waiting.
+   is refused with a message saying how to set a policy, never left waiting. An approver that
+   raises or returns something that is not a decision refuses the call too, and says so in a
+   non-fatal ``error`` event (kind ``approver``) as well as in the refused call's result.
 
 Rules are ``Tool`` or ``Tool(pattern)``; the pattern is a glob (``*`` matches anything, ``/``
 included) on the call's key, e.g. the command for ``bash`` or the path for the file tools: so
@@ -312,7 +314,7 @@ def call_key(tool: Tool, arguments: dict[str, Any], working_dir: Any = None) -> 
     if canonical is not None:
         # An argument that is no path at all is judged by its text below.
         with contextlib.suppress(TypeError, ValueError, OSError):
-            return canonical(arguments, working_dir)  # type: ignore[no-any-return]
+            return canonical(arguments, working_dir)
     try:
         return str(tool.key(arguments))
     except Exception:  # a key function that cannot read these arguments: fall back to all of them
@@ -338,6 +340,7 @@ class RuleGate:
     Attributes:
         permissions: the mode and rules in force.
         approver: the callback asked first, or None.
+        granted: the rules always-allow answers added, in order.
         policy: the headless policy, or None.
         broker: where a person answers (the live view resolves its futures).
     """
@@ -354,6 +357,9 @@ class RuleGate:
         self.approver = approver
         self.policy = policy
         self.broker = broker if broker is not None else ApprovalBroker()
+        # Rules added by always-allow answers: the only change to the rules a run accepts
+        # while it runs (``agent_kernel.sealing``).
+        self.granted: list[str] = []
 
     def __repr__(self) -> str:
         return f"RuleGate(mode={self.permissions.mode!r}, policy={self.policy!r})"
@@ -374,8 +380,12 @@ class RuleGate:
     async def _ask(self, request: ToolRequest, verdict: Verdict, emit: Emit) -> Authorization:
         tool, arguments = request.tool, request.arguments
         key = call_key(tool, arguments, request.working_dir)
+        reason = verdict.reason
+        warning = getattr(tool, "approval_warning", None)
+        if warning:  # what the call can do beyond its arguments (the python tool: anything)
+            reason = f"{reason}. Note: {warning}"
         info = ApprovalRequest(
-            request.call_id, tool.name, dict(arguments), _one_line(tool.name, key), verdict.rule, verdict.reason, request.agent_id,
+            request.call_id, tool.name, dict(arguments), _one_line(tool.name, key), verdict.rule, reason, request.agent_id,
             full_key=key, shell=tool.category == "shell",
         )
         required: dict[str, Any] = {
@@ -393,7 +403,14 @@ class RuleGate:
             required.setdefault(k, v)
         emit(EventType.APPROVAL_REQUIRED, required)
         started = time.monotonic()
-        approval, decided_by = await self._answer(info)
+        try:
+            approval, decided_by = await self._answer(info)
+        except _ApproverFailed as failed:
+            # Fails closed, and loudly: the person sees an error notice, the model a refusal.
+            wait_s = time.monotonic() - started
+            emit(EventType.ERROR, failed.event_data(info))
+            emit(EventType.APPROVAL_DECISION, self._decision(request, "reject", "callback", failed.message, wait_s))
+            return Authorization(False, arguments, f"This call was refused because the approval callback failed: {failed.message}", "callback")
         wait_s = time.monotonic() - started
         if approval is None:
             message = _nobody_message(info, self.policy)
@@ -412,6 +429,7 @@ class RuleGate:
         elif approval.decision == "always_allow":
             rule = Rule.parse(approval.rule) if approval.rule else Rule.exact(tool.name, key)
             self.permissions.add_allow(rule)
+            self.granted.append(rule.text)
             data["rule_added"] = rule.text
         emit(EventType.APPROVAL_DECISION, data)
         return Authorization(True, run_with, decided_by=decided_by)
@@ -419,11 +437,18 @@ class RuleGate:
     async def _answer(self, info: ApprovalRequest) -> tuple[Approval | None, str]:
         """Asks the approver, then the policy, then a person; (None, "") when nobody can answer."""
         if self.approver is not None:
-            answer = self.approver(info)
-            if inspect.isawaitable(answer):
-                answer = await answer
+            approver = self.approver
+            try:
+                answer = approver(info)
+                if inspect.isawaitable(answer):
+                    answer = await answer
+            except Exception as exc:  # the callback's own bug: refuse the call, never run it
+                raise _ApproverFailed(approver, f"raised {type(exc).__name__}: {exc}", None) from exc
             if answer is not None:
-                return Approval.coerce(answer), "callback"
+                try:
+                    return Approval.coerce(answer), "callback"
+                except UserError:
+                    raise _ApproverFailed(approver, f"returned {_short_repr(answer)}, which is not a decision", answer) from None
         if self.policy is not None:
             decided = self.policy.decide(info)
             if decided is not None:
@@ -446,6 +471,39 @@ class RuleGate:
             "reason": reason,
             "wait_s": wait_s,
         }
+
+
+class _ApproverFailed(Exception):
+    """The ``approver`` callback raised, or returned something that is not a decision."""
+
+    def __init__(self, approver: Any, what: str, returned: Any) -> None:
+        self.approver = getattr(approver, "__qualname__", None) or type(approver).__qualname__
+        self.returned = returned
+        self.message = (
+            f"the approver {self.approver} {what}. Return True, False, Approval.approve(), Approval.reject(reason), "
+            "Approval.always() or None (to pass the question on), and handle errors inside the approver."
+        )
+        super().__init__(self.message)
+
+    def event_data(self, info: ApprovalRequest) -> dict[str, Any]:
+        """The ``error`` event's data: it names the call, the approver and what it gave back."""
+        data: dict[str, Any] = {
+            "message": f"The approval callback failed on {info.key}, so the call was refused: {self.message}",
+            "kind": "approver",
+            "status_code": None,
+            "fatal": False,
+            "call_id": info.call_id,
+            "tool": info.tool,
+            "approver": self.approver,
+        }
+        if self.returned is not None:
+            data["returned"] = _short_repr(self.returned)
+        return data
+
+
+def _short_repr(value: Any, limit: int = 200) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _refusal(tool: Tool, mode: str, verdict: Verdict) -> str:

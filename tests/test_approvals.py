@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from agent_kernel import permissions
 from agent_kernel.approvals import (
     Approval,
     ApprovalBroker,
@@ -22,7 +23,6 @@ from agent_kernel.approvals import (
 )
 from agent_kernel.errors import UserError
 from agent_kernel.events import EventType
-from agent_kernel import permissions
 from agent_kernel.permissions import Permissions, ToolRequest, build_gate
 from agent_kernel.tools.builtin.files import write_file
 from agent_kernel.tools.builtin.shell import bash
@@ -171,9 +171,13 @@ async def test_an_approver_returning_none_passes_the_question_to_the_policy() ->
     assert not auth.allowed and auth.decided_by == "policy"
 
 
-async def test_an_approver_returning_nonsense_is_a_user_error() -> None:
-    with pytest.raises(UserError, match="not an approval decision"):
-        await build_gate(None, lambda r: 42).authorize(git(), Recorder())  # type: ignore[arg-type,return-value]
+async def test_an_approver_returning_nonsense_refuses_the_call_and_says_how_to_fix_it() -> None:
+    emit = Recorder()
+    auth = await build_gate(None, lambda r: 42).authorize(git(), emit)  # type: ignore[arg-type,return-value]
+    assert not auth.allowed and auth.decided_by == "callback"
+    assert auth.message is not None and "returned 42, which is not a decision" in auth.message and "Approval.reject" in auth.message
+    [error] = emit.of(EventType.ERROR)
+    assert error["kind"] == "approver" and error["returned"] == "42" and error["fatal"] is False
 
 
 # ---- a person, through the broker ----------------------------------------------------------
@@ -419,3 +423,56 @@ async def test_cancelling_an_agent_while_it_waits_for_approval_ends_the_run_and_
     assert result.termination_reason is TerminationReason.USER_INTERRUPT
     assert broker.pending == []
     assert not any(e.type is EventType.TOOL_START for e in result.events)
+
+
+# -- a broken approver ------------------------------------------------------------------------
+
+
+def _broken_approvers() -> list[Any]:
+    def raises(request: ApprovalRequest) -> Any:
+        raise RuntimeError("database is down")
+
+    async def raises_async(request: ApprovalRequest) -> Any:
+        raise ValueError("no such user")
+
+    def says_maybe(request: ApprovalRequest) -> Any:
+        return "maybe"
+
+    return [raises, raises_async, says_maybe]
+
+
+@pytest.mark.parametrize("approver", _broken_approvers(), ids=lambda a: a.__name__)
+async def test_a_broken_approver_refuses_the_call_and_both_the_person_and_the_model_see_why(tmp_path: Any, approver: Any) -> None:
+    from agent_kernel.jupyter.items import Notice
+    from agent_kernel.jupyter.transcript import Transcript
+    from agent_kernel.models.scripted import ScriptedModel, tool_call
+    from agent_kernel.state import TerminationReason
+
+    marker = tmp_path / "ran"
+    model = ScriptedModel([[tool_call("bash", {"command": f"touch {marker}"}, id="c1")], "understood"])
+    result = await _agent(tmp_path, model, ["bash"], approver=approver).run("go")
+
+    assert not marker.exists()
+    # The run goes on: the model reads the refusal and answers.
+    assert result.termination_reason is TerminationReason.END_TURN and result.text == "understood"
+    [tool_result] = [e for e in result.events if e.type is EventType.TOOL_RESULT]
+    assert tool_result.data["is_error"] and tool_result.data["call_id"] == "c1"
+    assert "approval callback failed" in tool_result.data["content"] and approver.__name__ in tool_result.data["content"]
+    assert "c1" in str(model.requests[-1].messages[-1].to_dict())
+    # The error names the approver and what went wrong, and says the run was not ended by it.
+    [error] = [e for e in result.events if e.type is EventType.ERROR]
+    assert error.data["kind"] == "approver" and error.data["fatal"] is False
+    assert error.data["approver"].endswith(approver.__name__) and error.data["call_id"] == "c1"
+    if approver.__name__ == "says_maybe":
+        assert error.data["returned"] == "'maybe'" and "not a decision" in error.data["message"]
+    else:
+        assert "raised" in error.data["message"]
+    [decision] = [e for e in result.events if e.type is EventType.APPROVAL_DECISION]
+    assert decision.data["decision"] == "reject" and decision.data["decided_by"] == "callback"
+    # The live view shows it as an error notice while the run itself still ends normally.
+    transcript = Transcript()
+    for event in result.events:
+        transcript.apply(event)
+    notices = [item for item in transcript.items if isinstance(item, Notice) and item.level == "error"]
+    assert len(notices) == 1 and approver.__name__ in notices[0].message
+    assert transcript.status.phase != "error"

@@ -10,7 +10,10 @@ import pytest
 
 from agent_kernel import ToolContext, tool
 from agent_kernel.errors import UnknownTool
+from agent_kernel.models.scripted import ScriptedModel, tool_call
 from agent_kernel.tools.registry import ToolRegistry, as_tool
+
+from .helpers import make_agent
 
 
 @tool
@@ -103,3 +106,13 @@ def test_plain_functions_become_tools_and_unknown_names_suggest_builtins() -> No
     assert registry.names == ["shout"] and registry.get("shout").description == "Shouts."
     with pytest.raises(UnknownTool, match="Did you mean 'read_file'"):
         as_tool("read_fil")
+
+
+async def test_a_sync_tool_may_take_an_argument_called_name() -> None:
+    @tool
+    def greet(name: str) -> str:
+        """Greets someone."""
+        return f"hello {name}"
+
+    result = await make_agent(ScriptedModel([tool_call("greet", {"name": "Ada"}), "done"]), [greet], permissions="bypass").run("go")
+    assert [c["content"] for c in result.tool_calls] == ["hello Ada"]

@@ -4,6 +4,9 @@ Each call is submitted the moment its tool_use block completes. Concurrency-safe
 once and run in parallel (bounded); an unsafe call waits until nothing else runs, then runs
 alone, and calls after it wait for it, so order-sensitive work keeps the model's order. Results
 are returned in the model's declared order whatever order they finish in.
+
+A cancelled call ends at once even when its sync work cannot stop: each call records the threads
+it started (``tools.threads``), and ``still_running`` names the calls that left one behind.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .threads import ToolThread, track_threads
 from .tool import ToolResult
 
 __all__ = ["ABORT_FALLBACK", "ABORT_RETRY", "ABORT_SIBLING", "ABORT_USER", "PendingCall", "StreamingToolExecutor"]
@@ -37,6 +41,12 @@ class PendingCall:
     result: ToolResult | None = None
     task: asyncio.Task[None] | None = field(default=None, repr=False)
     abort_reason: str | None = None
+    threads: list[ToolThread] = field(default_factory=list, repr=False)  # sync work it started
+
+    @property
+    def still_running(self) -> bool:
+        """True when the call has a result (say, cancelled) but a thread it started goes on."""
+        return any(t.running for t in self.threads)
 
 
 RunCall = Callable[[PendingCall], Awaitable[ToolResult]]
@@ -118,6 +128,7 @@ class StreamingToolExecutor:
         call.task = asyncio.get_running_loop().create_task(self._run(call), name=f"tool:{call.name}:{call.call_id}")
 
     async def _run(self, call: PendingCall) -> None:
+        track_threads(call.threads)  # this task's own context: only this call's threads land here
         try:
             call.result = await self._run_call(call)
         except asyncio.CancelledError:
@@ -147,6 +158,10 @@ class StreamingToolExecutor:
             if call.task is not None and not call.task.done():
                 call.abort_reason = reason
                 call.task.cancel()
+
+    def still_running(self) -> list[dict[str, str]]:
+        """The calls whose threads go on after they were cancelled: ``[{"call_id", "name"}]``."""
+        return [{"call_id": c.call_id, "name": c.name} for c in self.calls if c.still_running]
 
     async def aclose(self) -> None:
         """Waits for cancelled tasks to finish their cleanup."""

@@ -8,6 +8,7 @@ part of the schema.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 import re
@@ -180,7 +181,7 @@ class Tool:
                 annotation = Any
             default = ... if param.default is inspect.Parameter.empty else param.default
             fields[pname] = (annotation, pydantic.Field(default, description=param_docs.get(pname)))
-        return pydantic.create_model(f"{self.name}_args", **fields)  # type: ignore[call-overload]
+        return pydantic.create_model(f"{self.name}_args", **fields)
 
     @property
     def spec(self) -> ToolSpec:
@@ -203,7 +204,8 @@ class Tool:
     async def invoke(self, arguments: dict[str, Any], context: ToolContext) -> str:
         """Runs the tool on validated ``arguments`` and returns its result as text.
 
-        Sync functions run in a worker thread so a slow tool never blocks the event loop.
+        Sync functions run in a thread of their own so a slow tool never blocks the event loop,
+        and a cancelled run does not wait for one that blocks (see ``tools.threads``).
         """
         kwargs = dict(arguments)
         if self._context_param:
@@ -211,9 +213,9 @@ class Tool:
         if self.is_async:
             result = await self.function(**kwargs)
         else:
-            import asyncio
+            from .threads import run_in_thread
 
-            result = await asyncio.to_thread(self.function, **kwargs)
+            result = await run_in_thread(functools.partial(self.function, **kwargs), name=self.name)
         return _stringify(result)
 
 
