@@ -45,6 +45,9 @@ class EventType(str, Enum):
     TOOL_RESULT = "tool_result"
     RECURSION = "recursion"
     MAX_ITERATIONS_REACHED = "max_iterations_reached"
+    STEER = "steer"
+    PAUSED = "paused"
+    RESUMED = "resumed"
     SUBAGENT_START = "subagent_start"
     SUBAGENT_FINISH = "subagent_finish"
     CANCELLED = "cancelled"
@@ -54,12 +57,16 @@ class EventType(str, Enum):
     # server_name, server_version, protocol_version, duration_s, reconnect}; mcp_tools_listed
     # {server, tools, resources, prompts}; mcp_warning {server, tool, message} (a tool skipped);
     # mcp_error {server, phase (connect|call), message, stderr_tail}, followed by an ``error``
-    # event of kind "mcp"; mcp_elicitation {server, message, schema, action, content, reason}.
+    # event of kind "mcp"; mcp_elicitation {server, message, schema, action, content, reason};
+    # mcp_resource {server, uri, mime_type, chars, capped} (a resource attached to a prompt);
+    # mcp_sampling {server, messages, system_prompt, max_tokens, action, model, text, usage, reason}.
     MCP_CONNECT = "mcp_connect"
     MCP_TOOLS_LISTED = "mcp_tools_listed"
     MCP_WARNING = "mcp_warning"
     MCP_ERROR = "mcp_error"
     MCP_ELICITATION = "mcp_elicitation"
+    MCP_RESOURCE = "mcp_resource"
+    MCP_SAMPLING = "mcp_sampling"
 
     def __str__(self) -> str:
         return self.value
@@ -139,10 +146,12 @@ def _payloads() -> dict[EventType, type]:
         T.RETRY: p.Retry, T.MODEL_FALLBACK: p.ModelFallback, T.STALL_DETECTED: p.StallDetected,
         T.APPROVAL_REQUIRED: p.ApprovalRequired, T.APPROVAL_DECISION: p.ApprovalDecision, T.TOOL_START: p.ToolStart,
         T.TOOL_PROGRESS: p.ToolProgress, T.TOOL_RESULT: p.ToolResult, T.RECURSION: p.Recursion,
-        T.MAX_ITERATIONS_REACHED: p.MaxIterationsReached, T.SUBAGENT_START: p.SubagentStart,
+        T.MAX_ITERATIONS_REACHED: p.MaxIterationsReached, T.STEER: p.Steer, T.PAUSED: p.Paused, T.RESUMED: p.Resumed,
+        T.SUBAGENT_START: p.SubagentStart,
         T.SUBAGENT_FINISH: p.SubagentFinish, T.CANCELLED: p.Cancelled, T.ERROR: p.Error, T.RUN_FINISH: p.RunFinish,
         T.MCP_CONNECT: p.McpConnect, T.MCP_TOOLS_LISTED: p.McpToolsListed, T.MCP_WARNING: p.McpWarning,
-        T.MCP_ERROR: p.McpError, T.MCP_ELICITATION: p.McpElicitation,
+        T.MCP_ERROR: p.McpError, T.MCP_ELICITATION: p.McpElicitation, T.MCP_RESOURCE: p.McpResource,
+        T.MCP_SAMPLING: p.McpSampling,
     }
 
 

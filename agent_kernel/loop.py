@@ -3,6 +3,8 @@
 One recursion: ``iteration_start`` → context (micro- and auto-compaction) → one streamed model
 call, whose tool calls start executing the moment each block completes → wait for the results in
 declared order → ``recursion`` with ``turn_state.next_turn()``. No tool calls is the base case.
+Between two turns the run holds while paused and takes in the messages steered into it
+(``ExecutionContext.control``); hooks may replace a request, add context or reject a call.
 
 The recursion is a tail call, so it is eliminated: each turn runs in the same generator frame
 with a new immutable ``TurnState``. That keeps the cost of an event flat however long the run
@@ -27,7 +29,7 @@ from typing import Any, TypeVar
 from .emitter import Emitter
 from .errors import ModelError, StopRun, UserError
 from .events import AgentEvent, EventType
-from .hooks import HookPoint, Hooks
+from .hooks import HOOK_CONTEXT_TAG, HookError, HookOutcome, HookPoint, Hooks
 from .messages import Message, TextBlock, ToolResultBlock
 from .models.base import (
     MessageEnd,
@@ -176,12 +178,15 @@ class _Loop:
         self._held: list[PendingCall] = []  # unsafe tool calls waiting for the whole response
         self._shrunk: ModelRequest | None = None
         self._finished_calls: list[PendingCall] = []
+        self._hook_notes: dict[str, Any] = {}  # what hooks changed in this turn's request (llm_start says)
+        self._hook_failure: HookError | None = None  # a hook that failed inside a tool task
 
     # -- the recursion ----------------------------------------------------------------------
 
     async def run(self, turn: TurnState) -> AsyncGenerator[AgentEvent, None]:
         em, ctx = self.em, self.ctx
         self.token.bind()
+        ctx.control.bind()
         finished = False
         try:
             while True:  # one pass per turn: the tail call of the recursion, eliminated
@@ -194,7 +199,10 @@ class _Loop:
                     async for ev in self._prepare(turn, self._request(final)):  # context
                         yield ev
                     request, turn = self._prepared
-                    await self._hook(HookPoint.BEFORE_LLM_CALL, turn, request=request)
+                    hooked = await self._hook(HookPoint.BEFORE_LLM_CALL, turn, request=request)
+                    if hooked is not None and hooked.request is not None:
+                        request = hooked.request
+                        self._hook_notes["request_replaced"] = True
                     async for ev in self._respond(request, final):  # the model, continued past max_tokens
                         yield ev
                     turn = em.turn or turn  # a forced compaction marks the turn compacted
@@ -203,17 +211,23 @@ class _Loop:
                     if final:  # base case: the tools-disabled final answer
                         yield em.emit(EventType.MAX_ITERATIONS_REACHED, {"max_iterations": turn.max_iterations})
                         raise _Finish(TerminationReason.MAX_TURNS, self._answer)
-                    if not message.tool_uses:  # base case: the model answered
+                    if message.tool_uses:
+                        async for ev in self._run_tools(message):  # tools; their results join the history
+                            yield ev
+                        await self._hook(HookPoint.BEFORE_RECURSION, turn)
+                        nxt = turn.next_turn()
+                        yield em.emit(EventType.RECURSION, {"tool_results": [_result_dict(b) for b in self.messages[-1].tool_results], "next_turn_id": nxt.turn_id})
+                    elif not ctx.control.has_steers:  # base case: the model answered
                         reason = TerminationReason.END_TURN if self._stop_reason in _NORMAL_STOPS else TerminationReason.STOP_REASON
                         raise _Finish(reason, self._answer, {"stop_reason": self._stop_reason})
-                    async for ev in self._run_tools(message):  # tools; their results join the history
-                        yield ev
-                    await self._hook(HookPoint.BEFORE_RECURSION, turn)
-                    nxt = turn.next_turn()
-                    yield em.emit(EventType.RECURSION, {"tool_results": [_result_dict(b) for b in self.messages[-1].tool_results], "next_turn_id": nxt.turn_id})
+                    else:  # the model answered, but a message was steered in meanwhile: it is answered next
+                        nxt = turn.next_turn()
                     em.flush()
                     ctx.stats.turns += 1
                     await self._hook(HookPoint.AFTER_ITERATION_END, turn)
+                    if ctx.control.paused or ctx.control.has_steers:  # the turn boundary: steering
+                        async for ev in self._boundary():
+                            yield ev
                     turn = nxt
                 except Exception as ending:  # _Finish, a cancel, StopRun, a model error or a bug
                     async for ev in self._ending_events(ending):
@@ -228,7 +242,8 @@ class _Loop:
                     await self._settle_tools(ABORT_USER)
                 em.drain()  # journals what the settling queued; the stream itself is gone
                 why = self.token.reason or "the run was stopped from outside (task cancelled or stream closed)"
-                em.emit(EventType.CANCELLED, {"reason": why, "phase": str(ctx.state.state)})
+                em.emit(EventType.CANCELLED, self._cancelled_data(why))
+                ctx.stats.turns += 1  # the turn it stopped in counts, as for a cancel from inside
                 self._record_finish(TerminationReason.USER_INTERRUPT, self.last_text)
                 ctx.state.set(LoopState.COMPLETED)
 
@@ -251,7 +266,14 @@ class _Loop:
         async for ev in self._assemble(turn, request):
             yield ev
         request, turn = self._prepared
-        await self._hook(HookPoint.AFTER_CONTEXT_ASSEMBLY, turn, request=request)
+        self._hook_notes = {}
+        hooked = await self._hook(HookPoint.AFTER_CONTEXT_ASSEMBLY, turn, request=request)
+        if hooked is not None and hooked.context:
+            # Extra context goes into this request only: the conversation stays as it was.
+            blocks = "\n\n".join(f"<{HOOK_CONTEXT_TAG}>\n{text}\n</{HOOK_CONTEXT_TAG}>" for text in hooked.context)
+            request = ModelRequest(_with_instruction(request.messages, blocks), request.system, request.tools, request.options)
+            self._prepared = (request, turn)
+            self._hook_notes["hook_context"] = list(hooked.context)
         self._check_cancelled()
 
     async def _respond(self, request: ModelRequest, final: bool) -> AsyncIterator[AgentEvent]:
@@ -289,9 +311,30 @@ class _Loop:
             yield ev
         self.messages.append(Message("user", tuple(self._tool_result_blocks())))
         self.executor = None
+        if self._hook_failure is not None:
+            raise self._hook_failure  # a tool hook failed: the run ends with it, history whole
         stop = next((c for c in self._finished_calls if c.result is not None and c.result.stop), None)
         if stop is not None and stop.result is not None:
             raise _Finish(TerminationReason.TOOL_STOP, stop.result.final_message or message.text, {"tool": stop.name})
+
+    async def _boundary(self) -> AsyncIterator[AgentEvent]:
+        """Between two turns: holds while paused, then delivers the messages steered in.
+
+        A steered message joins the conversation as a user message (merged into the tool
+        results before it, so roles alternate) and is journaled as ``steer`` before the next
+        model call can read it.
+        """
+        control, em = self.ctx.control, self.em
+        if control.paused:
+            yield em.emit(EventType.PAUSED, {"steers": control.waiting})
+            em.flush()  # a run may stay held for long: the journal says so now
+            held = time.monotonic()
+            await self._interruptible(control.wait_resumed())
+            yield em.emit(EventType.RESUMED, {"paused_s": time.monotonic() - held})
+        for text in control.take_steers():
+            _add_user_text(self.messages, text)
+            yield em.emit(EventType.STEER, {"text": text})
+        em.flush()
 
     async def _assemble(self, turn: TurnState, request: ModelRequest) -> AsyncIterator[AgentEvent]:
         """Runs the context manager on ``request``, yielding its events; leaves ``_prepared``."""
@@ -419,10 +462,10 @@ class _Loop:
         assert builder is not None and executor is not None
         self._end, self._error, self._held = None, None, []
         ctx.state.set(LoopState.CALLING_LLM)
-        yield em.emit(
-            EventType.LLM_START,
-            {"model": model.name, "provider": model.provider, "attempt": attempt, "messages": len(request.messages), "tools_enabled": not final},
-        )
+        start: dict[str, Any] = {"model": model.name, "provider": model.provider, "attempt": attempt, "messages": len(request.messages), "tools_enabled": not final}
+        if self._hook_notes:
+            start.update(self._hook_notes)
+        yield em.emit(EventType.LLM_START, start)
         watchdog = Watchdog(cfg.stall_timeout, token) if cfg.stall_timeout else None
         tools = cfg.tools
         try:
@@ -523,16 +566,29 @@ class _Loop:
         if isinstance(ending, _Finish):
             self.ctx.stats.turns += 1
             events = self._finish(ending)
+            try:  # the final turn ends too, as every other turn does
+                await self._hook(HookPoint.AFTER_ITERATION_END, self.em.turn or TurnState.initial(1))
+            except StopRun:
+                pass  # the run is ending already
+            except HookError as exc:
+                events = self._failed("hook", str(exc))
         elif isinstance(ending, _Interrupted):
+            self.ctx.stats.turns += 1  # the turn it stopped in was taken: it counts, as views show
             events = self._cancelled()
+        elif isinstance(ending, HookError):
+            events = self._failed("hook", str(ending))
         elif isinstance(ending, StopRun):
             events = self._finish(_Finish(TerminationReason.STOP_REASON, ending.final_message or self.last_text, {"stop": ending.reason}))
         elif isinstance(ending, ModelError):
             events = self._failed(ending.kind, str(ending), status_code=ending.status_code)
         else:  # a bug in a hook, a model adapter or the loop: reported, not raised
             events = self._failed(type(ending).__name__, f"{type(ending).__name__}: {ending}")
-        async for ev in events:
-            yield ev
+        try:
+            async for ev in events:
+                yield ev
+        except HookError as exc:  # a state callback failed while the run ended: it ends failed
+            async for ev in self._failed("hook", str(exc)):
+                yield ev
 
     async def _finish(self, fin: _Finish) -> AsyncIterator[AgentEvent]:
         # Tools still running (a hook stopped the run mid-turn) or tool calls the final,
@@ -548,9 +604,17 @@ class _Loop:
         for ev in self.em.drain():
             yield ev
         reason = self.token.reason or "cancelled"
-        yield self.em.emit(EventType.CANCELLED, {"reason": reason, "phase": str(self.ctx.state.state)})
+        yield self.em.emit(EventType.CANCELLED, self._cancelled_data(reason))
         self.ctx.state.set(LoopState.COMPLETED)
         yield self._record_finish(TerminationReason.USER_INTERRUPT, self.last_text)
+
+    def _cancelled_data(self, reason: str) -> dict[str, Any]:
+        data: dict[str, Any] = {"reason": reason, "phase": str(self.ctx.state.state)}
+        # Sync work cannot be killed: the run ends without it, and says which calls left some.
+        running = self.executor.still_running() if self.executor is not None else []
+        if running:
+            data["still_running"] = running
+        return data
 
     async def _failed(self, kind: str, message: str, *, status_code: int | None = None) -> AsyncIterator[AgentEvent]:
         await self._settle_tools(ABORT_FAILED)
@@ -594,9 +658,16 @@ class _Loop:
         if self.token.reason is not None:
             raise _Interrupted
 
-    async def _hook(self, point: HookPoint, turn: TurnState, **data: Any) -> None:
-        if self.hooks is not None and self.hooks.has(point):
-            await self.hooks.run(point, turn, self.ctx, **data)
+    async def _hook(self, point: HookPoint, turn: TurnState, **data: Any) -> HookOutcome | None:
+        if self.hooks is None or not self.hooks.has(point):
+            return None
+        try:
+            return await self.hooks.run(point, turn, self.ctx, **data)
+        except HookError as exc:
+            # Raised in a tool task, it would become that call's result: keep it to end the run.
+            if self._hook_failure is None:
+                self._hook_failure = exc
+            raise
 
     async def _interruptible(self, awaitable: Coroutine[Any, Any, T]) -> T:
         """Awaits inside the loop's own task so the cancel token can interrupt it."""
@@ -727,6 +798,15 @@ def _with_instruction(messages: tuple[Message, ...], instruction: str) -> tuple[
         last = messages[-1]
         return messages[:-1] + (Message("user", last.content + (TextBlock(instruction),)),)
     return messages + (Message.user(instruction),)
+
+
+def _add_user_text(messages: list[Message], text: str) -> None:
+    """Adds ``text`` as a user message, joining a user message that ends the history (roles alternate)."""
+    if messages and messages[-1].role == "user":
+        last = messages.pop()
+        messages.append(Message("user", last.content + (TextBlock(text),)))
+    else:
+        messages.append(Message.user(text))
 
 
 def _result_dict(block: ToolResultBlock) -> dict[str, Any]:

@@ -30,6 +30,7 @@ __all__ = [
     "Continuation",
     "CrewTask",
     "Error",
+    "Paused",
     "IterationStart",
     "LlmComplete",
     "LlmStart",
@@ -37,17 +38,21 @@ __all__ = [
     "McpConnect",
     "McpElicitation",
     "McpError",
+    "McpResource",
+    "McpSampling",
     "McpToolsListed",
     "McpWarning",
     "MessageDict",
     "MicroCompaction",
     "ModelFallback",
     "Recursion",
+    "Resumed",
     "Retry",
     "RunFinish",
     "RunStart",
     "StallDetected",
     "StatsDict",
+    "Steer",
     "SubagentFinish",
     "SubagentStart",
     "TextDelta",
@@ -171,20 +176,51 @@ class MaxIterationsReached(TypedDict):
     max_iterations: int  # the turn limit that was reached
 
 
+class Steer(TypedDict):
+    """A message steered into the running conversation (``agent.steer``) joins it as a user
+    message at a turn boundary; the model reads it in its next call."""
+
+    text: str  # the message, as the person sent it
+
+
+class Paused(TypedDict):
+    """The run holds at a turn boundary (``agent.pause``) until ``agent.resume_run`` or a cancel."""
+
+    steers: int  # messages steered in and waiting to be delivered when the run goes on
+
+
+class Resumed(TypedDict):
+    """A paused run goes on."""
+
+    paused_s: float  # how long it was held
+
+
 class Cancelled(TypedDict):
     """The run was cancelled (``agent.cancel``, Stop, a kernel interrupt, a closed stream)."""
 
     reason: str  # why, as the canceller said it
     phase: str  # the loop state it was in (calling_llm, executing_tools, ...)
+    # Python cannot kill a thread: such a call's result is discarded when it ends.
+    still_running: NotRequired[list[dict[str, str]]]  # calls whose sync work (a thread) still ran at the end: [{"call_id", "name"}]
 
 
 class Error(TypedDict):
-    """The run failed; ``run_finish`` with reason ``error`` follows."""
+    """Something failed. Unless ``fatal`` is False the run failed: ``run_finish`` (``error``) follows.
+
+    A non-fatal error (``kind`` approver or tampering) refused one tool call, whose ``tool_result``
+    says so to the model; the run goes on, and the person sees the error as a notice.
+    """
 
     message: str  # what went wrong, for a person
-    kind: str  # a short label: rate_limit, context_length, auth, stream_cut, crew, mcp, hook, ...
+    kind: str  # a short label: rate_limit, context_length, auth, stream_cut, crew, mcp, hook, approver, tampering, ...
     status_code: int | None  # the provider's HTTP status, when there was one
     server: NotRequired[str]  # kind mcp: the MCP server that failed
+    fatal: NotRequired[bool]  # False: the run goes on (absent: the run ends with reason error)
+    call_id: NotRequired[str]  # kinds approver and tampering: the tool call that was refused
+    tool: NotRequired[str]  # kinds approver and tampering: that call's tool
+    approver: NotRequired[str]  # kind approver: the callback's name
+    returned: NotRequired[str]  # kind approver: the repr of what it returned, when it returned a non-decision
+    changed: NotRequired[list[str]]  # kind tampering: the sealed settings found changed (and restored)
 
 
 class RunFinish(TypedDict):
@@ -278,6 +314,8 @@ class LlmStart(TypedDict):
     attempt: int  # 0 for the first attempt, then 1, 2, ... after retries
     messages: int  # messages in the request
     tools_enabled: bool  # false for the final answer at max_iterations
+    hook_context: NotRequired[list[str]]  # extra context after_context_assembly hooks added to the request
+    request_replaced: NotRequired[bool]  # a before_llm_call hook replaced the request (or its messages)
 
 
 class TextDelta(TypedDict):
@@ -518,6 +556,30 @@ class McpElicitation(TypedDict, total=False):
     reason: str | None  # why it was declined or cancelled, when known
 
 
+class McpResource(TypedDict, total=False):
+    """An MCP resource mentioned in the prompt (``@server:uri``, or ``%%agent --resource``) was read and attached to it."""
+
+    server: str  # the server it came from
+    uri: str  # the resource's URI
+    mime_type: str | None  # its MIME type, when the server gives one
+    chars: int  # characters of its text before the cap
+    capped: bool  # true when it was longer than the tool-result limit and cut (the whole text is in the session's folder)
+
+
+class McpSampling(TypedDict, total=False):
+    """An MCP server asked the agent's model for a completion (sampling), and was answered or refused."""
+
+    server: str  # the server that asked
+    messages: list[str]  # its messages, one "role: text" line each (long ones shortened)
+    system_prompt: str | None  # the system prompt it asked for
+    max_tokens: int | None  # the most tokens it asked for
+    action: str  # accept (the model answered) or decline
+    model: str | None  # the model that answered (accept only)
+    text: str | None  # the answer sent back (accept only)
+    usage: UsageDict | None  # the model call's tokens (accept only)
+    reason: str | None  # why it was declined, or which option allowed it
+
+
 # ---- docs/events.md ------------------------------------------------------------------------------
 
 
@@ -543,7 +605,7 @@ def events_markdown() -> str:
         lines += ["| key | type | meaning |", "|---|---|---|"]
         hints = typing.get_type_hints(payload)
         for key in payload.__annotations__:
-            optional = key in payload.__optional_keys__
+            optional = key in getattr(payload, "__optional_keys__", ())
             kind = _type_name(hints[key]).replace("|", "\\|")
             lines.append(f"| `{key}`{' (optional)' if optional else ''} | `{kind}` | {_comment(source, payload.__name__, key)} |")
         lines.append("")

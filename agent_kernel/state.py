@@ -8,9 +8,10 @@ ids, the working directory, the cancel token and the per-run services.
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path
@@ -29,6 +30,7 @@ __all__ = [
     "LoopState",
     "LoopStateMachine",
     "LoopStats",
+    "RunControl",
     "TerminationReason",
     "TurnState",
     "new_id",
@@ -162,13 +164,18 @@ StateCallback = Callable[[LoopState, LoopState], None]
 
 
 class LoopStateMachine:
-    """Holds the current ``LoopState`` and calls ``on_state_change(old, new)`` callbacks."""
+    """Holds the current ``LoopState`` and calls ``on_state_change(old, new)`` callbacks.
+
+    A callback that raises ends the run: ``set`` raises ``HookError`` (the loop reports it as an
+    ``error`` of kind ``hook``) and calls no callback again, so the run's own move to ``error``
+    cannot fail the same way a second time.
+    """
 
     __slots__ = ("state", "_callbacks")
 
-    def __init__(self) -> None:
+    def __init__(self, callbacks: Iterable[StateCallback] = ()) -> None:
         self.state = LoopState.IDLE
-        self._callbacks: list[StateCallback] = []
+        self._callbacks: list[StateCallback] = list(callbacks)
 
     def on_state_change(self, callback: StateCallback) -> StateCallback:
         """Registers ``callback(old, new)``; returns it so this can be used as a decorator."""
@@ -176,13 +183,94 @@ class LoopStateMachine:
         return callback
 
     def set(self, new: LoopState) -> None:
-        """Moves to ``new`` (a no-op if already there) and notifies callbacks."""
+        """Moves to ``new`` (a no-op if already there) and notifies callbacks.
+
+        Raises:
+            HookError: a callback raised (the state has moved all the same).
+        """
         old = self.state
         if old is new:
             return
         self.state = new
         for cb in self._callbacks:
-            cb(old, new)
+            try:
+                cb(old, new)
+            except Exception as exc:
+                from .hooks import HookError
+
+                self._callbacks = []
+                name = getattr(cb, "__qualname__", None) or repr(cb)
+                raise HookError(f"state callback {name} ({old} -> {new}) raised {type(exc).__name__}: {exc}") from exc
+
+
+class RunControl:
+    """Steering and pausing a run from outside it: safe from any thread.
+
+    ``steer`` queues a user message and ``pause`` asks the run to hold; the loop acts on both at
+    its next turn boundary (after a turn's tool results, before the next model call). A run that
+    is held still honours its ``CancelToken``.
+    """
+
+    __slots__ = ("_lock", "_steers", "_paused", "_loop", "_resumed")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._steers: list[str] = []
+        self._paused = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._resumed: asyncio.Event | None = None
+
+    @property
+    def paused(self) -> bool:
+        """True from ``pause`` until ``resume``."""
+        return self._paused
+
+    @property
+    def has_steers(self) -> bool:
+        """True while a steered message waits for the next turn boundary."""
+        return bool(self._steers)
+
+    @property
+    def waiting(self) -> int:
+        """How many steered messages wait for the next turn boundary."""
+        return len(self._steers)
+
+    def steer(self, text: str) -> None:
+        """Queues ``text`` as a user message for the next turn boundary."""
+        with self._lock:
+            self._steers.append(text)
+
+    def take_steers(self) -> list[str]:
+        """The queued messages, in order, leaving the queue empty."""
+        with self._lock:
+            steers, self._steers = self._steers, []
+        return steers
+
+    def pause(self) -> None:
+        """Asks the run to hold at its next turn boundary."""
+        self._paused = True
+
+    def resume(self) -> None:
+        """Lets a held run go on (or cancels a pause it has not reached yet)."""
+        self._paused = False
+        loop, resumed = self._loop, self._resumed
+        if loop is not None and resumed is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(resumed.set)
+
+    def bind(self) -> None:
+        """Binds to the running event loop (called by the loop when a run starts)."""
+        self._loop = asyncio.get_running_loop()
+        self._resumed = asyncio.Event()
+
+    async def wait_resumed(self) -> None:
+        """Returns once the run is no longer paused."""
+        resumed = self._resumed
+        assert resumed is not None  # bound by the loop before it can pause
+        while self._paused:
+            resumed.clear()
+            if not self._paused:  # resumed between the check and the clear
+                break
+            await resumed.wait()
 
 
 class CancelToken:
@@ -334,8 +422,8 @@ class ExecutionContext:
     ``config`` (the ``LoopConfig``: model, tools, retries) is what ``tt`` needs; ``emitter``
     stamps, redacts and journals events (``tt`` makes one from ``sinks`` and ``redactor`` when it
     is None). The other services are optional seams the loop calls: ``permissions`` (an approval
-    gate), ``context_manager`` (a ``ContextPolicy``: micro- and auto-compaction), ``hooks``,
-    ``redactor`` and ``sinks`` (the journal and any other writer that must see every event before
+    gate), ``control`` (steering and pausing, see ``RunControl``), ``context_manager`` (a
+    ``ContextPolicy``: micro- and auto-compaction), ``hooks``, ``redactor`` and ``sinks`` (the journal and any other writer that must see every event before
     it is yielded). ``tool_extras`` reaches every tool as ``ToolContext.extras``; ``extras`` is
     free for hooks and callers, and the loop never reads it.
     """
@@ -344,6 +432,7 @@ class ExecutionContext:
     run_id: str = field(default_factory=lambda: new_id("r_"))
     working_dir: Path = field(default_factory=Path.cwd)
     cancel: CancelToken = field(default_factory=CancelToken)
+    control: RunControl = field(default_factory=RunControl)
     agent_id: str | None = None
     hooks: Hooks | None = None
     permissions: Any = None

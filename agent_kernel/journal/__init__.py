@@ -1,5 +1,6 @@
 """journal — the event journal: append (``Journal``), read, replay, resume, DataFrames, timeline;
-SQL over many journals (``sql``), Parquet and OpenTelemetry export.
+two runs side by side (``diff_runs``); SQL over many journals (``sql``), Parquet and OpenTelemetry
+export.
 
 ``frames``, ``svg_timeline`` and ``export`` import pandas, pyarrow or OpenTelemetry; they load on
 first use, and ``sql`` imports DuckDB only when a query runs, so ``import agent_kernel`` stays light.
@@ -9,7 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .journal import JOURNAL_SCHEMA, SESSIONS_DIR, Journal, session_path
+from .diff import diff_runs
+from .journal import JOURNAL_SCHEMA, SESSIONS_DIR, Journal, rewrite_journal, session_path
 from .reader import TornLineWarning, read_events, read_header
 from .replay import replay
 from .resume import INTERRUPTED_RESULT, Resumed, list_sessions, rebuild, resolve_journal_path, turn_history
@@ -33,6 +35,7 @@ __all__ = [
     "SkippedLinesWarning",
     "Timeline",
     "TornLineWarning",
+    "diff_runs",
     "events_df",
     "export_otel",
     "export_parquet",
@@ -44,6 +47,7 @@ __all__ = [
     "rebuild",
     "replay",
     "resolve_journal_path",
+    "rewrite_journal",
     "session_path",
     "sql",
     "timeline",

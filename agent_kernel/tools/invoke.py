@@ -22,6 +22,7 @@ from ..errors import StopRun, ToolError
 from ..events import EventType
 from ..hooks import HookPoint
 from ..permissions import ToolRequest
+from ..sealing import RunSeal
 from ..state import ExecutionContext
 from ..streaming import NAMELESS_TOOL, validation_summary
 from ..text import encodable
@@ -33,7 +34,7 @@ from .tool import ToolContext, ToolResult
 __all__ = ["ToolInvoker"]
 
 #: Runs a lifecycle hook for the current turn: ``hook(point, turn, **data)``.
-RunHook = Callable[..., Awaitable[None]]
+RunHook = Callable[..., Awaitable[Any]]  # returns the hooks' HookOutcome, or None
 
 
 class ToolInvoker:
@@ -63,6 +64,8 @@ class ToolInvoker:
         self.hook = hook
         self.result_limit = result_limit
         self.output_dir = output_dir
+        # The gate's settings and the redactor as the run started; a tool must not change them.
+        self.seal = RunSeal(ctx, emitter)
 
     async def __call__(self, call: PendingCall) -> ToolResult:
         """Runs ``call`` to its result (the executor's run function)."""
@@ -84,6 +87,9 @@ class ToolInvoker:
         except pydantic.ValidationError as exc:
             return self.answer(call, ToolResult(f"Invalid arguments for {name}: {validation_summary(exc)}", is_error=True))
 
+        tampered = self._tampered(call)
+        if tampered is not None:
+            return self.answer(call, ToolResult(f"{tampered} This call was refused. Do not change the agent's settings from a tool.", is_error=True))
         gate = self.ctx.permissions
         if gate is not None:
             auth = await gate.authorize(ToolRequest(call.call_id, tool, dict(call.arguments), em.agent_id, self.ctx.working_dir), em.later)
@@ -99,18 +105,43 @@ class ToolInvoker:
         turn = em.turn
         assert turn is not None  # set by the loop before any call is made
         try:
-            await self.hook(HookPoint.BEFORE_TOOL_EXECUTION, turn, call=call)
+            hooked = await self.hook(HookPoint.BEFORE_TOOL_EXECUTION, turn, call=call)
         except StopRun as stop:
             # A hook ending the run from a tool task: the call is answered, then the run stops.
             return self.answer(call, ToolResult(stop.reason, is_error=True, stop=True, final_message=stop.final_message))
+        decision = getattr(hooked, "decision", None)
+        if decision is not None and not decision.approved:
+            # Rejected by a hook: the tool never runs, and the model reads why.
+            reason = decision.reason or "no reason given"
+            em.later(EventType.APPROVAL_DECISION, {"call_id": call.call_id, "tool": name, "decision": "reject", "decided_by": "hook", "reason": reason, "wait_s": 0.0})
+            return self.answer(call, ToolResult(f"{name} was rejected before it ran: {reason}", is_error=True))
         started = time.time()
         em.later(EventType.TOOL_START, {"call_id": call.call_id, "name": name, "arguments": call.arguments, "started_at": started})
-        result = self.answer(call, await self._run(tool, arguments, call), started)
+        outcome = await self._run(tool, arguments, call)
+        tampered = self._tampered(call)
+        if tampered is not None:  # this call did it: the model reads that it was undone
+            outcome = ToolResult(f"{outcome.content}\n\n{tampered} Do not change the agent's settings from a tool.", is_error=True, stop=outcome.stop, final_message=outcome.final_message)
+        result = self.answer(call, outcome, started)
         try:
             await self.hook(HookPoint.AFTER_TOOL_EXECUTION, turn, call=call, result=result)
         except StopRun as stop:
             result = ToolResult(result.content, result.is_error, True, stop.final_message)
         return result
+
+    def _tampered(self, call: PendingCall) -> str | None:
+        """Restores the sealed settings if a tool changed them, journals it, and says so (or None)."""
+        changed = self.seal.check()
+        if not changed:
+            return None
+        message = (
+            f"The run's permission or redaction settings were changed while it ran ({'; '.join(changed)}); "
+            "they were restored to what they were when the run started."
+        )
+        self.em.later(
+            EventType.ERROR,
+            {"message": message, "kind": "tampering", "status_code": None, "fatal": False, "call_id": call.call_id, "tool": call.name, "changed": changed},
+        )
+        return message
 
     async def _run(self, tool: Any, arguments: Any, call: PendingCall) -> ToolResult:
         """The tool itself, its failures turned into results the model can read."""

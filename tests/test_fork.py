@@ -1,0 +1,142 @@
+"""Forking a session at a turn, running the rest another way, and diffing the two runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agent_kernel import Agent, EventType, TerminationReason, tool
+from agent_kernel.errors import UserError
+from agent_kernel.journal import diff_runs, read_events, read_header
+from agent_kernel.messages import Message
+from agent_kernel.models.scripted import ScriptedModel, tool_call
+
+from .helpers import make_agent
+
+
+@tool(read_only=True)
+def add(a: int, b: int) -> int:
+    """Adds two integers."""
+    return a + b
+
+
+@tool(read_only=True)
+def mul(a: int, b: int) -> int:
+    """Multiplies two integers."""
+    return a * b
+
+
+async def original(tmp_path: Path) -> tuple[Agent, ScriptedModel]:
+    """A finished three-turn run: add, add again, answer."""
+    model = ScriptedModel([tool_call("add", {"a": 1, "b": 2}), tool_call("add", {"a": 3, "b": 4}), "1+2=3 and 3+4=7."])
+    agent = make_agent(model, [add], journal=tmp_path / "original.jsonl", system="You add.")
+    await agent.run("add some numbers")
+    return agent, model
+
+
+async def test_a_fork_resends_the_turn_it_was_made_at_to_its_new_model(tmp_path: Path) -> None:
+    agent, model = await original(tmp_path)
+    new_model = ScriptedModel(["Only 1+2=3, then."])
+    fork = agent.fork(at=1, model=new_model, journal=tmp_path / "fork.jsonl")
+    result = await fork.continue_run()
+    # The new model saw exactly what the original saw at the start of turn 1.
+    assert new_model.requests[0].messages == model.requests[1].messages
+    assert new_model.requests[0].system == "You add."
+    assert result.text == "Only 1+2=3, then." and result.termination_reason is TerminationReason.END_TURN
+    assert fork.history[-1].turn_counter == 1
+    assert agent.messages[-1].text == "1+2=3 and 3+4=7."  # the original is untouched
+
+
+async def test_a_fork_journal_records_where_it_came_from_and_resumes_to_the_same_conversation(tmp_path: Path) -> None:
+    agent, _ = await original(tmp_path)
+    turn = agent.history[1]
+    fork = agent.fork(at=turn.turn_id, model=ScriptedModel(["Done differently."]), journal=tmp_path / "fork.jsonl")
+    await fork.continue_run()
+    fork.close()
+    header = read_header(tmp_path / "fork.jsonl")
+    assert header is not None and header["session_id"] == fork.session_id
+    run_id = read_events(tmp_path / "original.jsonl")[0].run_id
+    assert header["forked_from"] == {"session_id": agent.session_id, "run_id": run_id, "turn_id": turn.turn_id, "iteration": 1}
+    assert fork.forked_from == header["forked_from"]
+    resumed = Agent.resume(tmp_path / "fork.jsonl", model=ScriptedModel([]), journal=None, context=None)
+    assert resumed.messages == fork.messages and resumed.forked_from == header["forked_from"]
+
+
+async def test_a_fork_can_run_with_other_tools_and_options(tmp_path: Path) -> None:
+    agent, _ = await original(tmp_path)
+    new_model = ScriptedModel([tool_call("mul", {"a": 3, "b": 4}), "3*4=12."])
+    fork = agent.fork(at=1, model=new_model, journal=None, tools=[add, mul], system="You multiply.", model_options={"temperature": 0})
+    result = await fork.continue_run()
+    assert new_model.requests[0].system == "You multiply." and new_model.requests[0].options == {"temperature": 0}
+    assert [t.name for t in new_model.requests[0].tools] == ["add", "mul"]
+    assert new_model.requests[1].messages[-1].tool_results[0].content == "12"
+    assert result.text == "3*4=12."
+
+
+async def test_a_fork_can_replace_one_tool_result(tmp_path: Path) -> None:
+    agent, model = await original(tmp_path)
+    first_call = model.requests[1].messages[-1].tool_results[0].tool_use_id
+    new_model = ScriptedModel(["So 1+2 is 42."])
+    fork = agent.fork(at=1, model=new_model, journal=tmp_path / "fork.jsonl", replace_result={first_call: "42"})
+    await fork.continue_run()
+    sent = new_model.requests[0].messages[-1].tool_results[0]
+    assert (sent.content, sent.is_error) == ("42", False)
+    fork.close()
+    journaled = [e.data["content"] for e in read_events(tmp_path / "fork.jsonl") if e.type is EventType.TOOL_RESULT]
+    assert journaled == ["42"]
+
+
+async def test_forking_at_the_first_turn_resends_the_prompt(tmp_path: Path) -> None:
+    agent, _ = await original(tmp_path)
+    new_model = ScriptedModel(["No tools needed."])
+    await agent.fork(at=0, model=new_model, journal=None).continue_run()
+    assert new_model.requests[0].messages == (Message.user("add some numbers"),)
+
+
+async def test_forking_at_a_turn_that_does_not_exist_says_which_exist(tmp_path: Path) -> None:
+    agent, _ = await original(tmp_path)
+    with pytest.raises(UserError, match="0, 1, 2"):
+        agent.fork(at=7, journal=None)
+    with pytest.raises(UserError, match="call_nope"):
+        agent.fork(at=1, journal=None, replace_result={"call_nope": "x"})
+
+
+async def test_diff_runs_starts_at_the_first_divergence_and_shows_both_sides(tmp_path: Path) -> None:
+    agent, _ = await original(tmp_path)
+    fork = agent.fork(at=1, model=ScriptedModel([tool_call("add", {"a": 30, "b": 40}), "30+40=70."]), journal=tmp_path / "fork.jsonl")
+    await fork.continue_run()
+    df = diff_runs(tmp_path / "original.jsonl", fork.journal)
+    assert df.attrs["first_divergence"] == 1
+    assert list(df.index) == [1, 2] and not df["same"].any()
+    assert df.loc[1, "a_tool_calls"] == ['add({"a": 3, "b": 4})'] and df.loc[1, "b_tool_calls"] == ['add({"a": 30, "b": 40})']
+    assert (df.loc[1, "a_results"], df.loc[1, "b_results"]) == (["7"], ["70"])
+    assert (df.loc[2, "a_text"], df.loc[2, "b_text"]) == ("1+2=3 and 3+4=7.", "30+40=70.")
+    assert {"a_tokens", "b_tokens", "a_cost_usd", "b_cost_usd", "a_duration_s", "b_duration_s"} <= set(df.columns)
+    everything = diff_runs(agent, fork, all_turns=True)
+    assert list(everything.index) == [0, 1, 2] and bool(everything.loc[0, "same"])
+
+
+async def test_diff_runs_of_two_runs_that_agree_is_empty(tmp_path: Path) -> None:
+    agent, _ = await original(tmp_path)
+    fork = agent.fork(at=1, model=ScriptedModel([tool_call("add", {"a": 3, "b": 4}), "1+2=3 and 3+4=7."]), journal=None)
+    await fork.continue_run()
+    df = diff_runs(agent, fork)
+    assert df.attrs["first_divergence"] is None and df.empty
+
+
+async def test_diff_runs_shows_a_turn_only_one_side_took(tmp_path: Path) -> None:
+    agent, _ = await original(tmp_path)
+    fork = agent.fork(at=1, model=ScriptedModel(["Stopping early."]), journal=None)
+    await fork.continue_run()
+    df = diff_runs(agent, fork)
+    assert list(df.index) == [1, 2]
+    assert df.loc[2, "a_text"] == "1+2=3 and 3+4=7." and df.loc[2, "b_text"] is None and df.loc[2, "b_tokens"] is None
+
+
+def test_continue_run_sync_runs_a_fork_from_synchronous_code(tmp_path: Path) -> None:
+    model = ScriptedModel([tool_call("add", {"a": 1, "b": 2}), "3"])
+    agent = make_agent(model, [add])
+    agent.run_sync("1+2?")
+    fork = agent.fork(at=1, model=ScriptedModel(["three"]), journal=None)
+    assert fork.continue_run_sync().text == "three"
