@@ -8,13 +8,14 @@ call continues the same conversation through ``tt``.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import itertools
 import os
 import time
 from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar, cast, overload
 
 from typing_extensions import Self
 
@@ -23,11 +24,13 @@ from .emitter import Emitter, EventRecorder, EventSink
 from .errors import UserError
 from .events import AgentEvent, EventType
 from .hooks import Hooks
+from .journal.event_log import DEFAULT_KEEP_EVENTS, EventLog
 from .journal.journal import SESSIONS_DIR
 from .loop import LoopConfig, tt
 from .messages import Message, TextBlock
 from .models.base import Model, Usage
-from .state import ExecutionContext, LoopStats, TerminationReason, TurnState, new_id
+from .redaction import Redactor
+from .state import ExecutionContext, LoopState, LoopStateMachine, LoopStats, TerminationReason, TurnState, new_id
 from .text import encodable
 from .tools.output import DEFAULT_TOOL_RESULT_LIMIT
 from .tools.registry import ToolRegistry
@@ -68,7 +71,8 @@ class RunResult:
         turns: model turns taken.
         usage: tokens summed over the run's model calls.
         cost_usd: cost in USD, or None when a model's price is unknown.
-        events: every event of the run, in order.
+        events: every event of the run, in order. With a journal this reads the run from its
+            agent's memory while held there, else back from the journal (``Agent(keep_events=)``).
         stats: the run's ``LoopStats``.
         error: the error message when the run ended with ERROR.
     """
@@ -78,7 +82,7 @@ class RunResult:
     turns: int
     usage: Usage
     cost_usd: float | None
-    events: list[AgentEvent] = field(repr=False)
+    events: Sequence[AgentEvent] = field(repr=False)
     stats: LoopStats = field(repr=False)
     session_id: str = ""
     run_id: str = ""
@@ -127,6 +131,26 @@ class RunResult:
 
 
 
+T = TypeVar("T")
+
+
+class _LoopSetting(Generic[T]):
+    """An ``Agent`` attribute kept in its ``LoopConfig`` (``agent.stall_timeout`` is ``agent.config.stall_timeout``)."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, agent: None, owner: type) -> _LoopSetting[T]: ...
+    @overload
+    def __get__(self, agent: Agent, owner: type | None = None) -> T: ...
+    def __get__(self, agent: Agent | None, owner: type | None = None) -> T | _LoopSetting[T]:
+        return self if agent is None else cast(T, getattr(agent.config, self.name))
+
+    def __set__(self, agent: Agent, value: T) -> None:
+        setattr(agent.config, self.name, value)
+
+
 class Agent:
     """An LLM agent with tools, streaming every step as an ``AgentEvent``.
 
@@ -142,7 +166,7 @@ class Agent:
         approver: a function deciding calls the rules say to ask about.
         fallback_model: takes over when the model is overloaded.
         journal: where events are recorded: default ``.agent_kernel/sessions/<id>.jsonl`` under
-            ``working_dir``; a path; a ``Journal``; or None for no journal.
+            ``working_dir``; a path; a ``Journal``; or None (or False) for no journal.
         context: a ``ContextManager`` (default: micro- and auto-compaction on) or None.
         hooks: lifecycle hooks.
         session_id: the conversation's id (default: a new one).
@@ -163,6 +187,13 @@ class Agent:
         otel: also send every run to OpenTelemetry as spans (GenAI semantic conventions) through
             the global tracer provider, as events happen (``journal.otel``; needs
             ``pip install 'agent_kernel[otel]'``).
+        keep_events: how many events from before the current run ``agent.events`` holds in
+            memory (10,000 by default, 5 to 15 MB; None: all). Older ones stay in the journal, and
+            ``agent.events``, the DataFrames, replay and ``RunResult.events`` read them back from
+            there; without a journal they are gone (see ``journal.event_log``).
+        on_state_change: called as ``on_state_change(old, new)`` with two ``LoopState`` values
+            each time a run moves between phases (calling_llm, executing_tools, ...). If it
+            raises, the run ends with an ``error`` of kind ``hook``.
 
     Example:
         >>> from agent_kernel import Agent
@@ -174,6 +205,20 @@ class Agent:
 
     #: What ``run`` returns; the notebook runner builds it from a run's events the same way.
     result_type = RunResult
+
+    # Settings of the loop, kept in ``self.config`` (see ``LoopConfig`` for their meaning).
+    model = _LoopSetting[Model]()
+    tools = _LoopSetting[ToolRegistry]()
+    system = _LoopSetting[str | None]()
+    fallback_model = _LoopSetting[Model | None]()
+    max_retries = _LoopSetting[int]()
+    retry_base_delay = _LoopSetting[float]()
+    retry_max_delay = _LoopSetting[float]()
+    stall_timeout = _LoopSetting[float | None]()
+    on_stall = _LoopSetting[str]()
+    max_parallel_tools = _LoopSetting[int]()
+    model_options = _LoopSetting[dict[str, Any]]()
+    tool_result_limit = _LoopSetting[int | None]()
 
     def __init__(
         self,
@@ -203,32 +248,44 @@ class Agent:
         sandbox: Any = None,
         mcp: Iterable[Any] = (),
         otel: bool = False,
+        keep_events: int | None = DEFAULT_KEEP_EVENTS,
+        on_state_change: Callable[[LoopState, LoopState], None] | None = None,
     ) -> None:
         if max_iterations < 1:
             raise UserError(f"max_iterations must be at least 1 (got {max_iterations}).")
         if on_stall not in ("retry", "abort", "fallback"):
             raise UserError(f"on_stall must be 'retry', 'abort' or 'fallback' (got {on_stall!r}).")
-        self.model: Model = _resolve_model(model)
-        self.fallback_model: Model | None = None if fallback_model is None else _resolve_model(fallback_model)
-        self.tools = ToolRegistry(tools)
-        self.system = system
+        # The loop's settings live in one LoopConfig; the attributes of the same names (model,
+        # tools, system, stall_timeout, ...) read and write it, and each run gets a copy.
+        self.config = LoopConfig(
+            model=_resolve_model(model),
+            tools=ToolRegistry(tools),
+            system=system,
+            fallback_model=None if fallback_model is None else _resolve_model(fallback_model),
+            max_retries=max_retries,
+            retry_base_delay=retry_base_delay,
+            retry_max_delay=retry_max_delay,
+            stall_timeout=stall_timeout,
+            on_stall=on_stall,
+            max_parallel_tools=max_parallel_tools,
+            model_options=dict(model_options or {}),
+            tool_result_limit=tool_result_limit,
+        )
         self.max_iterations = max_iterations
         self.name = name
         self.session_id = session_id or new_id("s_")
         self.working_dir = Path(working_dir) if working_dir is not None else Path.cwd()
         self.hooks = hooks
-        self.retry = {"max_retries": max_retries, "retry_base_delay": retry_base_delay, "retry_max_delay": retry_max_delay}
-        self.tool_result_limit = tool_result_limit
-        self.stall_timeout = stall_timeout
-        self.on_stall = on_stall
-        self.max_parallel_tools = max_parallel_tools
-        self.model_options = dict(model_options or {})
+        self.on_state_change = on_state_change
         self.permissions = _build_permissions(permissions, approver)
         self.context_manager = _build_context_manager(context, self.model)
-        self.redactor = _build_redactor()
+        # Watches os.environ: secrets are found by name and by value, keys set later included.
+        self.redactor = Redactor.from_environ()
         self.messages: list[Message] = []
         self.history: list[TurnState] = []
-        self.events: list[AgentEvent] = []
+        # Every event of the session by position: this run and the keep_events before it in
+        # memory, older ones read back from the journal.
+        self.events = EventLog(keep_events)
         self.stats = LoopStats()
         self.stats.cost_usd = 0.0
         self.tool_extras: dict[str, Any] = {}
@@ -237,6 +294,8 @@ class Agent:
         self._seq = itertools.count(1)
         # The journal file is opened on first use, so an agent that never runs (a sub-agent, a
         # crew member) leaves no empty journal behind; a Journal object passed in is used as is.
+        if journal is False:
+            journal = None  # journal=False reads as "no journal", as None does
         self._journal_spec = journal
         self._journal: Any = None
         self._sinks: list[EventSink] = [EventRecorder(self.events)]
@@ -246,6 +305,9 @@ class Agent:
         if journal is not None and not isinstance(journal, (str, os.PathLike, _Default)):
             self._attach_journal(journal)
         self._context: ExecutionContext | None = None
+        self._start_turn: TurnState | None = None  # where a fork's next run begins
+        #: For a fork: the session, run and turn it was made from (``fork``); else None.
+        self.forked_from: dict[str, Any] | None = None
         self.subagents: dict[str, Any] = {}
         for sub_name, sub in (subagents or {}).items():
             self.add_subagent(sub_name, sub)
@@ -297,6 +359,7 @@ class Agent:
     def _attach_journal(self, journal: Any) -> None:
         self._journal = journal
         self._sinks.append(journal)
+        self.events.journal = journal  # where the events let go from memory are read back
 
     def _new_context(self) -> ExecutionContext:
         ctx = ExecutionContext(
@@ -308,6 +371,7 @@ class Agent:
             context_manager=self.context_manager,
             redactor=self.redactor,
             sinks=self._sinks,
+            state=LoopStateMachine([self.on_state_change] if self.on_state_change is not None else []),
             config=self.loop_config(),
             tool_extras=self.tool_extras,
         )
@@ -325,42 +389,45 @@ class Agent:
         Each run gets one; a sub-agent's run is built from its agent's. Changing the returned
         object changes nothing here: set the agent's attributes instead.
         """
-        return LoopConfig(
-            model=self.model,
-            tools=self.tools,
-            system=self.system,
-            fallback_model=self.fallback_model,
-            max_retries=int(self.retry["max_retries"]),
-            retry_base_delay=self.retry["retry_base_delay"],
-            retry_max_delay=self.retry.get("retry_max_delay", 30.0),
-            stall_timeout=self.stall_timeout,
-            on_stall=self.on_stall,
-            max_parallel_tools=self.max_parallel_tools,
-            model_options=self.model_options,
-            tool_result_limit=self.tool_result_limit,
+        return dataclasses.replace(
+            self.config,
+            model_options=dict(self.config.model_options),
             tool_output_dir=self.working_dir / SESSIONS_DIR / self.session_id / "tool-output",
         )
 
-    async def stream(self, prompt: str) -> AsyncGenerator[AgentEvent, None]:
+    async def stream(self, prompt: str | None) -> AsyncGenerator[AgentEvent, None]:
         """Runs the agent on ``prompt``, yielding every event as it happens.
 
+        ``prompt`` None adds no message: the run answers the conversation as it stands, which
+        must end with a user message (a fork's, see ``continue_run``).
+
         Raises:
-            UserError: a run of this agent is already in progress.
+            UserError: a run of this agent is already in progress, or ``prompt`` is None and the
+                conversation does not end with a user message.
         """
         if self._context is not None:
             raise UserError("This agent is already running; await that run or call agent.cancel() first.")
+        if prompt is None and (not self.messages or self.messages[-1].role != "user"):
+            raise UserError("There is nothing to continue: the conversation does not end with a user message. Pass a prompt.")
         _ = self.journal  # open it before the emitter copies the sinks
+        self.events.begin_run()  # memory holds this run and the keep_events before it
         # MCP servers start before run_start, so it lists their tools; their events follow it.
-        mcp_facts = await self.mcp.connect() if self.mcp is not None else []
+        # An @server:uri mention in the prompt gets that resource's text appended (mcp.attach).
+        mcp_facts: list[Any] = []
+        if self.mcp is not None and prompt is not None:
+            tool_output = self.working_dir / SESSIONS_DIR / self.session_id / "tool-output"
+            prompt, mcp_facts = await self.mcp.prepare(prompt, self.tool_result_limit, tool_output)
         ctx = self._new_context()
         self._context = ctx
         em = ctx.emitter
         assert em is not None
         loop_started = False
         try:
-            turn = TurnState.initial(self.max_iterations)
-            prompt = encodable(prompt)  # a lone surrogate would break every later request
-            self._add_user_message(prompt)
+            # A fork goes on from the turn it was made at; any other run starts at turn 0.
+            turn, self._start_turn = self._start_turn or TurnState.initial(self.max_iterations), None
+            if prompt is not None:
+                prompt = encodable(prompt)  # a lone surrogate would break every later request
+                self._add_user_message(prompt)
             em.turn = turn
             yield em.emit(
                 EventType.RUN_START,
@@ -398,10 +465,16 @@ class Agent:
             self._context = None
             self.stats.merge(ctx.stats)
 
-    async def run(self, prompt: str) -> RunResult:
-        """Runs the agent on ``prompt`` to the end and returns the ``RunResult``."""
+    async def run(self, prompt: str | None) -> RunResult:
+        """Runs the agent on ``prompt`` to the end and returns the ``RunResult`` (None: see ``stream``)."""
+        start = len(self.events)
         events = [event async for event in self.stream(prompt)]
-        return RunResult.from_events(events)
+        result = RunResult.from_events(events)
+        if self.events.journaled:
+            # The journal keeps the run, so the result need not pin its events in memory: it
+            # reads them from the agent's window while held there, else back from the journal.
+            result.events = self.events.view(start, len(self.events))
+        return result
 
     def run_sync(self, prompt: str) -> RunResult:
         """Runs to the end from synchronous code, with or without a running event loop.
@@ -420,6 +493,47 @@ class Agent:
             return False
         ctx.cancel.cancel(reason)
         return True
+
+    def steer(self, text: str) -> bool:
+        """Sends ``text`` to the run in progress as a user message (safe from any thread).
+
+        It joins the conversation at the next turn boundary, after the current turn's tool
+        calls, and the model reads it in its next call; a ``steer`` event records it. A message
+        steered while the model gives its final answer makes the run go on to answer it; one
+        still waiting when the run ends otherwise (cancelled, failed, out of turns) is dropped.
+        Returns False (nothing queued) when no run is in progress: start one with ``run(text)``.
+        """
+        ctx = self._context
+        if ctx is None:
+            return False
+        ctx.control.steer(encodable(text))
+        return True
+
+    def pause(self) -> bool:
+        """Holds the run in progress at its next turn boundary (safe from any thread).
+
+        The run emits ``paused`` and waits for ``resume_run()``; ``cancel()`` still ends it.
+        Returns False when no run is in progress.
+        """
+        ctx = self._context
+        if ctx is None:
+            return False
+        ctx.control.pause()
+        return True
+
+    def resume_run(self) -> bool:
+        """Lets a paused run go on (``resumed``); returns False when no run is in progress."""
+        ctx = self._context
+        if ctx is None:
+            return False
+        ctx.control.resume()
+        return True
+
+    @property
+    def paused(self) -> bool:
+        """True while the run in progress is asked to hold (see ``pause``)."""
+        ctx = self._context
+        return ctx is not None and ctx.control.paused
 
     async def compact(self, focus: str | None = None) -> list[AgentEvent]:
         """Compacts the conversation now, optionally focusing the summary; returns its events."""
@@ -487,7 +601,9 @@ class Agent:
         self.session_id = new_id("s_")
         self.messages.clear()
         self.history.clear()
-        self.events.clear()
+        # Results of the old session read their events back from its journal, not from memory.
+        self.events.release()
+        self.events = EventLog(self.events.keep)
         self.stats = LoopStats()
         self._seq = itertools.count(1)
         self._journal = None
@@ -547,7 +663,7 @@ class Agent:
         if self.mcp is None:
             from .mcp import MCPHub
 
-            self.mcp = MCPHub(lambda: self.tools, gate=lambda: self.permissions)
+            self.mcp = MCPHub(lambda: self.tools, gate=lambda: self.permissions, model=lambda: self.model)
         self.mcp.add(server)
 
     # -- journal: resume and DataFrames -----------------------------------------------------
@@ -569,23 +685,113 @@ class Agent:
             >>> agent = Agent.resume("s_1a2b3c4d5e6f", model="offline")  # doctest: +SKIP
             >>> agent.run_sync("Carry on.")  # doctest: +SKIP
         """
-        from .journal import Journal, read_events, rebuild, resolve_journal_path, turn_history
+        from .journal import Journal, read_header, resolve_journal_path
+        from .journal.resume import scan
 
         path = resolve_journal_path(session_id_or_path, agent_kwargs.get("working_dir"))
-        events = read_events(path)
-        messages, _, last_seq = rebuild(events)
-        own = [e for e in events if e.agent_id is None]
-        session_id = own[0].session_id if own else path.stem
+        # One pass, line by line: a long session's journal never has to fit in memory.
+        found = scan(path, agent_kwargs.get("keep_events", DEFAULT_KEEP_EVENTS))
+        messages, _, last_seq = found.resumed
+        session_id = found.session_id or path.stem
         if "model" not in agent_kwargs:
-            agent_kwargs["model"] = _recorded_model(own)
+            agent_kwargs["model"] = _recorded_model([found.last_run_start] if found.last_run_start is not None else [])
         if agent_kwargs.get("journal", DEFAULT) is DEFAULT:
             agent_kwargs["journal"] = Journal(path, session_id=session_id)
         agent = cls(session_id=session_id, **agent_kwargs)
         agent.messages[:] = messages
-        agent.history[:] = turn_history(events)
-        agent.events[:] = events
+        agent.history[:] = found.turn_states
+        agent.events.load(found.tail, found.total)  # the tail in memory; the rest is read back from the journal
         agent._seq = itertools.count(last_seq + 1)
+        header = read_header(path)
+        if header is not None and isinstance(header.get("forked_from"), dict):
+            agent.forked_from = header["forked_from"]  # a fork stays one when resumed
         return agent
+
+    def fork(
+        self,
+        at: int | str,
+        model: str | Model | None = None,
+        *,
+        journal: Any = DEFAULT,
+        replace_result: Mapping[str, str] | None = None,
+        **overrides: Any,
+    ) -> Agent:
+        """A new agent whose history is this one's up to the start of turn ``at``.
+
+        ``await fork.continue_run()`` then runs that turn again and the rest, with the fork's
+        model, tools and options, sending the turn's prompt (the user's message or the tool
+        results it began with) as the loop did. Compare the two with ``journal.diff_runs``.
+
+        Args:
+            at: a turn counter of the last run (0 is its first turn) or any turn's ``turn_id``.
+            model: the fork's model (default: this agent's).
+            journal: the fork's journal, as for ``Agent`` (default: a new session's file). Its
+                header records ``forked_from`` (session, run, turn); it starts with this
+                session's events before the turn, so both journals line up turn by turn.
+            replace_result: ``{call_id: text}``: results of calls made before the turn that the
+                fork sees instead of the recorded ones.
+            overrides: other ``Agent`` arguments (``tools``, ``system``, ``max_iterations``,
+                ``model_options``, ...); the rest are this agent's.
+
+        Raises:
+            UserError: a run is in progress, no such turn, or a call_id has no result before it.
+
+        Example:
+            >>> fork = agent.fork(at=2, model="openai:gpt-4.1")  # doctest: +SKIP
+            >>> await fork.continue_run()  # doctest: +SKIP
+        """
+        import dataclasses
+
+        from .journal import Journal, session_path
+        from .journal.resume import fork_point, rebuild, replace_tool_results, turn_history
+
+        if self._context is not None:
+            raise UserError("Cannot fork while a run is in progress; wait for it or call agent.cancel() first.")
+        point = fork_point(list(self.events), at)
+        session_id = new_id("s_")
+        forked_from = {"session_id": self.session_id, "run_id": point.run_id, "turn_id": point.turn_state.turn_id, "iteration": point.turn_state.turn_counter}
+        if journal is DEFAULT or isinstance(journal, (str, os.PathLike)):
+            path = session_path(session_id, overrides.get("working_dir", self.working_dir)) if journal is DEFAULT else Path(journal)
+            journal = Journal(path, session_id=session_id, metadata={"forked_from": forked_from})
+        cfg = self.config
+        settings: dict[str, Any] = {
+            "tools": list(self.tools), "system": self.system, "max_iterations": self.max_iterations, "hooks": self.hooks,
+            "context": None if self.context_manager is None else DEFAULT, "working_dir": self.working_dir, "name": self.name,
+            "fallback_model": cfg.fallback_model, "max_retries": cfg.max_retries, "retry_base_delay": cfg.retry_base_delay,
+            "retry_max_delay": cfg.retry_max_delay, "stall_timeout": cfg.stall_timeout, "on_stall": cfg.on_stall,
+            "max_parallel_tools": cfg.max_parallel_tools, "model_options": dict(cfg.model_options),
+            "tool_result_limit": cfg.tool_result_limit, "on_state_change": self.on_state_change,
+        }
+        fork = type(self)(model if model is not None else self.model, session_id=session_id, journal=journal, **{**settings, **overrides})
+        if "permissions" not in overrides and "approver" not in overrides:
+            fork.permissions = self.permissions  # the same gate: the same rules and the same person asked
+        fork.tool_extras.update(self.tool_extras)
+        # The history before the turn, as this session recorded it, under the fork's session id.
+        events = [dataclasses.replace(e, session_id=session_id) for e in replace_tool_results(point.events, replace_result or {})]
+        if fork.journal is not None:
+            for event in events:
+                fork.journal.write(event)
+            fork.journal.flush()
+        fork.events.load(events)
+        fork.messages[:] = rebuild(events).messages
+        fork.history[:] = turn_history(events)
+        fork._seq = itertools.count((events[-1].seq if events else 0) + 1)
+        turn = point.turn_state
+        fork._start_turn = TurnState(turn.turn_counter, new_id("t_"), fork.max_iterations, False, turn.parent_turn_id, turn.metadata)
+        fork.forked_from = forked_from
+        return fork
+
+    async def continue_run(self) -> RunResult:
+        """Runs on from the conversation as it stands, with no new message (a fork's turn).
+
+        Raises:
+            UserError: a run is in progress, or the conversation does not end with a user message.
+        """
+        return await self.run(None)
+
+    def continue_run_sync(self) -> RunResult:
+        """``continue_run`` from synchronous code (see ``run_sync``)."""
+        return run_blocking(lambda: self.run(None))
 
     def events_df(self) -> Any:
         """``journal.frames.events_df`` of this session (a run in progress included)."""
@@ -654,14 +860,6 @@ def _otel_sink() -> EventSink:
     from .journal.otel import OtelSink  # imports OpenTelemetry: only when asked for
 
     return OtelSink()
-
-
-def _build_redactor() -> Any:
-    from .redaction import Redactor
-
-    # Watches os.environ, so secrets are found by name and by value, including keys set later.
-    redactor = Redactor.from_environ()
-    return redactor if redactor.active else None
 
 
 def _recorded_model(events: Sequence[AgentEvent]) -> str | None:

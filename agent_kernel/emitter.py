@@ -18,7 +18,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, Protocol
 
 from .events import AgentEvent, EventType
 from .state import TurnState
@@ -42,6 +42,12 @@ _ENDS_TEXT = frozenset(
 )
 
 
+class _Appendable(Protocol):
+    """Where an ``EventRecorder`` puts events: a list, or an ``EventLog``."""
+
+    def append(self, event: AgentEvent, /) -> None: ...
+
+
 class EventSink:
     """What the emitter writes every event to before it is yielded (the journal is one).
 
@@ -62,14 +68,21 @@ class EventSink:
 
 
 class EventRecorder(EventSink):
-    """Keeps every event in a list (``agent.events``), so DataFrames work on a run in progress."""
+    """Appends every event to a list or to an agent's ``EventLog`` (``agent.events``), so
+    DataFrames work on a run in progress.
 
-    def __init__(self, events: list[AgentEvent]) -> None:
+    The log decides how much stays in memory (``journal.event_log``); the recorder only appends,
+    so recording stays one call per event on the loop's hot path.
+    """
+
+    def __init__(self, events: _Appendable) -> None:
         self.events = events
+        # Bound once: an EventLog's append is its list's own, so a write is one C call.
+        self._append = events.append
 
     def write(self, event: AgentEvent) -> None:
         """Appends the event."""
-        self.events.append(event)
+        self._append(event)
 
 
 class Emitter:

@@ -17,13 +17,27 @@ Three runs of the same scripted session through ``Agent``:
 The model is a ``FunctionModel`` that answers the compaction request (recognised by its prompt)
 with an eight-section summary, and otherwise reads the next file until the 1,000th turn.
 
-Run: python benchmarks/long_session.py
+Memory (issue: memory that does not grow with the session): a notebook-like session of 5,000 tool
+turns (runs of 20 turns, journal on, default context management) reports the process's resident
+memory after every 1,000 turns. Goal: flat within 10% (the largest figure at most 1.10x the one
+after 1,000 turns) with the default ``keep_events``; ``keep_events=None`` (every event held in
+memory, as before the window) is measured beside it for comparison. Each configuration runs in a
+fresh interpreter, so one does not inherit the other's heap.
+
+Run: python benchmarks/long_session.py            (everything)
+     python benchmarks/long_session.py memory     (the memory figures only)
 """
 
 from __future__ import annotations
 
 import asyncio
 import gc
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -32,6 +46,7 @@ from typing import Any
 from agent_kernel import Agent, tool
 from agent_kernel.context import SECTIONS, ContextManager
 from agent_kernel.events import EventType
+from agent_kernel.journal.event_log import DEFAULT_KEEP_EVENTS
 from agent_kernel.messages import Message
 from agent_kernel.models.base import Model, ModelRequest, StreamEvent, ToolSpec
 from agent_kernel.models.scripted import FunctionModel, text, tool_call
@@ -150,6 +165,102 @@ def _fastest(runs: list[Figures]) -> Figures:
     return min(runs, key=lambda f: f.seconds_per_turn)
 
 
+# -- memory over a long session ------------------------------------------------------------
+
+MEMORY_TURNS = 5_000
+TURNS_PER_RUN = 20
+CHECKPOINT = 1_000
+MEMORY_GOAL = 1.10
+
+
+def _rss_bytes() -> int:
+    """The process's resident memory now (Linux ``/proc``), else its peak (``ru_maxrss``)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except OSError:  # not Linux: the peak is the best figure available
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return peak if sys.platform == "darwin" else peak * 1024
+
+
+def _memory_model() -> FunctionModel:
+    """Runs of TURNS_PER_RUN file reads, each followed by a one-line answer; summaries on request."""
+    state = {"turn": 0, "in_run": 0}
+
+    def respond(messages: list[Message], tools: list[ToolSpec]) -> Any:
+        if not tools and "<conversation>" in messages[0].text:
+            return SUMMARY
+        if state["in_run"] == TURNS_PER_RUN:
+            state["in_run"] = 0
+            return "Read this batch."
+        state["turn"] += 1
+        state["in_run"] += 1
+        return [text(f"Reading file {state['turn']}."), tool_call("read_file", {"n": state["turn"]})]
+
+    # A small window: compaction keeps the conversation bounded, so what grows is the event record.
+    return FunctionModel(respond, name="memory-session", context_window=20_000)
+
+
+def _memory_session(keep_events: int | None) -> dict[str, Any]:
+    """RSS after every CHECKPOINT turns of one session (run in its own interpreter)."""
+    figures: list[int] = []
+    model = _memory_model()
+    with tempfile.TemporaryDirectory() as folder:
+        agent = Agent(
+            model,
+            tools=[read_file],
+            journal=os.path.join(folder, "session.jsonl"),
+            max_iterations=TURNS_PER_RUN + 5,
+            stall_timeout=None,
+            keep_events=keep_events,
+        )
+        turns = 0
+        while turns < MEMORY_TURNS:
+            result = agent.run_sync(f"Read the next {TURNS_PER_RUN} files.")
+            model.requests.clear()  # the scripted model records every request; a real one keeps none
+            turns += result.turns - 1  # the last turn of a run answers without reading
+            if turns % CHECKPOINT == 0:
+                gc.collect()
+                figures.append(_rss_bytes())
+        events = len(agent.events)
+        held = len(agent.events.held)
+        calls = len(agent.tool_calls_df())
+        agent.close()
+    return {"rss": figures, "events": events, "held": held, "tool_calls": calls}
+
+
+def _in_fresh_interpreter(keep_events: int | None) -> dict[str, Any]:
+    out = subprocess.run(
+        [sys.executable, __file__, "memory-child", json.dumps(keep_events)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def memory() -> None:
+    """Prints RSS per 1,000 turns with the default window and with every event held."""
+    print(f"memory: {MEMORY_TURNS:,} tool turns in runs of {TURNS_PER_RUN}, journal on, RSS after every {CHECKPOINT:,} turns")
+    window = _in_fresh_interpreter(DEFAULT_KEEP_EVENTS)
+    everything = _in_fresh_interpreter(None)
+    for label, figures in ((f"keep_events={DEFAULT_KEEP_EVENTS:,} (default)", window), ("keep_events=None (every event in memory, for comparison)", everything)):
+        rss = figures["rss"]
+        steps = ", ".join(f"{(i + 1) * CHECKPOINT // 1000}k: {r / 2**20:.1f} MB" for i, r in enumerate(rss))
+        print(f"  {label}: {steps}")
+        print(
+            f"    largest / after {CHECKPOINT:,} turns = {max(rss) / rss[0]:.3f}x; {figures['events']:,} events, "
+            f"{figures['held']:,} in memory, {figures['tool_calls']:,} tool calls in tool_calls_df()"
+        )
+    ratio = max(window["rss"]) / window["rss"][0]
+    print(
+        f"  default window: RSS {ratio:.3f}x from {CHECKPOINT:,} to {MEMORY_TURNS:,} turns (goal ≤ {MEMORY_GOAL:.2f}x: "
+        f"{(ratio - 1) / (MEMORY_GOAL - 1):.2f} of the allowed growth, {'met' if ratio <= MEMORY_GOAL else 'not met'})"
+    )
+    # A result, not a time: the frames must still see every call the window let go.
+    assert window["tool_calls"] == MEMORY_TURNS, "the frames lost tool calls the window let go"
+
+
 def main() -> None:
     configs: dict[str, Any] = {
         "off": lambda: None,
@@ -172,4 +283,10 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["memory-child"]:
+        print(json.dumps(_memory_session(json.loads(sys.argv[2]))))
+    elif sys.argv[1:2] == ["memory"]:
+        memory()
+    else:
+        main()
+        memory()

@@ -35,6 +35,10 @@ _SYSTEM_OVERHEAD = 4.0
 _MIN_SCALE, _MAX_SCALE = 0.25, 4.0
 _MIN_CALIBRATION_TOKENS = 64
 _CACHE_LIMIT = 8192
+# The message cache also stops at this many characters: it holds the messages themselves, so a count
+# alone would keep thousands of long tool results alive after compaction dropped them (about 1M
+# tokens of text: more than any window, so a live conversation never thrashes it).
+_CACHE_CHARS = 4_000_000
 
 
 def reported_input_tokens(usage: Usage) -> int:
@@ -61,7 +65,7 @@ class TokenCounter:
         100
     """
 
-    __slots__ = ("provider", "chars_per_token", "scale", "smoothing", "observations", "_chars", "_tool_chars")
+    __slots__ = ("provider", "chars_per_token", "scale", "smoothing", "observations", "_chars", "_cached_chars", "_tool_chars")
 
     def __init__(self, provider: str = "", chars_per_token: float | None = None, *, smoothing: float = 0.5) -> None:
         if chars_per_token is not None and chars_per_token <= 0:
@@ -77,6 +81,7 @@ class TokenCounter:
         # message objects on every call, so remembering the count keeps estimation linear in
         # what is new. The stored object keeps its id from being reused while cached.
         self._chars: dict[int, tuple[Message, int]] = {}
+        self._cached_chars = 0
         self._tool_chars: dict[tuple[str, str, int], tuple[object, int]] = {}
 
     def __repr__(self) -> str:
@@ -90,9 +95,11 @@ class TokenCounter:
         if hit is not None and hit[0] is message:
             return hit[1]
         n = message.char_count()
-        if len(self._chars) >= _CACHE_LIMIT:
+        if len(self._chars) >= _CACHE_LIMIT or self._cached_chars >= _CACHE_CHARS:
             self._chars.clear()
+            self._cached_chars = 0
         self._chars[id(message)] = (message, n)
+        self._cached_chars += n
         return n
 
     def tool_chars(self, tool: ToolSpec) -> int:

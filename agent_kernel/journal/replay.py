@@ -12,6 +12,7 @@ import math
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from typing import Any
 
 from ..events import AgentEvent
 from .reader import read_events
@@ -20,7 +21,7 @@ __all__ = ["replay"]
 
 
 async def replay(
-    source: str | os.PathLike[str] | Iterable[AgentEvent],
+    source: str | os.PathLike[str] | Iterable[AgentEvent] | Any,
     speed: float | None = 1.0,
     *,
     max_gap: float | None = None,
@@ -30,7 +31,8 @@ async def replay(
     """Yields the events of a journal (or an event list) in order, paced like the original run.
 
     Args:
-        source: a journal path, or events.
+        source: a journal path, events, a ``RunResult``, or an agent (all of its session's
+            events: those its memory let go are read back from its journal).
         speed: 1.0 replays in real time, 10.0 ten times faster; ``None`` (or ``math.inf``) yields
             as fast as the consumer takes them.
         max_gap: caps each recorded pause (in recorded seconds), so a run that waited an hour
@@ -46,6 +48,11 @@ async def replay(
     """
     if speed is not None and not speed > 0:
         raise ValueError(f"speed must be positive (or None for no pacing), got {speed!r}")
+    source = getattr(source, "events", source)  # an agent or a RunResult: its events
+    # An agent's EventLog: the journal's path once memory let events go (see journal.event_log).
+    as_source = getattr(source, "as_source", None)
+    if as_source is not None:
+        source = as_source()
     events = read_events(source) if isinstance(source, (str, os.PathLike)) else list(source)
     paced = speed is not None and not math.isinf(speed)
     started = clock()

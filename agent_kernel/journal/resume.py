@@ -9,6 +9,8 @@ How events become messages, mirroring what the loop and ``Agent`` do to their hi
   that was cancelled or stopped by a tool) it is merged into that message, so roles alternate;
 * ``llm_complete``: the assistant message (``data["message"]``);
 * ``recursion``: the tool results (``data["tool_results"]``) as one user message;
+* ``steer``: a message steered into the run (``data["text"]``), joined to the tool results
+  before it as ``run_start``'s prompt is, so roles alternate;
 * ``compaction_complete``: the history becomes ``compacted_history(summary, messages_removed,
   last kept_messages messages)``, the one function the compactor itself uses;
 * ``cancelled`` / ``error`` while a response was streaming: the partial response, rebuilt from
@@ -26,25 +28,33 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+import warnings
+from collections import deque
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from ..errors import JournalError, did_you_mean
+from ..errors import JournalError, UserError, did_you_mean
 from ..events import AgentEvent, EventType
 from ..messages import Message, ToolResultBlock, block_from_dict, message_from_dict
 from ..state import TurnState
 from ..streaming import ResponseBuilder
 from .journal import SESSIONS_DIR, session_path
+from .reader import TornLineWarning, parse_header
 
 __all__ = [
     "INTERRUPTED_RESULT",
     "Conversation",
     "Entry",
+    "ForkPoint",
     "Resumed",
+    "fork_point",
     "list_sessions",
     "rebuild",
+    "replace_tool_results",
     "resolve_journal_path",
+    "scan",
     "turn_history",
 ]
 
@@ -71,7 +81,7 @@ class Entry:
 
     Attributes:
         message: the message.
-        kind: ``prompt``, ``response``, ``partial`` (a response cut short by a cancel or an
+        kind: ``prompt``, ``steer``, ``response``, ``partial`` (a response cut short by a cancel or an
             error), ``tool_results``, ``summary`` or ``interrupted`` (results closing tool calls
             that never finished, synthetic where no result was recorded).
         event: the event that added it (for ``interrupted``, the last event before the closure).
@@ -172,6 +182,8 @@ class Conversation:
             blocks = tuple(block_from_dict(block) for block in data.get("tool_results", ()))
             self._append(Message("user", blocks), "tool_results", event)
             self._pending = []
+        elif kind is EventType.STEER:
+            self._prompt(data.get("text"), event, "steer")
         elif kind is EventType.COMPACTION_COMPLETE:
             self._compact(data, event)
         elif kind in (EventType.CANCELLED, EventType.ERROR):
@@ -184,7 +196,7 @@ class Conversation:
             self.close_dangling()
         self._last = event
 
-    def _prompt(self, prompt: Any, event: AgentEvent) -> None:
+    def _prompt(self, prompt: Any, event: AgentEvent, entry_kind: str = "prompt") -> None:
         if prompt is None:
             return
         message = message_from_dict(prompt) if isinstance(prompt, dict) else Message.user(str(prompt))
@@ -192,7 +204,7 @@ class Conversation:
             # Agent._add_user_message: a prompt after tool results joins their message.
             last = self.current.pop()
             message = Message("user", last.message.content + message.content)
-        self._append(message, "prompt", event)
+        self._append(message, entry_kind, event)
 
     def _respond(self, message: Message, kind: str, event: AgentEvent) -> None:
         self.close_dangling()
@@ -237,7 +249,7 @@ class Conversation:
         self._pending = []
 
 
-def rebuild(events: list[AgentEvent]) -> Resumed:
+def rebuild(events: Iterable[AgentEvent]) -> Resumed:
     """Rebuilds the conversation, the last TurnState and the last seq from a run's events.
 
     Example:
@@ -250,13 +262,89 @@ def rebuild(events: list[AgentEvent]) -> Resumed:
     return Resumed(conversation.messages, conversation.turn_state, conversation.seq)
 
 
-def turn_history(events: list[AgentEvent]) -> list[TurnState]:
+def turn_history(events: Iterable[AgentEvent]) -> list[TurnState]:
     """The TurnState of every turn of the top-level agent, as ``Agent.history`` holds them
     (a turn that compacted the history is marked ``compacted``)."""
     conversation = Conversation()
     for event in events:
         conversation.add(event)
     return conversation.turn_states
+
+
+class Scan(NamedTuple):
+    """What ``scan`` finds in one pass over a journal (``Agent.resume``).
+
+    Attributes:
+        resumed: the conversation, last TurnState and last seq (as ``rebuild``).
+        turn_states: the TurnState of every top-level turn (as ``turn_history``).
+        session_id: the session of the first top-level event (None for an empty journal).
+        last_run_start: the last top-level ``run_start`` (None if there is none).
+        tail: the last ``keep`` events (all of them when ``keep`` is None).
+        total: how many events the journal holds.
+    """
+
+    resumed: Resumed
+    turn_states: list[TurnState]
+    session_id: str | None
+    last_run_start: AgentEvent | None
+    tail: list[AgentEvent]
+    total: int
+
+
+def scan(path: str | os.PathLike[str], keep: int | None = None) -> Scan:
+    """Rebuilds a session from its journal in one pass, holding only the last ``keep`` events.
+
+    A long session's journal can hold millions of events; this reads it line by line, so resuming
+    needs memory for the conversation and the tail, not for the whole journal.
+
+    Raises:
+        JournalError: no such file, or a line other than the last is not an event.
+    """
+    conversation = Conversation()
+    tail: deque[AgentEvent] = deque(maxlen=keep)
+    session_id: str | None = None
+    last_run_start: AgentEvent | None = None
+    total = 0
+    for event in iter_events(path):
+        conversation.add(event)
+        tail.append(event)
+        total += 1
+        if event.agent_id is None:
+            session_id = session_id or event.session_id
+            if event.type is EventType.RUN_START:
+                last_run_start = event
+    turn_states = list(conversation.turn_states)
+    conversation.close_dangling()
+    resumed = Resumed(conversation.messages, conversation.turn_state, conversation.seq)
+    return Scan(resumed, turn_states, session_id, last_run_start, list(tail), total)
+
+
+def iter_events(path: str | os.PathLike[str]) -> Iterator[AgentEvent]:
+    """The events of the journal at ``path``, one line at a time (``reader.read_events`` reads all).
+
+    A torn last line is skipped with a ``TornLineWarning``, as ``read_events`` does.
+
+    Raises:
+        JournalError: no such file, or a line other than the last is not an event.
+    """
+    try:
+        f = open(path, "rb")  # closed by the ``with`` below; opened here so a missing file is named
+    except FileNotFoundError:
+        raise JournalError(f"no journal at {path}; check the path, or list sessions with list_sessions().") from None
+    with f:
+        for number, line in enumerate(f, 1):
+            if number == 1 and parse_header(line) is not None:
+                continue
+            if not line.strip():
+                continue
+            try:
+                event = AgentEvent.from_dict(json.loads(line))
+            except (ValueError, KeyError, TypeError) as exc:
+                if not line.endswith(b"\n"):  # the last line, cut by a crash mid-write
+                    warnings.warn(TornLineWarning(f"{path}: skipped a torn last line ({len(line)} bytes), left by a crash mid-write; every complete record before it was read."), stacklevel=3)
+                    return
+                raise JournalError(f"{path}, line {number}: not an agent event ({exc!r}); the file was edited or corrupted, repair or remove that line.") from None
+            yield event
 
 
 def list_sessions(working_dir: str | os.PathLike[str] | None = None) -> list[str]:
@@ -289,3 +377,73 @@ def resolve_journal_path(session_id_or_path: str | os.PathLike[str], working_dir
         f"no session {text!r} under {path.parent}.{did_you_mean(text, known)} Sessions there: {listing}. "
         "Pass the session id of an earlier run, or the path of its .jsonl journal."
     )
+
+
+class ForkPoint(NamedTuple):
+    """Where a fork begins (``fork_point``).
+
+    Attributes:
+        events: every event recorded before the turn began: the fork's history.
+        turn_state: the turn as it was recorded; the fork runs it again.
+        run_id: the run the turn belonged to.
+    """
+
+    events: list[AgentEvent]
+    turn_state: TurnState
+    run_id: str
+
+
+def fork_point(events: Sequence[AgentEvent], at: int | str) -> ForkPoint:
+    """Splits a session's events at the start of one turn of the top-level agent.
+
+    Args:
+        events: the session's events, in order.
+        at: a ``turn_id``, or a turn counter (``iteration``) of the session's last run.
+
+    Raises:
+        UserError: no such turn; the message lists the turns there are.
+    """
+    starts = [(i, e) for i, e in enumerate(events) if e.type is EventType.ITERATION_START and e.agent_id is None]
+    if isinstance(at, str):
+        found = [(i, e) for i, e in starts if e.turn_id == at]
+        known = ", ".join(str(e.turn_id) for _, e in starts[-10:])
+    else:
+        last_run = next((e.run_id for e in reversed(events) if e.type is EventType.RUN_START and e.agent_id is None), None)
+        found = [(i, e) for i, e in starts if e.run_id == last_run and e.iteration == at]
+        known = ", ".join(str(e.iteration) for _, e in starts if e.run_id == last_run)
+    if not found:
+        raise UserError(f"no turn {at!r} to fork at. Turns of the last run: {known or 'none'} (or pass a turn_id).")
+    index, start = found[0]
+    return ForkPoint(list(events[:index]), TurnState.from_dict(start.data["turn_state"]), start.run_id)
+
+
+def replace_tool_results(events: Iterable[AgentEvent], replacements: Mapping[str, str]) -> list[AgentEvent]:
+    """``events`` with the result of each call in ``replacements`` (call_id → text) replaced.
+
+    Both records of a result change: its ``tool_result`` event and its block in ``recursion``,
+    so a conversation rebuilt from them holds the new text, as a successful result.
+
+    Raises:
+        UserError: a call_id has no recorded result among the events.
+    """
+    if not replacements:
+        return list(events)
+    out, seen = [], set()
+    for event in events:
+        data = event.data
+        if event.type is EventType.TOOL_RESULT and data.get("call_id") in replacements:
+            seen.add(data["call_id"])
+            event = replace(event, data={**data, "content": replacements[data["call_id"]], "is_error": False})
+        elif event.type is EventType.RECURSION and any(b.get("tool_use_id") in replacements for b in data.get("tool_results", ())):
+            blocks = []
+            for block in data["tool_results"]:
+                if block.get("tool_use_id") in replacements:
+                    seen.add(block["tool_use_id"])
+                    block = {**block, "content": replacements[block["tool_use_id"]], "is_error": False}
+                blocks.append(block)
+            event = replace(event, data={**data, "tool_results": blocks})
+        out.append(event)
+    missing = sorted(set(replacements) - seen)
+    if missing:
+        raise UserError(f"no recorded result for tool call {', '.join(missing)} before the fork point; replace_result takes the call_id of a call made before it.")
+    return out
