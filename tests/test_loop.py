@@ -333,7 +333,7 @@ async def test_hooks_run_in_lifecycle_order() -> None:
         "after_llm_response", "before_tool_execution", "after_tool_execution", "before_recursion",
         "after_iteration_end",
         "before_iteration_start", "before_context_assembly", "after_context_assembly", "before_llm_call",
-        "after_llm_response",
+        "after_llm_response", "after_iteration_end",
     ]  # fmt: skip
 
 
