@@ -96,10 +96,11 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 def clean(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     """Drops what changes on every run without being output: widget state, timings, versions.
 
-    Widget state would store the view's front-end code once per run. Without it, a stored
-    widget output is only a pointer to a model that no longer exists (JupyterLab shows "model not
-    found"), so the pointer goes too and the view's plain text stays, as GitHub and nbconvert show
-    it; the run's summary beside it holds what the view showed.
+    When a run ends its live view gives way to its static transcript, so a stored notebook needs
+    no widget state: a widget output left behind would only point at a model that no longer
+    exists (JupyterLab shows "model not found"). Such pointers go, and so do the outputs left
+    with no data at all (a view emptied when its transcript took its place), which nothing
+    renders and no checker compares.
     """
     nb.metadata.pop("widgets", None)
     info = nb.metadata.get("language_info")
@@ -107,8 +108,13 @@ def clean(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
         info.pop("version", None)
     for cell in nb.cells:
         cell.metadata.pop("execution", None)
-        for output in cell.get("outputs", []):
+        if "outputs" not in cell:
+            continue
+        for output in cell.outputs:
             output.get("data", {}).pop(WIDGET_VIEW, None)
+        cell.outputs = [output for output in cell.outputs
+                        if output.get("output_type") not in ("display_data", "update_display_data")
+                        or output.get("data")]
     return nb
 
 

@@ -9,7 +9,8 @@ It starts JupyterLab on 127.0.0.1 with temporary configuration, data, runtime an
 ``%%agent`` cell runs a scripted model that streams an answer, reads a file and then asks to
 write one, runs it in headless Chromium (the system one, through Playwright), waits until the
 write's card asks for approval, and screenshots the cell's output holding the live view. Then it
-approves, so the run ends cleanly, and stops everything it started.
+approves, so the run ends cleanly (its transcript replacing the view), and stops everything it
+started.
 """
 
 from __future__ import annotations
@@ -185,7 +186,8 @@ def take(out: Path) -> int:
                 output.evaluate("el => { el.style.padding = '14px'; el.style.background = 'white'; }")  # a margin
                 output.screenshot(path=str(out))
                 approve.click()
-                expect(cells.nth(1).locator(".agent-kernel-summary")).to_be_visible(timeout=60_000)
+                # The run ends: its transcript takes the live view's place.
+                expect(cells.nth(1).locator(".ak-static")).to_be_visible(timeout=60_000)
             finally:
                 browser.close()
     return out.stat().st_size

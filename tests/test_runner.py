@@ -33,7 +33,7 @@ from agent_kernel.jupyter.runner import (
     start_run,
     wait_all,
 )
-from agent_kernel.jupyter.summary import RunSummary
+from agent_kernel.jupyter.static_view import StaticTranscript
 from agent_kernel.jupyter.view import AgentView
 from agent_kernel.models.scripted import FunctionModel, ScriptedModel, text, tool_call
 from agent_kernel.state import TerminationReason
@@ -74,13 +74,21 @@ class Shown:
 
     def __init__(self) -> None:
         self.items: list[Any] = []
-        self.updates: list[Any] = []
+        self.updates: list[tuple[int, Any]] = []  # (index of the output updated, what it shows)
 
     def __call__(self, obj: Any, display_id: Any = None, **kwargs: Any) -> Any:
         self.items.append(obj)
         if display_id:
-            return SimpleNamespace(update=self.updates.append)
+            index = len(self.items) - 1
+            return SimpleNamespace(update=lambda new, **kw: self.updates.append((index, new)))
         return None
+
+    def final(self) -> list[Any]:
+        """What the cell shows once every update has been applied, empty outputs left out."""
+        outputs = list(self.items)
+        for index, new in self.updates:
+            outputs[index] = new
+        return [obj for obj in outputs if obj != {}]
 
     def of(self, kind: type) -> list[Any]:
         return [obj for obj in self.items if isinstance(obj, kind)]
@@ -128,21 +136,39 @@ def agent_with(model: Any, tools: list[Any] | None = None, **kwargs: Any) -> Age
 # ---- blocking runs ------------------------------------------------------------------------
 
 
-async def test_run_cell_shows_the_live_view_then_the_summary_and_returns_the_result(shown: Shown) -> None:
+async def test_run_cell_shows_the_live_view_then_one_transcript_in_its_place(shown: Shown) -> None:
     agent = agent_with(ScriptedModel([text("Hello there, notebook.", chunk=4)]))
 
     result = await run_cell(agent, "Say hello")
 
     assert result.text == "Hello there, notebook."
-    view, summary = shown.items
-    assert isinstance(view, AgentView) and isinstance(summary, RunSummary)
-    assert summary.answer == "Hello there, notebook."
+    view = shown.items[0]
+    assert isinstance(view, AgentView)
     assert view.snapshot["status"]["phase"] == "finished"  # saved state holds the finished run
+    # Nobody rendered the view (no front-end here): it is emptied and the transcript follows.
+    [transcript] = shown.final()
+    assert isinstance(transcript, StaticTranscript)
+    assert transcript.text.startswith("Answer:\nHello there, notebook.")
+    assert transcript.html.count("Hello there, notebook.") == 1
 
 
-async def test_quiet_shows_only_the_summary_and_display_false_shows_nothing(shown: Shown) -> None:
+async def test_a_view_a_front_end_rendered_is_replaced_in_place_by_its_transcript(
+        shown: Shown) -> None:
+    agent = agent_with(ScriptedModel([text("Hello there, notebook.", chunk=4)]))
+    handle = start_run(agent, "Say hello", detached=False)
+    front_end(handle.view, {"type": "sync"})  # the view rendered in a page
+
+    await handle
+
+    assert len(shown.items) == 1 and [index for index, _ in shown.updates] == [0]
+    [transcript] = shown.final()
+    assert isinstance(transcript, StaticTranscript)
+    assert transcript.html == handle.view.static().html
+
+
+async def test_quiet_shows_only_the_transcript_and_display_false_shows_nothing(shown: Shown) -> None:
     await run_cell(agent_with(ScriptedModel(["One."])), "Hi", quiet=True)
-    assert [type(obj) for obj in shown.items] == [RunSummary]
+    assert [type(obj) for obj in shown.items] == [StaticTranscript]
 
     shown.items.clear()
     result = await run_cell(agent_with(ScriptedModel(["Two."])), "Hi", display=False)
@@ -287,7 +313,7 @@ async def test_cancelling_the_awaiting_cell_cancels_the_run_and_keeps_the_journa
 # ---- detached runs --------------------------------------------------------------------------
 
 
-async def test_start_run_returns_at_once_and_the_summary_replaces_the_placeholder(shown: Shown) -> None:
+async def test_start_run_returns_at_once_and_the_transcript_replaces_the_placeholder(shown: Shown) -> None:
     go = asyncio.Event()
 
     async def answer(messages: Any, tools: Any) -> str:
@@ -303,7 +329,8 @@ async def test_start_run_returns_at_once_and_the_summary_replaces_the_placeholde
     result = await handle
 
     assert result.text == "Finished later." and handle.result() is result
-    assert [summary.answer for summary in shown.updates] == ["Finished later."]
+    [transcript] = shown.final()
+    assert isinstance(transcript, StaticTranscript) and "Finished later." in transcript.html
     assert ended == [handle] and handle.state == "finished"
 
 
@@ -437,7 +464,7 @@ class KernelClient:
             content = m["content"]
             if m["msg_type"] == "stream":
                 out.append(("stream", content["text"]))
-            elif m["msg_type"] in ("display_data", "execute_result"):
+            elif m["msg_type"] in ("display_data", "update_display_data", "execute_result"):
                 out.append((m["msg_type"], content["data"].get("text/plain")))
             elif m["msg_type"] == "error":
                 out.append(("error", content["ename"]))
@@ -479,8 +506,9 @@ def test_in_a_real_kernel_a_click_is_handled_while_the_agent_cell_is_busy(kernel
     kernel.comm_msg(comm_id, {"type": "approval", "call_id": "call_0_1", "decision": "approve"})
 
     assert kernel.reply(cell)["content"]["status"] == "ok"
-    summary = [text for kind, text in kernel.outputs(cell) if kind == "display_data"][-1]
-    assert 'touch(name="a") - done' in summary
+    # The view rendered (it asked for a sync), so its output is updated in place to the transcript.
+    kind, summary = [(kind, text) for kind, text in kernel.outputs(cell) if "display_data" in kind][-1]
+    assert kind == "update_display_data" and 'touch(name="a") - done' in summary
 
 
 def test_in_a_real_kernel_an_interrupt_cancels_the_run_and_fails_the_cell(kernel: KernelClient) -> None:
@@ -518,7 +546,7 @@ def test_under_nbclient_nobody_is_asked_and_the_policy_or_a_refusal_decides(tmp_
         "[tool_call('touch', {'name': 'b'})], 'Approved.'])",
         "%%agent -m model --tools touch -o refused\nTouch a",
         "import os; os.environ['AGENT_KERNEL_APPROVAL'] = 'auto_approve'",
-        "%%agent --new -o approved\nTouch b",
+        "%%agent --new -m model --tools touch -o approved\nTouch b",  # a cell's options are its own
         "print(refused.tool_calls[0]['is_error'], approved.tool_calls[0]['content'])",
     ]
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
@@ -529,7 +557,7 @@ def test_under_nbclient_nobody_is_asked_and_the_policy_or_a_refusal_decides(tmp_
 
     plain = [[o.get("data", {}).get("text/plain", o.get("text", "")) for o in cell.outputs]
              for cell in notebook.cells]
-    assert plain[1][0] == "AgentView(waiting for a run)"  # deterministic for notebook checkers
+    assert notebook.cells[1].outputs[0]["data"] == {}  # the unrendered view, emptied
     assert "AGENT_KERNEL_APPROVAL" in plain[1][1] and "rejected" in plain[1][1]
     assert 'touch(name="b") - done' in plain[3][1]
     assert plain[4] == ["True touched b\n"]

@@ -68,7 +68,7 @@ def test_plain_text_has_the_answer_the_tool_calls_and_the_usage():
 
 def test_markdown_and_html_add_the_timings():
     summary = RunSummary.from_events(scripted_run(duration=2.5))
-    assert "| 1 | read_file | `path=\"notes.md\"` | done | 0.2 s |" in summary.markdown
+    assert "| 1 | read_file | `path=\"notes.md\"` | done | 0.3 s |" in summary.markdown  # 0.25 s, rounded as the live view rounds
     assert "2.5 s" in summary.markdown
     assert "2.5 s" in summary.html
     assert "<em>tidy</em>" in summary.html
@@ -219,3 +219,20 @@ def test_a_long_sub_agent_answer_is_shortened_to_one_line():
                             {**events[14].data, "text": long}, events[14].agent_id)
     line = RunSummary.from_events(events).subagents[0]
     assert line.name == "researcher" and len(line.result) == 100 and line.result.endswith("…")
+
+
+def test_an_unknown_cost_reads_as_a_dash_and_a_known_one_with_four_decimals():
+    from agent_kernel.jupyter.summary import format_cost
+
+    assert (format_cost(None), format_cost(0.0), format_cost(0.01234), format_cost(12.5)) == (
+        "—", "$0.0000", "$0.0123", "$12.5000")
+    events = scripted_run()
+    events[-1] = AgentEvent(99, events[-1].ts, "s1", events[-1].run_id, "t", None, 0, T.RUN_FINISH,
+                            {**events[-1].data, "stats": {**events[-1].data["stats"], "cost_usd": None}})
+    assert "· — ·" in RunSummary.from_events(events).text
+
+
+def test_durations_round_half_up_as_the_browser_does():
+    from agent_kernel.jupyter.summary import one_decimal
+
+    assert [one_decimal(x) for x in (0.25, 3.25, 0.05, 2.0)] == ["0.3", "3.3", "0.1", "2.0"]

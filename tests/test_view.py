@@ -706,6 +706,85 @@ async def test_a_scripted_run_fed_through_the_view_ends_with_its_answer(make_vie
     assert view.summary().answer == "The sum is **5**."
 
 
+# -- the lasting transcript, in Python -----------------------------------------------------------
+
+
+def test_the_transcript_is_static_html_with_the_summary_as_deterministic_plain_text(make_view):
+    clock, ev = Clock(), Events()
+    view = make_view(clock=clock)
+    every_kind_of_item(view, ev, clock)
+    transcript = view.static()
+    bundle = transcript._repr_mimebundle_()
+    assert set(bundle) == {"text/plain", "text/html"}
+    assert bundle["text/plain"] == view.summary().text
+    assert "<script" not in bundle["text/html"].lower()
+    assert "<style" not in bundle["text/html"].lower()  # styles inline, for renderers that drop them
+    assert bundle["text/html"].count("Three files matched") == 1  # the answer, once
+
+    again, ev2 = make_view(clock=Clock()), Events()
+    ev2.seq = 10_000  # other ids and timestamps, same run
+    every_kind_of_item(again, ev2, Clock())
+    assert again.static().text == transcript.text
+
+
+def test_an_unknown_cost_reads_as_a_dash_never_as_zero(make_view):
+    ev = Events()
+    view = make_view()
+    start(view, ev)
+    assert view.transcript.status.cost_usd is None
+    assert "$0.0000" not in view.static().html and "—" in view.static().html
+    view.handle(ev(T.LLM_COMPLETE, usage={"input_tokens": 10, "output_tokens": 2}, cost_usd=0.5))
+    assert view.transcript.status.cost_usd == 0.5
+    view.handle(ev(T.LLM_COMPLETE, usage={"input_tokens": 10, "output_tokens": 2}, cost_usd=None))
+    assert view.transcript.status.cost_usd is None  # one unpriced call: the total is unknown
+    view.handle(ev(T.CANCELLED, reason="stopped"))
+    view.handle(ev(T.RUN_FINISH, reason="user_interrupt", text="", stats={"turns": 1,
+                                                                          "cost_usd": None}))
+    assert "Usage: 20 tokens in · 4 out · — · 1 turn" in view.static().text
+
+
+def test_events_that_stop_before_the_runs_end_show_as_an_interrupted_transcript():
+    from agent_kernel.jupyter.static_view import StaticTranscript
+
+    ev = Events()
+    events = [ev(T.RUN_START, prompt="Go", model="scripted", max_iterations=5),
+              ev(T.ITERATION_START, turn_state={"turn_counter": 0, "max_iterations": 5}),
+              ev(T.TEXT_DELTA, text="Starting the long job."),
+              ev(T.TOOL_CALL_READY, call_id="c1", name="bash", arguments={"command": "make"},
+                 index=0),
+              ev(T.TOOL_START, call_id="c1", name="bash")]
+    transcript = StaticTranscript.from_events(events)
+    assert "interrupted (the journal ends here)" in transcript.html
+    assert "Starting the long job." in transcript.html and "cancelled" in transcript.html
+    assert "ended: interrupted" in transcript.text
+
+
+async def test_a_run_cancelled_mid_turn_counts_that_turn_in_the_view_and_in_the_sessions_usage(
+        make_view):
+    from agent_kernel import Agent, tool
+    from agent_kernel.models.scripted import ScriptedModel, text, tool_call
+
+    @tool
+    async def add(a: int, b: int) -> int:
+        """Adds two numbers."""
+        return a + b
+
+    model = ScriptedModel([[text("Adding."), tool_call("add", {"a": 2, "b": 3}, id="call_1")],
+                           [text("Still going. " * 50, chunk=5)]])
+    agent = Agent(model, tools=[add], journal=None, context=None, permissions="bypass")
+    view = make_view()
+    async for event in agent.stream("Add them"):
+        view.handle(event)
+        if event.type is T.TEXT_DELTA and "Still" in event.data["text"]:
+            agent.cancel("enough")
+    assert view.transcript.status.phase == "cancelled"
+    assert view.summary().turns == agent.stats.turns == 2
+    assert "2 turns" in view.static().text
+
+
+# (Kept above the browser tests: their module-scoped Playwright keeps an event loop running in
+# this thread, so an async test placed after them could not run its own.)
+
 # -- the front-end in a real browser -------------------------------------------------------------
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -963,5 +1042,262 @@ def test_the_front_end_nests_sub_agent_cards_that_fold_when_done_and_take_approv
     saved = page.locator('#saved .ak-tool[data-call-id="p1"] .ak-agent-card[data-agent-id="a1"]')
     assert saved.locator(".ak-badge").inner_text() == "done"
     assert saved.locator(".ak-agent-items .ak-text").text_content() == "Looking around."  # folded
+    assert browser.errors == []
+    page.close()
+
+
+# -- one view model, two renderings: the live view and the lasting transcript ------------------
+
+#: Leaf text of a rendering as a person reads it: hidden parts, buttons and inputs, and marks
+#: meant for the eye only (``aria-hidden``) left out; whitespace collapsed.
+LEAF_TEXT = """(root) => {
+    root.normalize(); // adjacent text nodes (an escaped character, say) read as one
+    const out = [];
+    const walk = (node) => {
+        if (node.nodeType === Node.TEXT_NODE) {
+            const text = node.nodeValue.replace(/\\s+/g, " ").trim();
+            if (text) out.push(text);
+            return;
+        }
+        if (node.nodeType !== Node.ELEMENT_NODE || node.hidden) return;
+        if (node.getAttribute("aria-hidden") === "true") return;
+        if (["BUTTON", "INPUT", "STYLE", "SCRIPT"].includes(node.tagName)) return;
+        for (const child of node.childNodes) walk(child);
+    };
+    walk(root);
+    return out.join(" ");
+}"""
+
+REPORT = """## Findings
+
+Three files matched, see [the docs](https://example.com/docs) and `notes.md`:
+
+1. **alpha** — first
+2. *beta* — second
+
+| file | lines |
+|---|---|
+| a.md | 10 |
+
+```python
+print("done")
+```
+"""
+
+
+def every_kind_of_item(view: AgentView, ev: Events, clock: Clock) -> None:
+    """A finished run with text, thinking, approvals, results short and long, a retry, a
+    fallback, a compaction and a sub-agent under the call that started it."""
+    start(view, ev)
+    view.handle(ev(T.CONTEXT_ASSEMBLED, total_tokens=900))
+    view.handle(ev(T.LLM_START, model="scripted"))
+    view.handle(ev(T.THINKING_DELTA, text="Which files? Start with notes."))
+    view.handle(ev(T.TEXT_DELTA, text="A first try that fails."))
+    view.handle(ev(T.RETRY, attempt=2, delay_s=1.5, error="overloaded", partial=True))
+    view.handle(ev(T.MODEL_FALLBACK, from_model="scripted", to_model="backup", reason="overloaded"))
+    view.handle(ev(T.TEXT_DELTA, text="Reading **notes** first."))
+    call_tool(view, ev, "c1", "read_file", {"path": "notes.md"})
+    view.handle(ev(T.TOOL_RESULT, call_id="c1", name="read_file", content="line\n" * 30,
+                   is_error=False, duration_s=0.2))
+    view.handle(ev(T.TOOL_CALL_READY, call_id="c2", name="bash", arguments={"command": "rm x"},
+                   index=1))
+    view.handle(ev(T.APPROVAL_REQUIRED, call_id="c2", tool="bash", arguments={"command": "rm x"},
+                   key="bash(rm x)", reason="bash asks"))
+    view.handle(ev(T.APPROVAL_DECISION, call_id="c2", decision="reject", decided_by="person",
+                   reason="keep x"))
+    view.handle(ev(T.TOOL_RESULT, call_id="c2", name="bash", content="The user rejected this call",
+                   is_error=True, duration_s=None))
+    call_tool(view, ev, "p1", "task", {"agent": "researcher", "instructions": "Find the notes."})
+    start_subagent(view, ev, "a1", "researcher", "Find the notes.", call_id="p1")
+    view.handle(ev(T.TEXT_DELTA, "a1", text="Looking *around*."))
+    call_tool(view, ev, "s1", "list_files", {"path": "."}, agent="a1")
+    view.handle(ev(T.TOOL_RESULT, "a1", call_id="s1", name="list_files", content="notes.md",
+                   is_error=False, duration_s=0.1))
+    finish_subagent(view, ev, "a1", "researcher", "In notes.md.", call_id="p1")
+    view.handle(ev(T.TOOL_RESULT, call_id="p1", name="task", content="In notes.md.",
+                   is_error=False, duration_s=1.6))
+    view.handle(ev(T.LLM_COMPLETE, usage={"input_tokens": 1200, "output_tokens": 80},
+                   cost_usd=0.0123, model="backup"))
+    view.handle(ev(T.COMPACTION_START, tokens_before=5000))
+    view.handle(ev(T.COMPACTION_COMPLETE, tokens_before=5000, tokens_after=800,
+                   messages_removed=6, summary="Read **notes.md**; kept x."))
+    view.handle(ev(T.ITERATION_START, turn_state={"turn_counter": 1, "max_iterations": 5}))
+    view.handle(ev(T.TEXT_DELTA, text=REPORT))
+    view.handle(ev(T.LLM_COMPLETE, usage={"input_tokens": 1500, "output_tokens": 120},
+                   cost_usd=0.0101, model="backup"))
+    clock.now += 3.25
+    view.handle(ev(T.RUN_FINISH, reason="end_turn", text=REPORT,
+                   stats={"turns": 2, "input_tokens": 2700, "output_tokens": 200,
+                          "cost_usd": 0.0224, "duration": 3.25}))
+
+
+@pytest.mark.browser
+def test_the_lasting_transcript_reads_exactly_as_the_live_view_of_the_same_run(make_view,
+                                                                               chromium):
+    clock, ev = Clock(), Events()
+    view = make_view(clock=clock)
+    browser = BrowserPage(chromium, view)
+    every_kind_of_item(view, ev, clock)
+    browser.pump()
+    page = browser.page
+    page.evaluate("""(html) => {
+        const el = document.createElement("div");
+        el.id = "static";
+        el.innerHTML = html;
+        document.body.appendChild(el);
+    }""", view.static().html)
+
+    live = page.locator("#out .ak-view").evaluate(LEAF_TEXT)
+    static = page.locator("#static .ak-static").evaluate(LEAF_TEXT)
+    assert static == live
+    for expected in ("Findings", "alpha", "Thinking (30 characters)", "Rejected by person: keep x",
+                     "Full result (150 characters)", "Context compacted", "researcher",
+                     "Retrying (attempt 2)", "Switched model from scripted to backup",
+                     "2,700 in · 200 out", "$0.0224", "3.3 s", "backup"):
+        assert expected in static
+    # Nested as the live view nests: the sub-agent's card inside the call that started it.
+    assert page.locator("#static .ak-tool .ak-agent-card .ak-tool").count() == 1
+    assert browser.errors == []
+    page.close()
+
+
+MARKDOWN_CORPUS = [
+    REPORT,
+    HOSTILE,
+    "Plain text with a URL https://example.com/a and an email-ish <mailto:x@example.com>.",
+    "# Title\n\nA paragraph\nwrapped over lines.\n\n> quoted *text*\n\n---\n\nafter the rule",
+    "- one\n- two\n  continued\n- three\n\n1. first\n2. second",
+    "Some `inline code` and a fenced block:\n\n~~~\nraw <b>html</b> stays text\n~~~",
+    "**bold** and __also bold__, *em* and _em_, ~~struck~~ and snake_case_words.",
+    "| a | b |\n|:--|--:|\n| 1 | 2 |\n| 3 | 4 |",
+    "![an image](https://example.com/x.png) is shown as a link; [bad](javascript:x) is text.",
+    "### Heading three\n\nEscaped \\*stars\\* and a line  \nbreak.",
+]
+
+
+@pytest.mark.browser
+def test_the_live_markdown_and_the_transcripts_markdown_agree_on_a_corpus(make_view, chromium):
+    from agent_kernel.jupyter.summary import markdown_to_html
+
+    browser = BrowserPage(chromium, make_view())
+    page = browser.page
+    for sample in MARKDOWN_CORPUS:
+        live = page.evaluate("""async ([source, leafText]) => {
+            const module = await import("/agent_view.js");
+            const el = document.createElement("div");
+            el.appendChild(module.renderMarkdown(source));
+            return [eval(leafText)(el), [...el.querySelectorAll("*")].map((n) => n.tagName)];
+        }""", [sample, LEAF_TEXT])
+        static = page.evaluate("""([html, leafText]) => {
+            const el = document.createElement("div");
+            el.innerHTML = html;
+            return [eval(leafText)(el), [...el.querySelectorAll("*")].map((n) => n.tagName)];
+        }""", [markdown_to_html(sample), LEAF_TEXT])
+        assert static[0] == live[0], sample
+        structure = {"H1", "H2", "H3", "P", "UL", "OL", "LI", "STRONG", "EM", "CODE", "PRE",
+                     "TABLE", "TD", "TH", "BLOCKQUOTE", "HR", "A", "DEL"}
+        assert [t for t in static[1] if t in structure] == [t for t in live[1] if t in structure], \
+            sample
+    page.close()
+
+
+@pytest.mark.browser
+def test_a_pending_approval_scrolls_into_view_once_and_marks_the_tab_title_until_answered(
+        make_view, chromium):
+    clock, ev = Clock(), Events()
+    view = make_view(clock=clock)
+    browser = BrowserPage(chromium, view)
+    page, pump = browser.page, browser.pump
+    page.set_viewport_size({"width": 900, "height": 500})
+    page.evaluate("""() => {
+        document.title = "notes.ipynb";
+        const spacer = document.createElement("div");
+        spacer.style.height = "3000px";  // the view starts far below the fold
+        document.body.prepend(spacer);
+        window.notified = [];
+        window.jupyterapp = { commands: {  // what JupyterLab 4 offers when it exposes the app
+            hasCommand: (id) => id === "apputils:notify" || id === "apputils:dismiss-notification",
+            execute: (id, args) => { window.notified.push([id, args]); return Promise.resolve("n1"); },
+        } };
+    }""")
+    in_view = """() => { const r = document.querySelector("#out .ak-tool").getBoundingClientRect();
+        return r.top >= -1 && r.bottom <= window.innerHeight + 1; }"""
+    start(view, ev)
+    view.handle(ev(T.TOOL_CALL_READY, call_id="c1", name="bash", arguments={"command": "ls"},
+                   index=0))
+    view.handle(ev(T.APPROVAL_REQUIRED, call_id="c1", tool="bash", arguments={"command": "ls"},
+                   key="bash(ls)", reason="bash asks for approval"))
+    pump()
+
+    page.wait_for_function(in_view, timeout=5_000)
+    assert page.title() == "⏸ approval needed · notes.ipynb"
+    page.wait_for_function("window.notified.length === 1")
+    assert page.evaluate("window.notified[0][0]") == "apputils:notify"
+    # The person scrolls away: later updates do not pull the card back.
+    page.evaluate("window.scrollTo(0, 0)")
+    clock.now += 1
+    view.handle(ev(T.TEXT_DELTA, text="Still waiting."))
+    view.flush()
+    pump()
+    page.evaluate("document.title = 'renamed.ipynb'")  # the page sets its own title meanwhile
+    assert page.evaluate(in_view) is False
+    assert page.title() == "⏸ approval needed · renamed.ipynb"
+
+    view.handle(ev(T.APPROVAL_DECISION, call_id="c1", decision="approve", decided_by="person"))
+    pump()
+    assert page.title() == "renamed.ipynb"
+    page.wait_for_function("window.notified.length === 2")
+    assert page.evaluate("window.notified[1]") == ["apputils:dismiss-notification", {"id": "n1"}]
+    assert browser.errors == []
+    page.close()
+
+
+@pytest.mark.browser
+def test_without_jupyterlabs_notifications_an_approval_still_marks_the_title(make_view, chromium):
+    ev = Events()
+    view = make_view()
+    browser = BrowserPage(chromium, view)
+    browser.page.evaluate("document.title = 'nb'")
+    start(view, ev)
+    view.handle(ev(T.APPROVAL_REQUIRED, call_id="c1", tool="bash", arguments={}, key="bash",
+                   reason="asks"))
+    browser.pump()
+    assert browser.page.title() == "⏸ approval needed · nb"
+    view.handle(ev(T.RUN_FINISH, reason="user_interrupt", text="", stats={"turns": 1}))
+    browser.pump()
+    assert browser.page.title() == "nb"
+    assert browser.errors == []
+    browser.page.close()
+
+
+@pytest.mark.browser
+def test_the_status_line_estimates_tokens_while_streaming_and_says_what_the_run_does(
+        make_view, chromium):
+    clock, ev = Clock(), Events()
+    view = make_view(clock=clock)
+    browser = BrowserPage(chromium, view)
+    page, pump = browser.page, browser.pump
+    start(view, ev)
+    view.handle(ev(T.CONTEXT_ASSEMBLED, total_tokens=812))
+    view.handle(ev(T.LLM_START, model="scripted"))
+    clock.now += 1
+    view.flush()
+    pump()
+    bar = lambda: page.inner_text("#out .ak-statusbar")  # noqa: E731
+    assert "waiting for the model" in bar()
+    assert "~812 in · 0 out" in bar() and "—" in bar()  # cost unknown, not $0.0000
+    view.handle(ev(T.TEXT_DELTA, text="x" * 41))
+    clock.now += 1
+    view.flush()
+    pump()
+    assert "writing" in bar() and "~812 in · ~11 out" in bar()
+    view.handle(ev(T.LLM_COMPLETE, usage={"input_tokens": 800, "output_tokens": 9},
+                   cost_usd=0.0004, model="scripted"))
+    call_tool(view, ev, "c1", "read_file", {"path": "a"})
+    clock.now += 1
+    view.flush()
+    pump()
+    assert "800 in · 9 out" in bar() and "~" not in bar() and "$0.0004" in bar()
+    assert "running read_file" in bar()
     assert browser.errors == []
     page.close()

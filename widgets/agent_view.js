@@ -37,6 +37,9 @@ class RunStore {
     this.statusAt = performance.now();
     this.listeners = new Set();
     this.syncing = false;
+    this.key = "ak-" + Math.random().toString(36).slice(2);
+    this.scrolled = new Set(); // approvals already scrolled into view, by agent and call id
+    this.views = 0;
     model.on("msg:custom", (msg) => this.onMessage(msg));
     model.on("change:snapshot", () => this.loadSnapshot(model.get("snapshot")));
     this.loadSnapshot(model.get("snapshot"));
@@ -48,7 +51,18 @@ class RunStore {
   }
 
   emit(change) {
+    this.trackApprovals();
     for (const listener of this.listeners) listener(change);
+  }
+
+  awaiting() {
+    let n = 0;
+    for (const item of this.items.values()) if (item.status === "awaiting_approval") n++;
+    return this.status.phase === "running" ? n : 0;
+  }
+
+  trackApprovals() {
+    setPending(this.key, this.views > 0 ? this.awaiting() : 0);
   }
 
   requestSync() {
@@ -175,8 +189,9 @@ const INLINE = [
   ["escape", /\\([\\`*_{}[\]()#+\-.!~|>])/g],
   ["code", /(`+)([\s\S]{0,4000}?[^`])\1(?!`)/g],
   ["autolink", /<((?:https?:\/\/|mailto:)[^\s<>]+)>/g],
-  ["image", /!\[([^\]]*)\]\(\s*<?([^\s)>]*)>?(?:\s+"[^"]*")?\s*\)/g],
-  ["link", /\[([^\]]+)\]\(\s*<?([^\s)>]*)>?(?:\s+"[^"]*")?\s*\)/g],
+  // A URL may hold one level of balanced parentheses, as CommonMark allows.
+  ["image", /!\[([^\]]*)\]\(\s*<?((?:[^\s()<>]|\([^\s()<>]*\))*)>?(?:\s+"[^"]*")?\s*\)/g],
+  ["link", /\[([^\]]+)\]\(\s*<?((?:[^\s()<>]|\([^\s()<>]*\))*)>?(?:\s+"[^"]*")?\s*\)/g],
   ["strong", /\*\*(?=\S)([\s\S]{0,2000}?\S)\*\*|__(?=\S)([\s\S]{0,2000}?\S)__(?!\w)/g],
   ["em", /\*(?=[^\s*])([\s\S]{0,2000}?[^\s*])\*|(?<!\w)_(?=[^\s_])([\s\S]{0,2000}?[^\s_])_(?!\w)/g],
   ["strike", /~~(?=\S)([\s\S]{0,2000}?\S)~~/g],
@@ -207,8 +222,15 @@ function appendInline(parent, text, inLink = false) {
     else if (kind === "code") node = h("code", null, m[2].replace(/^ (.*) $/s, "$1"));
     else if (kind === "autolink") node = linkNode(m[1]);
     else if (kind === "url") node = linkNode(m[0]);
-    else if (kind === "link") node = linkNode(m[2], m[1]);
-    else if (kind === "image") node = linkNode(m[2], m[1] || m[2]); // shown as a link, never loaded
+    else if (kind === "link") {
+      node = linkNode(m[2], m[1]);
+      if (!node) { // an unsafe link keeps its label as text
+        node = document.createDocumentFragment();
+        appendInline(node, m[1], inLink);
+      }
+    } else if (kind === "image") { // shown as a link, never loaded; unsafe: its label
+      node = linkNode(m[2], m[1] || m[2]) || document.createTextNode(m[1] || m[2]);
+    }
     else if (kind === "break") node = h("br");
     else {
       node = h(kind === "strong" ? "strong" : kind === "em" ? "em" : "del");
@@ -370,9 +392,137 @@ function fmtSeconds(s) {
   return Math.floor(whole / 60) + " min " + String(whole % 60).padStart(2, "0") + " s";
 }
 
+// The one cost format (static_view.format_cost): "$0.0123", and "—" when unknown.
 function fmtCost(c) {
-  if (c === null || c === undefined) return "cost unknown";
-  return "$" + Number(c).toFixed(c < 1 ? 4 : 2);
+  if (c === null || c === undefined) return "—";
+  return "$" + Number(c).toFixed(4);
+}
+
+// Characters of text and thinking streamed so far (static_view.streamed_chars).
+function streamedChars(items) {
+  let n = 0;
+  for (const item of items) {
+    if (item.kind === "text" || item.kind === "thinking") n += (item.text || "").length;
+  }
+  return n;
+}
+
+// "1,200 in · 80 out"; the call in flight estimated and marked "~" until the provider reports
+// it: its context's estimate in, a token per four characters streamed since out
+// (static_view.token_figures).
+function tokenFigures(s, chars) {
+  const pending = s.pending_input || 0;
+  const extra = Math.max(0, chars - (s.usage_chars || 0));
+  return (pending ? "~" : "") + fmtInt((s.input_tokens || 0) + pending) + " in · " +
+    (extra ? "~" : "") + fmtInt((s.output_tokens || 0) + Math.ceil(extra / 4)) + " out";
+}
+
+const PHASE_LABELS = { idle: "waiting to start", running: "running", finished: "finished",
+  cancelled: "cancelled", error: "error", interrupted: "interrupted (the journal ends here)" };
+const ACTIVITY_LABELS = { model: "waiting for the model", writing: "writing", thinking: "thinking",
+  tool_call: "writing a tool call" };
+
+// What a running run is doing: the tools running, else the model's activity
+// (static_view.activity_label).
+function activityLabel(s, items, waiting) {
+  if (s.phase !== "running" || waiting || s.stopping) return "";
+  const tools = [];
+  for (const item of items) {
+    if (item.kind === "tool" && !item.agent && item.status === "running") tools.push(item.name);
+  }
+  if (tools.length) return "running " + tools.join(", ");
+  return ACTIVITY_LABELS[s.activity] || "";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Approvals a person must not miss: the browser tab's title says so while any is pending, and
+// JupyterLab raises a notification when the page exposes its command to do so. The state lives
+// on the page, not in this module: each widget may load its own copy of the module.
+
+const TITLE_PREFIX = "⏸ approval needed · ";
+
+function approvals() {
+  if (!globalThis.__agentKernelApprovals) {
+    globalThis.__agentKernelApprovals = { pending: new Map(), observer: null, notice: null };
+  }
+  return globalThis.__agentKernelApprovals;
+}
+
+function setPending(key, count) {
+  const a = approvals();
+  const before = a.pending.size;
+  if (count > 0) a.pending.set(key, count);
+  else a.pending.delete(key);
+  if ((before > 0) !== (a.pending.size > 0)) {
+    syncTitle();
+    syncNotice();
+  }
+}
+
+function syncTitle() {
+  if (typeof document === "undefined") return;
+  const a = approvals();
+  const want = a.pending.size > 0;
+  const title = document.title || "";
+  const has = title.startsWith(TITLE_PREFIX);
+  if (want && !has) document.title = TITLE_PREFIX + title;
+  else if (!want && has) document.title = title.slice(TITLE_PREFIX.length);
+  // The page may set its own title meanwhile (JupyterLab does on every tab switch): keep the
+  // prefix on it while an approval waits.
+  const node = document.querySelector("title");
+  if (want && !a.observer && node && typeof MutationObserver !== "undefined") {
+    a.observer = new MutationObserver(() => syncTitle());
+    a.observer.observe(node, { childList: true, characterData: true, subtree: true });
+  } else if (!want && a.observer) {
+    a.observer.disconnect();
+    a.observer = null;
+  }
+}
+
+function syncNotice() {
+  const a = approvals();
+  const commands = globalThis.jupyterapp && globalThis.jupyterapp.commands;
+  if (!commands || typeof commands.hasCommand !== "function") return; // not JupyterLab 4
+  const dismiss = (id) => {
+    if (typeof id === "string" && commands.hasCommand("apputils:dismiss-notification")) {
+      Promise.resolve(commands.execute("apputils:dismiss-notification", { id })).catch(() => {});
+    }
+  };
+  try {
+    if (a.pending.size > 0 && a.notice === null && commands.hasCommand("apputils:notify")) {
+      a.notice = "asking";
+      Promise.resolve(commands.execute("apputils:notify", {
+        message: "An agent is waiting for your approval: Approve or Reject on its card in the notebook.",
+        type: "warning",
+        options: { autoClose: false },
+      })).then((id) => {
+        if (approvals().pending.size === 0) {
+          a.notice = null;
+          dismiss(id);
+        } else {
+          a.notice = id;
+        }
+      }).catch(() => { a.notice = null; });
+    } else if (a.pending.size === 0 && a.notice !== null) {
+      const id = a.notice;
+      a.notice = null;
+      dismiss(id);
+    }
+  } catch (err) {
+    a.notice = null; // a front-end whose commands differ: the title still says it
+  }
+}
+
+// Scrolls a card into view once it is on the page (a view renders before it is attached, and
+// may be rebuilt from a snapshot meanwhile: then the new card's own call does it).
+function scrollWhenShown(node, stillWanted, done, tries = 40) {
+  if (!stillWanted()) return;
+  if (node.isConnected && node.getClientRects().length) {
+    node.scrollIntoView({ block: "nearest" });
+    done();
+  } else if (tries > 0) {
+    setTimeout(() => scrollWhenShown(node, stillWanted, done, tries - 1), 50);
+  }
 }
 
 function preview(text, maxLines = 4, maxChars = 400) {
@@ -556,6 +706,12 @@ function toolItem(model, item, store) {
         args.open = true; // a person should see what they are approving
         for (const b of [approve, reject, always]) b.disabled = false;
         ask.textContent = "Approval needed" + (it.approval_reason ? ": " + it.approval_reason : "");
+        // Brought into view once (during Run All it may wait below the fold); a person who
+        // scrolls away afterwards is left alone, and a view rebuilt later does not scroll again.
+        const key = (it.agent || "") + "\u0000" + it.call_id;
+        scrollWhenShown(root,
+          () => current.status === "awaiting_approval" && !store.scrolled.has(key),
+          () => store.scrolled.add(key));
       }
       wasAwaiting = awaiting;
       approval.hidden = !awaiting;
@@ -725,6 +881,7 @@ function render({ model, el }) {
   const bar = h("div", "ak-statusbar");
   const phase = h("span", "ak-phase");
   phase.setAttribute("aria-live", "polite");
+  const activity = h("span", "ak-stat ak-activity");
   const turn = h("span", "ak-stat");
   const tokens = h("span", "ak-stat");
   const cost = h("span", "ak-stat");
@@ -733,7 +890,7 @@ function render({ model, el }) {
   const stop = h("button", "ak-button ak-stop", "Stop");
   stop.type = "button";
   stop.title = "Cancel the run (the journal keeps everything so far)";
-  bar.append(phase, turn, tokens, cost, elapsed, modelName, h("span", "ak-spacer"), stop);
+  bar.append(phase, activity, turn, tokens, cost, elapsed, modelName, h("span", "ak-spacer"), stop);
   const list = h("div", "ak-items");
   root.append(list, bar);
   el.appendChild(root);
@@ -788,23 +945,17 @@ function render({ model, el }) {
     if (item.status === "awaiting_approval") reveal(item.agent);
   };
 
-  const awaitingCount = () => {
-    let n = 0;
-    for (const item of store.items.values()) if (item.status === "awaiting_approval") n++;
-    return n;
-  };
-
   const drawStatus = () => {
     const s = store.status;
     const running = s.phase === "running";
-    const waiting = running && awaitingCount() > 0;
-    let label = { idle: "waiting to start", running: "running", finished: "finished",
-      cancelled: "cancelled", error: "error" }[s.phase] || s.phase || "waiting to start";
+    const waiting = store.awaiting() > 0;
+    let label = PHASE_LABELS[s.phase] || s.phase || "waiting to start";
     if (waiting) label = "waiting for your approval";
     if (running && s.stopping) label = "stopping…";
     if (s.phase === "finished" && s.reason && s.reason !== "end_turn") label += " (" + s.reason + ")";
     phase.textContent = label;
     phase.className = "ak-phase ak-phase-" + (waiting ? "waiting" : s.phase || "idle");
+    activity.textContent = activityLabel(s, store.items.values(), waiting);
     root.dataset.phase = s.phase || "idle";
     if (s.turn && s.max_turns) {
       turn.textContent = s.turn > s.max_turns ? "final answer (limit " + s.max_turns + " turns)"
@@ -812,7 +963,7 @@ function render({ model, el }) {
     } else {
       turn.textContent = s.turn ? "turn " + s.turn : "";
     }
-    tokens.textContent = fmtInt(s.input_tokens) + " in · " + fmtInt(s.output_tokens) + " out";
+    tokens.textContent = tokenFigures(s, streamedChars(store.items.values()));
     cost.textContent = fmtCost(s.cost_usd);
     elapsed.textContent = fmtSeconds(store.elapsed());
     modelName.textContent = s.model || "";
@@ -856,10 +1007,14 @@ function render({ model, el }) {
   }, 200);
 
   rebuild();
+  store.views++;
+  store.trackApprovals();
   store.requestSync();
   return () => {
     clearInterval(ticker);
     unsubscribe();
+    store.views--;
+    store.trackApprovals(); // no view left on the page: nothing here can be answered
   };
 }
 

@@ -1,4 +1,4 @@
-"""jupyter — the notebook surfaces: the live view, the static summary, the magics and the runner.
+"""jupyter — the notebook surfaces: the live view, its static transcript, the magics and the runner.
 
 This is the only package that imports IPython, ipykernel or widgets, and it does so lazily:
 ``import agent_kernel`` never pulls them in, and ``agent_kernel.jupyter.AgentView`` imports

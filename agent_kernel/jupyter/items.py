@@ -1,8 +1,9 @@
 """jupyter.items — what a run's transcript is made of: text blocks, cards, notices, the status.
 
-Plain dataclasses the ``Transcript`` fills in and the live view and static summary read. Each
-has ``to_json``, the shape the front-end (``widgets/agent_view.js``) receives; an item's ``agent``
-is the agent that produced it (``None`` for the top-level agent).
+Plain dataclasses the ``Transcript`` fills in and the live view, the static transcript and the
+summary read. Each has ``to_json``, the shape the front-end (``widgets/agent_view.js``) and the
+static transcript (``static_view.py``) draw from; an item's ``agent`` is the agent that produced
+it (``None`` for the top-level agent).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ __all__ = [
     "TextBlock",
     "ToolCard",
     "pretty_arguments",
+    "utf16_length",
 ]
 
 #: Longest tool result kept (characters); the rest is counted, not kept.
@@ -182,7 +184,14 @@ Item = Union[TextBlock, ToolCard, CompactionCard, Notice, SubagentCard]
 class RunStatus:
     """The status line: phase, turn, usage, model; ``final_text`` once the run has finished.
 
-    ``phase`` is ``idle``, ``running``, ``finished``, ``cancelled`` or ``error``.
+    ``phase`` is ``idle``, ``running``, ``finished``, ``cancelled``, ``error``, or
+    ``interrupted`` (a journal that ends before its run did: the kernel died).
+    ``cost_usd`` is None while unknown (no priced model call yet, or one without a price).
+    ``activity`` says what the top-level agent is doing while it runs (``model``: waiting for the
+    model; ``writing``; ``thinking``; ``tool_call``: the model is writing a tool call).
+    Token counts are the provider's; until it reports them, front-ends estimate the call in
+    flight from ``pending_input`` (the assembled context's estimate) and the characters streamed
+    since ``usage_chars`` (see ``token_figures``).
     """
 
     phase: str = "idle"
@@ -191,18 +200,27 @@ class RunStatus:
     max_turns: int | None = None
     input_tokens: int = 0
     output_tokens: int = 0
-    cost_usd: float | None = 0.0
+    cost_usd: float | None = None
     model: str | None = None
     stopping: bool = False
+    activity: str | None = None
+    pending_input: int | None = None
+    usage_chars: int = 0
     final_text: str | None = None
 
     _WIRE = ("phase", "reason", "turn", "max_turns", "input_tokens", "output_tokens", "cost_usd",
-             "model", "stopping")
+             "model", "stopping", "activity", "pending_input", "usage_chars")
 
     def to_json(self) -> dict[str, Any]:
         """The status as the front-end sees it, less ``elapsed_s`` (the transcript adds it) and
         the final text (which travels in the text blocks)."""
         return {name: getattr(self, name) for name in self._WIRE}
+
+
+def utf16_length(text: str) -> int:
+    """The length of ``text`` as JavaScript counts it (UTF-16 code units), so that character
+    counts made here and in the browser agree."""
+    return len(text.encode("utf-16-le")) // 2
 
 
 def pretty_arguments(arguments: Any) -> str:

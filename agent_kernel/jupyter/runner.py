@@ -1,7 +1,7 @@
 """jupyter.runner — runs an agent for a notebook cell, blocking or detached, with its live view.
 
 One run = one ``AgentView`` (the live widget), one task on the kernel's event loop, and, when the
-run ends, one static ``RunSummary`` in the cell. The ``%%agent`` magic and the Agent kernel both
+run ends, one static transcript in its place. The ``%%agent`` magic and the Agent kernel both
 call this module; neither drives ``agent.stream`` itself.
 
 **Blocking** (``run_cell``): the caller awaits the run, so the cell stays busy until it ends and
@@ -22,9 +22,15 @@ is refused with a message naming that policy, so no run waits forever for a clic
 may render a moment after the first call asks, the runner gives it ``RENDER_GRACE_S`` to appear
 before the question falls through (only when the policy would not decide anyway).
 
-**What a cell shows.** The live view while the run goes on, then the ``RunSummary`` (HTML,
-Markdown, deterministic plain text) so nbconvert, GitHub and nbval show the answer. ``quiet``
-drops the view and keeps the summary; ``display=False`` shows nothing (the caller renders).
+**What a cell shows.** The live view while the run goes on; when it ends, the view's output is
+replaced (a display update of the same display id) by its ``StaticTranscript``: the same picture
+as static HTML, with the run's deterministic summary as ``text/plain``. A saved notebook so needs
+no widget state, and shows each run once. Checkers such as nbval and papermill-style executors
+never render the view and nbval ignores display updates, so when no front-end rendered the view
+the transcript is displayed as a new output instead, and the view's output emptied: both ways a
+saved notebook holds one transcript per run, which a headless re-run reproduces. ``quiet``
+drops the view and shows only the transcript; ``display=False`` shows nothing (the caller
+renders).
 """
 
 from __future__ import annotations
@@ -44,7 +50,7 @@ from ..agent import Agent, RunResult
 from ..approvals import Approval
 from ..errors import AgentKernelError, RunCancelled
 from ..events import AgentEvent
-from .summary import RunSummary
+from .static_view import StaticTranscript
 
 _log = logging.getLogger("agent_kernel.jupyter")
 
@@ -297,11 +303,11 @@ def start_run(agent: Agent, prompt: str, *, display: bool = True, quiet: bool = 
     Args:
         agent: the agent; it must not be running already.
         prompt: the user's message.
-        display: show output in the current cell: the live view now (unless ``quiet``) and the
-            static summary when the run ends. False shows nothing (the caller renders).
-        quiet: no live view; only the summary at the end. Without a view no person can answer
+        display: show output in the current cell: the live view now (unless ``quiet``), replaced
+            by the static transcript when the run ends. False shows nothing (the caller renders).
+        quiet: no live view; only the transcript at the end. Without a view no person can answer
             approvals, so they go to the headless policy.
-        detached: the caller will not await the run in this cell, so the summary replaces a
+        detached: the caller will not await the run in this cell, so the transcript may replace a
             placeholder shown now (it may arrive after the cell has finished); False displays it
             directly when the run ends, as ``run_cell`` does.
         on_end: called with the handle when the run has ended (any outcome), on the loop.
@@ -320,16 +326,18 @@ def start_run(agent: Agent, prompt: str, *, display: bool = True, quiet: bool = 
                         "or cancel it (%agent cancel) first.")
     live = _LiveApprovals(agent, loop, render_grace) if display and not quiet else None
     view = live.view if live is not None else None
-    slot = None
+    slots = _Slots()
     if display:
         from IPython.display import display as show
 
         if view is not None:
-            show(view)
+            # The widget alone, without its text/plain: nbval, which never sees the update that
+            # puts the transcript in its place, then has nothing of it to compare.
+            slots.view = show(view, display_id=True, exclude=["text/plain"])
         if detached:
-            slot = show(_Placeholder(), display_id=True)
+            slots.placeholder = show(_Placeholder(), display_id=True)
     events: list[AgentEvent] = []
-    task = loop.create_task(_drive(agent, prompt, events, live, display, slot),
+    task = loop.create_task(_drive(agent, prompt, events, live, display, slots),
                             name=f"agent_kernel run {agent.session_id}")
     _IN_FLIGHT[agent] = task
     handle = RunHandle(agent, prompt, view, task, events)
@@ -365,8 +373,8 @@ async def run_cell(agent: Agent, prompt: str, *, display: bool = True, quiet: bo
 
 
 async def _drive(agent: Agent, prompt: str, events: list[AgentEvent], live: _LiveApprovals | None,
-                 display: bool, slot: Any) -> RunResult:
-    """Feeds every event of the run to the view; shows the summary when it ends."""
+                 display: bool, slots: _Slots) -> RunResult:
+    """Feeds every event of the run to the view; puts the transcript in its place at the end."""
     view = live.view if live is not None else None
     try:
         if live is not None:
@@ -385,18 +393,41 @@ async def _drive(agent: Agent, prompt: str, events: list[AgentEvent], live: _Liv
             live.detach()
     result = agent.result_type.from_events(events)  # what ``agent.run`` returns (a CrewResult for a crew)
     if display:
-        summary = view.summary() if view is not None else RunSummary.from_events(events)
-        if slot is not None:
-            slot.update(summary)
-        else:
-            from IPython.display import display as show
-
-            show(summary)
+        transcript = view.static() if view is not None else StaticTranscript.from_events(events)
+        slots.finish(transcript, rendered=live is not None and live.rendered_flag)
     return result
 
 
+#: What an emptied output holds: no data at all, so nothing to see and nothing a checker compares.
+_EMPTY: dict[str, str] = {}
+
+
+class _Slots:
+    """The outputs a run owns in its cell: the live view's and, when detached, the placeholder."""
+
+    def __init__(self) -> None:
+        self.view: Any = None
+        self.placeholder: Any = None
+
+    def finish(self, transcript: StaticTranscript, *, rendered: bool) -> None:
+        """Puts ``transcript`` where the run's live output was (see the module docs)."""
+        from IPython.display import display as show
+
+        if self.view is not None and rendered:
+            self.view.update(transcript)  # in place: the person sees the view settle
+            if self.placeholder is not None:
+                self.placeholder.update(_EMPTY, raw=True)
+            return
+        if self.view is not None:
+            self.view.update(_EMPTY, raw=True)
+        if self.placeholder is not None:
+            self.placeholder.update(transcript)
+        else:
+            show(transcript)
+
+
 class _Placeholder:
-    """What a detached run shows where its summary will appear."""
+    """What a detached run shows where its transcript may appear."""
 
     _TEXT = "The agent is running; its summary appears here when it ends (%agent wait waits for it)."
 

@@ -15,9 +15,11 @@ http(s) and mailto links kept.
 
 from __future__ import annotations
 
+import decimal
 import functools
 import html
 import json
+import math
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -27,7 +29,8 @@ from ..events import AgentEvent
 from .items import SubagentCard, ToolCard
 from .transcript import Transcript
 
-__all__ = ["RunSummary", "SubagentLine", "ToolCallLine", "markdown_to_html"]
+__all__ = ["RunSummary", "SubagentLine", "ToolCallLine", "format_cost", "markdown_to_html",
+           "one_decimal"]
 
 #: Longest argument line shown per tool call (characters).
 ARGS_SHORT = 80
@@ -210,7 +213,7 @@ class RunSummary:
 
     def _usage_parts(self, *, timed: bool) -> list[str]:
         parts = [f"{self.input_tokens:,} tokens in", f"{self.output_tokens:,} out",
-                 "cost unknown" if self.cost_usd is None else f"${self.cost_usd:.4f}",
+                 format_cost(self.cost_usd),
                  f"{self.turns} turn{'s' if self.turns != 1 else ''}"]
         if self.model:
             parts.append(self.model)
@@ -290,16 +293,28 @@ def _call_names(sub: SubagentLine) -> str:
 def _sub_usage(sub: SubagentLine) -> str:
     if sub.input_tokens is None and sub.output_tokens is None:
         return "–"
-    cost = "cost unknown" if sub.cost_usd is None else f"${sub.cost_usd:.4f}"
-    return f"{sub.input_tokens or 0:,} in · {sub.output_tokens or 0:,} out · {cost}"
+    return f"{sub.input_tokens or 0:,} in · {sub.output_tokens or 0:,} out · {format_cost(sub.cost_usd)}"
+
+
+def format_cost(cost: float | None) -> str:
+    """The one cost format of every surface: ``$0.0123``, and ``—`` when unknown (never
+    ``$0.0000`` for an unknown cost)."""
+    return "—" if cost is None else f"${cost:.4f}"
+
+
+def one_decimal(value: float) -> str:
+    """``value`` with one decimal, rounded as JavaScript's ``toFixed(1)`` rounds (half away from
+    zero on the exact binary value), so the live view and the static renderings agree."""
+    exact = decimal.Decimal(value).quantize(decimal.Decimal("0.1"), rounding=decimal.ROUND_HALF_UP)
+    return f"{exact:.1f}"
 
 
 def _duration(seconds: float | None) -> str:
     if seconds is None:
         return "–"
     if seconds < 60:
-        return f"{seconds:.1f} s"
-    minutes, rest = divmod(int(round(seconds)), 60)
+        return f"{one_decimal(seconds)} s"
+    minutes, rest = divmod(math.floor(seconds + 0.5), 60)  # Math.round, as the live view
     return f"{minutes} min {rest:02d} s"
 
 
@@ -329,7 +344,7 @@ def _renderer() -> Callable[[str], str]:
             return self.link(text or url, url, title)
 
     markdown = mistune.create_markdown(escape=True, renderer=SafeRenderer(escape=True),
-                                       plugins=["strikethrough", "table"])
+                                       plugins=["strikethrough", "table", "url"])
     return lambda text: str(markdown(text))
 
 

@@ -3,7 +3,8 @@
 A ``Transcript`` turns the event stream into what a person looks at (the items of ``items.py``):
 blocks of streamed text and thinking, a card per tool call, compaction cards, notices, and a
 status line (turn, tokens, cost, model, phase). It knows nothing about widgets or comms: the live view observes it through
-``TranscriptObserver`` (to send only what changed) and the static summary reads its final state.
+``TranscriptObserver`` (to send only what changed); the static transcript (``static_view.py``)
+and the summary draw its state.
 
 Every item carries the ``agent`` that produced it (``None`` for the top-level agent), so events
 of a sub-agent stay apart. A sub-agent run is itself an item, a ``SubagentCard``, whose ``agent``
@@ -35,6 +36,7 @@ from .items import (
     TextBlock,
     ToolCard,
     pretty_arguments,
+    utf16_length,
 )
 
 __all__ = [
@@ -96,6 +98,10 @@ class Transcript:
         self._subagents: dict[str, SubagentCard] = {}
         self._last: dict[str | None, Item] = {}
         self._next_id = 0
+        # Characters of text and thinking streamed so far (as JavaScript counts them), and
+        # whether a model call reported no price (the run's cost is then unknown).
+        self._streamed_chars = 0
+        self._cost_unknown = False
 
     # -- reading ---------------------------------------------------------------------------------
 
@@ -180,6 +186,9 @@ class Transcript:
         if not text:
             return
         kind = "thinking" if event.type is EventType.THINKING_DELTA else "text"
+        self._streamed_chars += utf16_length(text)
+        if event.agent_id is None:
+            self._set_status(activity="thinking" if kind == "thinking" else "writing")
         last = self._last.get(event.agent_id)
         if isinstance(last, TextBlock) and last.kind == kind:
             last.chunks.append(text)
@@ -190,6 +199,17 @@ class Transcript:
 
     def _on_tool_call_start(self, event: AgentEvent, data: dict[str, Any]) -> None:
         self._tool_card(event, data.get("call_id", ""), data.get("name"))
+        if event.agent_id is None:
+            self._set_status(activity="tool_call")
+
+    def _on_llm_start(self, event: AgentEvent, data: dict[str, Any]) -> None:
+        if event.agent_id is None:
+            self._set_status(activity="model")
+
+    def _on_context_assembled(self, event: AgentEvent, data: dict[str, Any]) -> None:
+        total = data.get("total_tokens")
+        if event.agent_id is None and isinstance(total, int):
+            self._set_status(pending_input=total)
 
     def _on_tool_call_ready(self, event: AgentEvent, data: dict[str, Any]) -> None:
         card = self._tool_card(event, data.get("call_id", ""), data.get("name"))
@@ -199,8 +219,10 @@ class Transcript:
 
     def _on_approval_required(self, event: AgentEvent, data: dict[str, Any]) -> None:
         card = self._tool_card(event, data.get("call_id", ""), data.get("tool"))
-        changes: dict[str, Any] = {"status": "awaiting_approval",
-                                   "approval_reason": data.get("reason")}
+        reason = data.get("reason")
+        if data.get("server") and data.get("destructive"):  # an MCP tool's destructiveHint
+            reason = f"{reason} · the MCP server {data['server']!r} marks this tool destructive"
+        changes: dict[str, Any] = {"status": "awaiting_approval", "approval_reason": reason}
         if not card.arguments and data.get("arguments") is not None:
             card.raw_arguments = data["arguments"] if isinstance(data["arguments"], dict) else None
             changes["arguments"] = pretty_arguments(data["arguments"])
@@ -235,18 +257,24 @@ class Transcript:
                   result_chars=len(content), duration_s=data.get("duration_s"), progress=None)
 
     def _on_llm_complete(self, event: AgentEvent, data: dict[str, Any]) -> None:
-        self._add_usage(data, model=data.get("model") if event.agent_id is None else None)
+        top = event.agent_id is None
+        extra: dict[str, Any] = {"usage_chars": self._streamed_chars}
+        if top:  # the provider's figures replace the estimate of the call in flight
+            extra.update(pending_input=None, activity=None)
+        self._add_usage(data, model=data.get("model") if top else None, **extra)
 
-    def _add_usage(self, data: dict[str, Any], model: str | None = None) -> None:
+    def _add_usage(self, data: dict[str, Any], model: str | None = None, **extra: Any) -> None:
         """Adds one model call's tokens and cost (a response, or a compaction summary) to the status."""
         usage = data.get("usage") or {}
         cost = data.get("cost_usd")
-        total = None if cost is None or self.status.cost_usd is None \
-            else self.status.cost_usd + cost
+        if cost is None:
+            self._cost_unknown = True  # one unpriced call makes the total unknown
+        total = None if cost is None or self._cost_unknown \
+            else (self.status.cost_usd or 0.0) + float(cost)
         changes: dict[str, Any] = {
             "input_tokens": self.status.input_tokens + int(usage.get("input_tokens") or 0),
             "output_tokens": self.status.output_tokens + int(usage.get("output_tokens") or 0),
-            "cost_usd": total,
+            "cost_usd": total, **extra,
         }
         if model:
             changes["model"] = model
@@ -329,6 +357,26 @@ class Transcript:
         if event.agent_id is None:
             self._set_status(phase="cancelled", stopping=False)
 
+    def _on_mcp(self, event: AgentEvent, data: dict[str, Any]) -> None:
+        """A resource attached to the prompt, or a server's question or sampling request, answered."""
+        server = data.get("server")
+        if event.type is EventType.MCP_RESOURCE:
+            capped = ", capped" if data.get("capped") else ""
+            message = f"Attached @{server}:{data.get('uri')} ({int(data.get('chars') or 0):,} characters{capped})"
+        elif event.type is EventType.MCP_SAMPLING:
+            if data.get("action") == "accept":
+                out = int((data.get("usage") or {}).get("output_tokens") or 0)
+                message = (f"MCP server {server!r} asked the model ({data.get('model')}) for a completion: answered, "
+                           f"{out:,} token{'' if out == 1 else 's'} out")
+            else:
+                message = f"MCP server {server!r} asked the model for a completion: declined ({data.get('reason')})"
+        else:
+            answer = data.get("action")
+            message = f"MCP server {server!r} asked: {data.get('message')} → {answer}"
+            if answer != "accept" and data.get("reason"):
+                message += f" ({data['reason']})"
+        self._notice(event, event.type.value, "info", message)
+
     def _on_subagent_start(self, event: AgentEvent, data: dict[str, Any]) -> None:
         card = self._subagent_card(event, data)
         prompt = str(data.get("prompt") or "")
@@ -391,6 +439,7 @@ class Transcript:
         changes: dict[str, Any] = {
             "phase": _PHASE_BY_REASON.get(str(reason), "finished"),
             "reason": reason, "stopping": False, "final_text": data.get("text"),
+            "activity": None,
         }
         for key in ("input_tokens", "output_tokens", "cost_usd"):
             if key in stats:
@@ -407,6 +456,20 @@ class Transcript:
         """Shows that a stop was asked for (until the run ends), or that it failed (False)."""
         if self.status.phase == "running":
             self._set_status(stopping=stopping)
+
+    def mark_interrupted(self, duration_s: float | None = None) -> None:
+        """Ends a run whose events stop before its ``run_finish`` (a journal of a kernel that
+        died): its phase becomes ``interrupted`` and whatever was still open is cancelled."""
+        if self.status.phase != "running":
+            return
+        for card in self.tool_cards:
+            if card.status not in TERMINAL_STATUSES:
+                self._set(card, status="cancelled")
+        for sub in self._subagents.values():
+            if sub.status == "running":
+                self._set(sub, status="cancelled")
+        self.duration_s = duration_s
+        self._set_status(phase="interrupted", reason="interrupted", stopping=False, activity=None)
 
     def add_notice(self, topic: str, level: str, message: str) -> None:
         """Appends a notice that no event carries (e.g. a click that could not be delivered)."""
@@ -464,6 +527,8 @@ _HANDLERS: dict[EventType, _Handler] = {
     EventType.TOOL_START: Transcript._on_tool_start,
     EventType.TOOL_PROGRESS: Transcript._on_tool_progress,
     EventType.TOOL_RESULT: Transcript._on_tool_result,
+    EventType.LLM_START: Transcript._on_llm_start,
+    EventType.CONTEXT_ASSEMBLED: Transcript._on_context_assembled,
     EventType.LLM_COMPLETE: Transcript._on_llm_complete,
     EventType.RETRY: Transcript._on_retry,
     EventType.MODEL_FALLBACK: Transcript._on_model_fallback,
@@ -477,4 +542,7 @@ _HANDLERS: dict[EventType, _Handler] = {
     EventType.SUBAGENT_START: Transcript._on_subagent_start,
     EventType.SUBAGENT_FINISH: Transcript._on_subagent_finish,
     EventType.RUN_FINISH: Transcript._on_run_finish,
+    EventType.MCP_RESOURCE: Transcript._on_mcp,
+    EventType.MCP_SAMPLING: Transcript._on_mcp,
+    EventType.MCP_ELICITATION: Transcript._on_mcp,
 }

@@ -19,7 +19,9 @@ The runner calls ``view.handle(event)`` for every event of a run. The view folds
   before a view existed are lost, so a late or reloaded view rebuilds from this. A ``sync`` is
   also the first sign that a front-end is showing the view (headless clients never send one).
 * The synced ``snapshot`` trait holds the whole transcript once the run has ended, so saved
-  widget state and exported HTML show the finished run with no kernel.
+  widget state and exported HTML show the finished run with no kernel. The runner goes further
+  and replaces the view's output with ``static()``, a static transcript drawn from the same
+  snapshot, so a saved notebook needs no widget state at all (see ``static_view.py``).
 * JS → Python ``{"type": "approval", "call_id", "agent", "decision", "reason"}`` (decision
   ``approve``, ``reject`` or ``always_allow``; ``agent`` the card's agent, which tells apart
   sub-agents whose calls have equal ids) and ``{"type": "stop"}`` call ``on_decision`` /
@@ -46,6 +48,7 @@ import agent_kernel
 
 from ..events import AgentEvent, EventType
 from .items import TERMINAL_STATUSES, Item, TextBlock
+from .static_view import StaticTranscript
 from .summary import RunSummary
 from .transcript import Transcript
 
@@ -173,6 +176,11 @@ class AgentView(anywidget.AnyWidget):  # type: ignore[misc]
         """The static summary of the run so far (answer, tool calls, usage)."""
         with self._lock:
             return RunSummary.from_transcript(self.transcript)
+
+    def static(self) -> StaticTranscript:
+        """The run so far as a static transcript: what this view shows, with no widget."""
+        with self._lock:
+            return StaticTranscript.from_transcript(self.transcript)
 
     def __repr__(self) -> str:
         """A one-liner without ids or addresses, e.g. ``AgentView(run finished: end_turn)``.

@@ -130,7 +130,10 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
     log = base / "jupyterlab.log"
     command = [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip=127.0.0.1",
                f"--port={port}", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={folders['root']}",
-               "--ServerApp.port_retries=0", "--LabApp.news_url=", "--LabApp.check_for_updates_class="
+               "--ServerApp.port_retries=0", "--LabApp.news_url=",
+               # window.jupyterapp, as JupyterLab offers it to extensions' tests: what the live
+               # view feature-detects to raise a notification for a pending approval
+               "--LabApp.expose_app_in_browser=True", "--LabApp.check_for_updates_class="
                "jupyterlab.NeverCheckForUpdate"]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         command.append("--allow-root")  # CI containers run as root

@@ -86,6 +86,10 @@ class Notebook:
     def view(self, name: str) -> Locator:
         return self.cell(name).locator(".ak-view")
 
+    def transcript(self, name: str) -> Locator:
+        """The static transcript that replaces the live view when the run ends."""
+        return self.cell(name).locator(".ak-static")
+
 
 def _write_notebook(path: Path, cells: dict[str, str]) -> None:
     notebook = {
@@ -172,9 +176,11 @@ def test_text_streams_in_and_approve_while_the_cell_is_busy_lets_the_run_finish(
     approve.click()
 
     notebook.wait_done("approve")
-    expect(view.locator(".ak-tool .ak-badge")).to_have_class(re.compile("ak-status-done"))
-    expect(notebook.cell("approve").locator(".agent-kernel-summary")).to_contain_text("The note is saved.")
-    view.screenshot(path=str(artifacts / f"{notebook.mode}-approved.png"))
+    transcript = notebook.transcript("approve")
+    expect(transcript.locator(".ak-tool .ak-badge")).to_have_text("done")
+    expect(transcript).to_contain_text("The note is saved.")
+    expect(view).to_have_count(0)  # the live view gave way to its transcript
+    transcript.screenshot(path=str(artifacts / f"{notebook.mode}-approved.png"))
     assert notebook.run_and_wait("approved?").strip() == "['hello'] The note is saved."
     subshells = notebook.run_and_wait("subshells?").strip()
     if notebook.mode == "disabled":
@@ -195,7 +201,7 @@ def test_reject_with_a_reason_sends_the_reason_to_the_model(notebook: Notebook, 
     reject.click()
 
     notebook.wait_done("reject")
-    view.screenshot(path=str(artifacts / f"{notebook.mode}-rejected.png"))
+    notebook.transcript("reject").screenshot(path=str(artifacts / f"{notebook.mode}-rejected.png"))
     told = notebook.run_and_wait("rejected?")
     assert "The user rejected this call: no notes today" in told
 
@@ -210,8 +216,8 @@ def test_stop_cancels_the_run_and_the_cell_completes(notebook: Notebook, artifac
     view.locator(".ak-stop").click()
 
     notebook.wait_done("stop", timeout=30_000)
-    expect(view.locator(".ak-phase")).to_contain_text("cancelled")
-    view.screenshot(path=str(artifacts / f"{notebook.mode}-stopped.png"))
+    expect(notebook.transcript("stop").locator(".ak-phase")).to_contain_text("cancelled")
+    notebook.transcript("stop").screenshot(path=str(artifacts / f"{notebook.mode}-stopped.png"))
     assert notebook.run_and_wait("stopped?").strip() == "user_interrupt ['hello']"
 
 
@@ -257,7 +263,8 @@ def test_a_detached_cell_returns_at_once_and_a_later_click_still_decides(
 
         approve.click()
 
-        expect(output.locator(".agent-kernel-summary")).to_contain_text("The note is saved.", timeout=30_000)
+        expect(output.locator(".ak-static")).to_contain_text("The note is saved.", timeout=30_000)
         expect(output).not_to_contain_text("its summary appears here")
-        view.screenshot(path=str(artifacts / "detached-approved.png"))
+        expect(output.locator(".ak-static")).to_have_count(1)
+        output.screenshot(path=str(artifacts / "detached-approved.png"))
         assert book.run_and_wait("wait").strip() == "['hello'] The note is saved."
