@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from typing import Any
 
+import looptime
 import pytest
 
 from .payload_check import check_emitted_payloads
@@ -67,3 +69,14 @@ def _payloads_match_their_types() -> Any:
     with check_emitted_payloads() as violations:
         yield
     assert not violations, "events whose data does not match agent_kernel.payloads:\n" + "\n".join(violations[:10])
+
+
+@pytest.fixture
+async def fake_clock() -> None:
+    """Puts the test's event loop on looptime's fake clock: sleeps and timers take no real time,
+    and time moves only when every task waits, so timing behaviour is decided exactly.
+
+    (looptime's own pytest plugin is turned off in pyproject: it makes an event loop for every
+    sync test and leaves it unclosed.)
+    """
+    looptime.patch_event_loop(asyncio.get_running_loop())

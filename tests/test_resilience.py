@@ -98,7 +98,7 @@ async def test_the_fallback_keeps_serving_later_turns() -> None:
     assert result.text == "done" and len(primary.requests) == 1 and len(backup.requests) == 2
 
 
-@pytest.mark.looptime  # the loop's clock is fake: a stall is decided exactly, whatever the load
+@pytest.mark.usefixtures("fake_clock")  # a stall is decided exactly, whatever the load
 async def test_a_stalled_stream_is_detected_then_retried() -> None:
     model = ScriptedModel([[text("a"), stall(5)], "after the stall"])
     result = await make_agent(model, stall_timeout=0.05).run("go")
@@ -108,7 +108,7 @@ async def test_a_stalled_stream_is_detected_then_retried() -> None:
     assert of_type(result.events, EventType.RETRY)[0].data["kind"] == "stall"
 
 
-@pytest.mark.looptime  # the loop's clock is fake: a stall is decided exactly, whatever the load
+@pytest.mark.usefixtures("fake_clock")  # a stall is decided exactly, whatever the load
 async def test_a_stall_can_abort_the_run() -> None:
     model = ScriptedModel([stall(5), "never"])
     result = await make_agent(model, stall_timeout=0.05, on_stall="abort").run("go")
@@ -116,7 +116,7 @@ async def test_a_stall_can_abort_the_run() -> None:
     assert of_type(result.events, EventType.ERROR)[0].data["kind"] == "stall"
 
 
-@pytest.mark.looptime  # the loop's clock is fake: a stall is decided exactly, whatever the load
+@pytest.mark.usefixtures("fake_clock")  # a stall is decided exactly, whatever the load
 async def test_a_stall_can_fall_back() -> None:
     model = ScriptedModel([stall(5)], name="slow")
     backup = ScriptedModel(["quick answer"], name="quick")
@@ -125,7 +125,7 @@ async def test_a_stall_can_fall_back() -> None:
     assert types(result.events).index("stall_detected") < types(result.events).index("model_fallback")
 
 
-@pytest.mark.looptime  # the loop's clock is fake: a stall is decided exactly, whatever the load
+@pytest.mark.usefixtures("fake_clock")  # a stall is decided exactly, whatever the load
 async def test_a_slow_but_steady_stream_is_not_a_stall() -> None:
     # 13 gaps of 0.05 s: the stream lasts longer than the timeout, no single gap comes near it.
     model = ScriptedModel([text("steady stream", chunk=1, delay=0.05)])

@@ -331,7 +331,7 @@ def _md_code(text: str) -> str:
 def _renderer() -> Callable[[str], str]:
     import mistune  # imported on first use: rendering a summary is rare, imports are not
 
-    class SafeRenderer(mistune.HTMLRenderer):  # type: ignore[misc]
+    class SafeRenderer(mistune.HTMLRenderer):
         """Escapes raw HTML; keeps only http(s)/mailto links; shows images as links."""
 
         def link(self, text: str, url: str, title: str | None = None) -> str:

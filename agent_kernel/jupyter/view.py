@@ -75,7 +75,7 @@ def _static_file(name: str) -> Path:
     return Path(__file__).resolve().parents[2] / "widgets" / name
 
 
-class AgentView(anywidget.AnyWidget):  # type: ignore[misc]
+class AgentView(anywidget.AnyWidget):
     """The live view of one agent run: streamed text, tool cards, approvals, a Stop button.
 
     Args:
