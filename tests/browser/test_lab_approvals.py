@@ -38,8 +38,8 @@ def write_note(text: str) -> str:
 
 CELLS = {
     "setup": SETUP,
-    "approving": ("approving = ScriptedModel([[text(%r, chunk=3, delay=0.04), "
-                  "tool_call('write_note', {'text': 'hello'})], 'The note is saved.'])" % STREAMED),
+    "approving": (f"approving = ScriptedModel([[text({STREAMED!r}, chunk=3, delay=0.04), "
+                  "tool_call('write_note', {'text': 'hello'})], 'The note is saved.'])"),
     "approve": "%%agent -m approving --tools write_note --new -o approved\nWrite a note saying hello.",
     "approved?": "print(notes, approved.text)",
     "rejecting": ("rejecting = ScriptedModel([[text('Let me write it.'), "
