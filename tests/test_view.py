@@ -21,6 +21,7 @@ import comm
 import pytest
 
 from agent_kernel.events import AgentEvent, EventType
+from agent_kernel.jupyter.protocol import TO_FRONT_END, TO_KERNEL, problem
 from agent_kernel.jupyter.view import AgentView
 
 T = EventType
@@ -45,6 +46,9 @@ class RecordingComm:
         pass
 
     def send(self, data: Any = None, metadata: Any = None, buffers: Any = None) -> None:
+        if isinstance(data, dict) and data.get("method") == "custom":  # held to jupyter.protocol
+            why = problem(data.get("content"), TO_FRONT_END)
+            assert why is None, f"the view sent a message outside jupyter.protocol: {why}"
         self.messages.append(data)
         if self.on_send is not None:
             self.on_send()
@@ -706,6 +710,31 @@ async def test_a_scripted_run_fed_through_the_view_ends_with_its_answer(make_vie
     assert view.summary().answer == "The sum is **5**."
 
 
+# -- the widget protocol ----------------------------------------------------------------------------
+
+
+def test_the_es_module_handles_and_sends_exactly_the_message_types_of_the_protocol() -> None:
+    source = (REPO / "widgets" / "agent_view.js").read_text(encoding="utf-8")
+    handled = set(re.findall(r'msg\.type === "(\w+)"', source))
+    sent = set(re.findall(r'model\.send\(\{\s*type: "(\w+)"', source))
+    assert handled == set(TO_FRONT_END), "agent_view.js and jupyter.protocol disagree on kernel messages"
+    assert sent == set(TO_KERNEL), "agent_view.js and jupyter.protocol disagree on front-end messages"
+
+
+def test_the_view_ignores_a_front_end_message_outside_the_protocol(make_view) -> None:
+    decisions: list[Any] = []
+    clock, ev = Clock(), Events()
+    view = make_view(clock=clock, on_decision=lambda *args: decisions.append(args))
+    start(view, ev)
+    view.handle(ev(T.APPROVAL_REQUIRED, call_id="c1", tool="bash", arguments={"command": "ls"},
+                   key="bash(ls)", reason="asks"))
+    front_end(view, {"type": "approval", "call_id": "c1", "decision": "yes please"})  # not a decision
+    front_end(view, {"type": "approval", "call_id": 7, "decision": "approve"})  # not a call id
+    assert decisions == []
+    front_end(view, {"type": "approval", "call_id": "c1", "decision": "approve", "agent": None, "reason": None})
+    assert [d[:2] for d in decisions] == [("c1", "approve")]
+
+
 # -- the lasting transcript, in Python -----------------------------------------------------------
 
 
@@ -874,6 +903,8 @@ class BrowserPage:
                             "state": m.get("state")} for m in pending]])
             click = None
             for reply in replies:
+                why = problem(reply, TO_KERNEL)
+                assert why is None, f"agent_view.js sent a message outside jupyter.protocol: {why}"
                 front_end(view, reply)
             if not replies and self._forwarded == len(view.comm.messages):
                 return

@@ -48,6 +48,7 @@ import agent_kernel
 
 from ..events import AgentEvent, EventType
 from .items import TERMINAL_STATUSES, Item, TextBlock
+from .protocol import TO_KERNEL, Batch, Snapshot, problem
 from .static_view import StaticTranscript
 from .summary import RunSummary
 from .transcript import Transcript
@@ -163,7 +164,7 @@ class AgentView(anywidget.AnyWidget):
             if not ops:
                 return
             self._version += 1
-            self.send({"type": "batch", "v": self._version, "ops": ops})
+            self.send(Batch(type="batch", v=self._version, ops=ops))
 
     def close_run(self) -> None:
         """Sends the last changes and stores the whole transcript in ``snapshot``. Idempotent."""
@@ -259,7 +260,9 @@ class AgentView(anywidget.AnyWidget):
     # -- front-end messages ----------------------------------------------------------------------
 
     def _on_front_end_msg(self, _widget: Any, content: dict[str, Any], _buffers: Any) -> None:
-        kind = content.get("type") if isinstance(content, dict) else None
+        if problem(content, TO_KERNEL) is not None:
+            return  # not a message of jupyter.protocol: a stale or foreign front end
+        kind = content["type"]
         if kind == "sync":
             self._send_snapshot()
         elif kind == "approval":
@@ -270,7 +273,7 @@ class AgentView(anywidget.AnyWidget):
     def _send_snapshot(self) -> None:
         with self._lock:
             self.flush()
-            self.send({"type": "snapshot", "v": self._version, "state": self.transcript.to_json()})
+            self.send(Snapshot(type="snapshot", v=self._version, state=self.transcript.to_json()))
 
     def _on_approval(self, content: dict[str, Any]) -> None:
         call_id = str(content.get("call_id") or "")
