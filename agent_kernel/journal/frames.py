@@ -2,7 +2,8 @@
 
 Every function takes a *source*: a journal path, a ``Journal``, a list of ``AgentEvent`` (or of
 their dicts), or any object with an ``.events`` list (a live agent: the list is copied when the
-function is called, so a run still in progress gives the events so far). Column names and dtypes
+function is called, so a run still in progress gives the events so far; once an agent's memory
+let earlier events go, its journal is read instead, see ``journal.event_log``). Column names and dtypes
 are fixed and listed in each docstring; ``string`` means ``pd.StringDtype("pyarrow")`` (missing
 values are ``pd.NA``), times are ``datetime64[ns, UTC]`` (missing: ``NaT``), and ``type`` is a
 categorical over every ``EventType`` value in vocabulary order, so frames of many sessions concat
@@ -32,12 +33,12 @@ from .columns import (
     EVENT_TYPES,
     ID_FIELDS,
     EventColumns,
-    worker_threads,
     arrow_kind,
     columns_from_events,
     columns_from_file,
     data_kind,
     records_from_file,
+    worker_threads,
 )
 from .journal import Journal
 from .resume import Conversation
@@ -176,6 +177,7 @@ def source_events(source: Any, *, skip_deltas: bool = True) -> list[AgentEvent]:
         skip_deltas: leave out per-token deltas (cheaply, for files): the frames other than
             ``events_df`` never use them.
     """
+    source = _session_source(source)
     if _is_path(source):
         records = records_from_file(source, _DELTAS if skip_deltas else ())
         return [AgentEvent.from_dict(r) for r in records]
@@ -193,6 +195,12 @@ def source_events(source: Any, *, skip_deltas: bool = True) -> list[AgentEvent]:
             "events, or an object with an .events list (such as an Agent)."
         ) from None
     return [e if isinstance(e, AgentEvent) else AgentEvent.from_dict(e) for e in snapshot]
+
+
+def _session_source(source: Any) -> Any:
+    """A live agent's journal path once its ``EventLog`` let events go from memory, else ``source``."""
+    as_source = getattr(getattr(source, "events", source), "as_source", None)
+    return source if as_source is None else as_source()
 
 
 def _utc(seconds: Any) -> pd.DatetimeIndex:
@@ -241,12 +249,15 @@ def events_df(source: Any) -> pd.DataFrame:
     ``json.loads`` returns them. Rows without the key hold a missing value.
 
     A journal path is read by a vectorised reader, many times faster and leaner than
-    ``pandas.read_json`` + ``json_normalize`` (figures: ``benchmarks/journal.py``).
+    ``pandas.read_json`` + ``json_normalize`` (figures: ``benchmarks/journal.py``). A file another
+    tool re-serialised is read line by line instead, with a ``SlowJournalWarning`` saying why and
+    how to make it fast (``rewrite_journal``).
 
     Example:
         >>> df = events_df(".agent_kernel/sessions/s_1234.jsonl")  # doctest: +SKIP
         >>> df[df.type == "tool_result"][["ts", "name", "duration_s"]]  # doctest: +SKIP
     """
+    source = _session_source(source)
     if isinstance(source, Journal):
         source.flush()
         source = source.path
@@ -280,17 +291,32 @@ def _events_frame(columns: EventColumns) -> pd.DataFrame:
     for key in sorted(built):
         out[f"data_{key}" if key in EVENT_COLUMNS else key] = built[key]
     frame = pd.DataFrame(out, copy=False)
-    _fill_parent_agents(frame)
+    _fill_parent_agents(frame, columns)
     return frame
 
 
-def _fill_parent_agents(frame: pd.DataFrame) -> None:
-    """Fills ``parent_agent_id`` from the ``subagent_start`` rows (an event names only its own agent)."""
+_SUBAGENT_START = EVENT_TYPES.index(EventType.SUBAGENT_START.value)
+
+
+def _missing(value: Any) -> bool:
+    """A missing cell of a data column (None, pd.NA or NaN); any other value, list or dict included, is present."""
+    return value is None or value is pd.NA or (isinstance(value, float) and value != value)
+
+
+def _fill_parent_agents(frame: pd.DataFrame, columns: EventColumns) -> None:
+    """Fills ``parent_agent_id`` from the ``subagent_start`` rows (an event names only its own agent).
+
+    A row's agent is one of its group's id fields, so the parent is looked up once per group and
+    spread like the id columns: mapping a million rows' strings was a fifth of the time spent
+    building the frame of a crew's journal (benchmarks/journal.py).
+    """
     if "data_parent_agent_id" not in frame or "data_agent_id" not in frame:
         return
-    starts = frame[frame["type"] == EventType.SUBAGENT_START.value]
-    parents = dict(zip(starts["data_agent_id"], starts["data_parent_agent_id"]))
-    frame["parent_agent_id"] = frame["agent_id"].map(parents).astype(frame["agent_id"].dtype)
+    starts = np.flatnonzero(columns.type_code == _SUBAGENT_START)
+    children = frame["data_agent_id"].iloc[starts].tolist()
+    parents = {child: None if _missing(parent) else parent
+               for child, parent in zip(children, frame["data_parent_agent_id"].iloc[starts].tolist()) if not _missing(child)}
+    frame["parent_agent_id"] = _string_take([parents.get(g.get("agent_id")) for g in columns.groups], columns.group)
 
 
 _ARROW_TYPES = {"bool": pa.bool_(), "int": pa.int64(), "float": pa.float64(), "str": pa.large_string()}
@@ -479,8 +505,8 @@ def _overlaps(calls: list[_Call], now: float) -> dict[int, list[str]]:
     lasts until ``now``)."""
     spans = sorted((c.start, c.end if c.end is not None else now, i) for i, c in enumerate(calls) if c.start is not None)
     out: dict[int, list[str]] = {i: [] for i in range(len(calls))}
-    for n, (start, end, i) in enumerate(spans):
-        for other_start, other_end, j in spans[n + 1 :]:
+    for n, (_start, end, i) in enumerate(spans):
+        for other_start, _other_end, j in spans[n + 1 :]:
             if other_start >= end:
                 break
             out[i].append(calls[j].call_id)

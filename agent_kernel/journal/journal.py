@@ -4,11 +4,10 @@ File format (schema 1). The first line is a header object::
 
     {"schema": 1, "session_id": "s_...", "created": 1718000000.5, ...metadata}
 
-and every following line is one ``AgentEvent.to_dict()``, written with compact separators, ASCII
-only (other characters are ``\\u`` escaped), and the keys in this order: ``seq, ts, session_id,
-run_id, turn_id, parent_turn_id, iteration, agent_id, type, data``. ``data`` comes last so a reader
-can split a line into its envelope and its payload without parsing the payload (see
-``journal.columns``); any JSON reader sees an ordinary object.
+and every following line is one ``AgentEvent.to_dict()`` in the layout ``journal.format`` states
+(compact separators, ASCII only, the keys in ``FIELD_ORDER`` with ``data`` last), so the fast
+reader (``journal.columns``) can split a line into its envelope and its payload without parsing
+the payload; any JSON reader sees an ordinary object.
 
 Round trip. Every event is written as its own record (deltas are not coalesced), so
 ``read_events(path)`` returns events equal to the ones written, field by field, whenever ``data``
@@ -56,7 +55,8 @@ from typing import Any
 
 from ..errors import JournalError
 from ..events import AgentEvent, EventType
-from .reader import TornLineWarning, parse_header
+from .format import DATA_KEY, FIELD_ORDER, ITEM_SEPARATOR, KEY_SEPARATOR, LINE_END, SEQ_KEY, TS_KEY, id_section
+from .reader import TornLineWarning, parse_header, read_records
 
 try:  # the C encoder, built once: json.dumps rebuilds it on every call
     from json.encoder import c_make_encoder  # type: ignore[attr-defined]  # private, so not in typeshed
@@ -68,18 +68,19 @@ try:
 except ImportError:  # pragma: no cover - Windows has no flock; the lock is skipped there
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["JOURNAL_SCHEMA", "SESSIONS_DIR", "Journal", "session_path"]
+__all__ = ["JOURNAL_SCHEMA", "SESSIONS_DIR", "Journal", "event_line", "rewrite_journal", "session_path"]
 
 JOURNAL_SCHEMA = 1
 SESSIONS_DIR = Path(".agent_kernel") / "sessions"
 
 # The only events that wait in the buffer: they come per token (or per progress report).
 _BUFFERED = frozenset({EventType.TEXT_DELTA, EventType.THINKING_DELTA, EventType.TOOL_CALL_DELTA, EventType.TOOL_PROGRESS})
-_TYPE_NAMES = {kind: kind.value for kind in EventType}
+# Each type's name with the text that follows it (one lookup per line on the hot path).
+_TYPE_NAMES = {kind: kind.value + DATA_KEY for kind in EventType}
 # The fields the fast line format writes. If AgentEvent ever gains a field, every event is written
-# through AgentEvent.to_dict() instead (correct, slower) until the format here learns it.
+# through AgentEvent.to_dict() instead (correct, slower) until journal.format learns it.
 CANONICAL_FIELDS = ("seq", "ts", "session_id", "run_id", "turn_id", "parent_turn_id", "iteration", "type", "data", "agent_id")
-_FAST = tuple(f.name for f in dataclasses.fields(AgentEvent)) == CANONICAL_FIELDS
+_FAST = tuple(f.name for f in dataclasses.fields(AgentEvent)) == CANONICAL_FIELDS and sorted(CANONICAL_FIELDS) == sorted(FIELD_ORDER)
 _HEADER_KEYS = frozenset({"schema", "session_id", "created"})
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
@@ -93,9 +94,9 @@ def _default(value: Any) -> Any:
 
 
 if c_make_encoder is not None:
-    _c_encode = c_make_encoder(None, _default, encode_basestring_ascii, None, ":", ",", False, False, True)
+    _c_encode = c_make_encoder(None, _default, encode_basestring_ascii, None, KEY_SEPARATOR, ITEM_SEPARATOR, False, False, True)
 else:  # pragma: no cover
-    _py_encode = json.JSONEncoder(separators=(",", ":"), default=_default).encode
+    _py_encode = json.JSONEncoder(separators=(ITEM_SEPARATOR, KEY_SEPARATOR), default=_default).encode
 
     def _c_encode(value: Any, _level: int) -> list[str]:
         return [_py_encode(value)]
@@ -116,7 +117,58 @@ def _encode_safely(value: Any) -> str:
         return _encode(value)
     except (TypeError, ValueError):
         # Non-string keys that JSON cannot hold: keep the record rather than fail the run.
-        return json.dumps(value, separators=(",", ":"), default=_default, skipkeys=True)
+        return json.dumps(value, separators=(ITEM_SEPARATOR, KEY_SEPARATOR), default=_default, skipkeys=True)
+
+
+def _id_text(key: tuple[Any, ...]) -> str:
+    """The JSON text between ``ts`` and the type name for ``key`` (the id fields)."""
+    session_id, run_id, turn_id, parent_turn_id, iteration, agent_id = key
+    return id_section(
+        _encode_safely(session_id),
+        _encode_safely(run_id),
+        _encode_safely(turn_id),
+        _encode_safely(parent_turn_id),
+        str(int(iteration)),
+        _encode_safely(agent_id),
+    )
+
+
+def event_line(event: AgentEvent) -> str:
+    """The line the writer records for ``event``, newline included (the layout of ``journal.format``)."""
+    kind = EventType(event.type)
+    key = (event.session_id, event.run_id, event.turn_id, event.parent_turn_id, event.iteration, event.agent_id)
+    return (
+        f"{SEQ_KEY}{int(event.seq)}{TS_KEY}{float.__repr__(float(event.ts))}{_id_text(key)}{kind.value}"
+        f"{DATA_KEY}{_encode_safely(event.data)}{LINE_END}"
+    )
+
+
+def rewrite_journal(source: str | os.PathLike[str], target: str | os.PathLike[str]) -> Path:
+    """Writes the journal at ``source`` again at ``target`` in the writer's layout; returns ``target``.
+
+    For a journal another tool re-serialised (spaces after separators, keys reordered): the copy
+    holds the same header and events, and reads with the fast reader. A torn last line is left out
+    (with a ``TornLineWarning``).
+
+    Raises:
+        JournalError: ``target`` exists, or a record of ``source`` is not an agent event.
+    """
+    header, records = read_records(source)
+    try:
+        events = [AgentEvent.from_dict(record) for record in records]
+    except (KeyError, ValueError, TypeError) as exc:
+        raise JournalError(f"{source} holds a record that is not an agent event ({exc!r}); it cannot be rewritten.") from None
+    lines = [_encode_safely(header) + "\n"] if header is not None else []
+    lines.extend(event_line(event) for event in events)
+    target = Path(target)
+    _make_private_dirs(target.parent)
+    try:
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        raise JournalError(f"{target} exists; choose a new path for the rewritten journal.") from None
+    with os.fdopen(fd, "wb") as f:
+        f.write("".join(lines).encode("ascii"))
+    return target
 
 
 def _make_private_dirs(folder: Path) -> None:
@@ -340,12 +392,7 @@ class Journal:
         """The JSON text between ``ts`` and the type name for ``key`` (the id fields), cached."""
         if len(self._mids) > 256:  # a long session has many turns; keep the cache small
             self._mids.clear()
-        session_id, run_id, turn_id, parent_turn_id, iteration, agent_id = key
-        mid = self._mids[key] = (
-            f',"session_id":{_encode_safely(session_id)},"run_id":{_encode_safely(run_id)}'
-            f',"turn_id":{_encode_safely(turn_id)},"parent_turn_id":{_encode_safely(parent_turn_id)}'
-            f',"iteration":{int(iteration)},"agent_id":{_encode_safely(agent_id)},"type":"'
-        )
+        mid = self._mids[key] = _id_text(key)
         return mid
 
     def write(self, event: AgentEvent) -> None:
@@ -371,14 +418,11 @@ class Journal:
         if type(data) is dict and len(data) == 1:
             ((name, value),) = data.items()
             if type(name) is str and type(value) is str:
-                # A per-token delta: one string under one key. Quoting it directly skips the
-                # encoder's per-call setup, a quarter of the cost of a line.
+                # A per-token delta: one string under one key (format.STRING_PAYLOAD_*). Quoting
+                # it directly skips the encoder's per-call setup, a quarter of the cost of a line.
                 payload = f"{{{_quote(name)}:{_quote(value)}}}"
         try:
-            line = (
-                f'{{"seq":{event.seq:d},"ts":{_float_repr(event.ts)}{mid}{_TYPE_NAMES[kind]}'
-                f'","data":{payload or _join(_c_encode(data, 0))}}}\n'
-            )
+            line = f"{SEQ_KEY}{event.seq:d}{TS_KEY}{_float_repr(event.ts)}{mid}{_TYPE_NAMES[kind]}{payload or _join(_c_encode(data, 0))}{LINE_END}"
         except (TypeError, ValueError, KeyError):
             line = self._line_safely(event)
         self._buffer.append(line)
@@ -394,12 +438,7 @@ class Journal:
 
     def _line_safely(self, event: AgentEvent) -> str:
         """The line for an event the fast path refused (an int ``ts``, data JSON cannot hold)."""
-        kind = EventType(event.type)
-        key = (event.session_id, event.run_id, event.turn_id, event.parent_turn_id, event.iteration, event.agent_id)
-        return (
-            f'{{"seq":{int(event.seq)},"ts":{float.__repr__(float(event.ts))}{self._envelope(key)}{kind.value}'
-            f'","data":{_encode_safely(event.data)}}}\n'
-        )
+        return event_line(event)
 
     def _on_timer(self) -> None:
         self._timer = None
