@@ -10,12 +10,22 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-__all__ = ["run_blocking"]
+__all__ = ["SHORT_LIVED_LOOP", "run_blocking"]
 
 T = TypeVar("T")
+
+#: True inside a coroutine ``run_blocking`` runs: its loop closes when the call returns, so
+#: nothing meant to outlive the call (an MCP server's connection) may live on it.
+SHORT_LIVED_LOOP: contextvars.ContextVar[bool] = contextvars.ContextVar("agent_kernel_short_lived_loop", default=False)
+
+
+async def _marked(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    SHORT_LIVED_LOOP.set(True)
+    return await make()
 
 
 def run_blocking(make: Callable[[], Coroutine[Any, Any, T]], *, thread_name: str = "agent_kernel-run") -> T:
@@ -28,6 +38,6 @@ def run_blocking(make: Callable[[], Coroutine[Any, Any, T]], *, thread_name: str
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(make())
+        return asyncio.run(_marked(make))
     with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=thread_name) as pool:
-        return pool.submit(lambda: asyncio.run(make())).result()
+        return pool.submit(lambda: asyncio.run(_marked(make))).result()

@@ -4,7 +4,8 @@ Three figures, each the fastest of several rounds:
 
 - raw: the official ``mcp`` client calling the tool in a loop (the floor);
 - agent: an ``Agent`` whose scripted model asks for the same calls (one turn, run one at a time),
-  so each call goes through the loop, validation, permissions, the MCP runtime thread and back;
+  so each call goes through the loop, validation and permissions to the connection, which lives
+  on the caller's loop (``asyncio.run(main())`` here, the kernel's loop in a notebook);
 - local: the same agent calling a local ``@tool`` that does the same work (zoneinfo), to show what
   the MCP round trip itself costs.
 

@@ -73,6 +73,8 @@ def everything_http() -> Iterator[str]:
     finally:
         proc.terminate()
         proc.wait(10)
+        if proc.stderr is not None:
+            proc.stderr.close()
 
 
 def server_processes(marker: str) -> list[psutil.Process]:

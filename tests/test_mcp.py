@@ -432,3 +432,150 @@ async def test_a_servers_resources_can_be_read_through_the_hub(everything: None)
         result = await agent.mcp.read_resource("ev", "demo://resource/static/document/architecture.md")
         assert result.contents[0].uri == "demo://resource/static/document/architecture.md"
         assert result.contents[0].text.strip()
+
+
+# ---- resources in prompts -------------------------------------------------------------------
+
+
+def test_a_mentioned_resource_longer_than_the_limit_is_capped_and_kept_whole_in_the_session_folder(everything: None, tmp_path: Path) -> None:
+    uri = "demo://resource/static/document/architecture.md"
+    with agent_with([everything_stdio()], "ok", tool_result_limit=600, working_dir=tmp_path) as agent:
+        run = agent.run_sync(f"Summarise @ev:{uri}.")
+        prompt = of_type(run.events, EventType.RUN_START)[0].data["prompt"]
+        assert "characters omitted" in prompt and len(prompt) < 1500
+        (read,) = of_type(run.events, EventType.MCP_RESOURCE)
+        assert read.data["capped"] and read.data["uri"] == uri  # the trailing full stop is not part of it
+        (kept,) = (tmp_path / ".agent_kernel").rglob("resource-ev-*.txt")
+        assert len(kept.read_text()) == read.data["chars"]
+
+
+def test_a_mention_of_something_that_is_not_a_server_stays_prose() -> None:
+    with agent_with([time_server()], "ok") as agent:
+        run = agent.run_sync("Mail me@home:later or ping @work:now.")
+        assert of_type(run.events, EventType.RUN_START)[0].data["prompt"] == "Mail me@home:later or ping @work:now."
+        assert not of_type(run.events, EventType.MCP_RESOURCE)
+
+
+# ---- sampling --------------------------------------------------------------------------------
+
+SAMPLE = tool_call("mcp__ev__trigger-sampling-request", {"prompt": "Say hi", "maxTokens": 20})
+
+
+def test_a_server_allowed_to_sample_is_answered_by_the_agents_model_and_the_exchange_is_journaled(everything: None, tmp_path: Path) -> None:
+    journal = tmp_path / "s.jsonl"
+    with agent_with([everything_stdio(sampling=True)], [SAMPLE], "Hi from the model.", "done", permissions="bypass", journal=journal) as agent:
+        run = agent.run_sync("go")
+        assert '"text": "Hi from the model."' in result_of(run, "mcp__ev__trigger-sampling-request")["content"]
+        assert run.text == "done"
+    from agent_kernel.journal import read_events
+
+    (sampled,) = [e.data for e in read_events(journal) if e.type is EventType.MCP_SAMPLING]
+    assert sampled["action"] == "accept" and sampled["server"] == "ev" and sampled["model"] == "scripted"
+    assert sampled["messages"] == ["user: Resource trigger-sampling-request context: Say hi"]
+    assert sampled["max_tokens"] == 20 and sampled["text"] == "Hi from the model."
+    assert sampled["usage"]["output_tokens"] > 0
+
+
+def test_sampling_is_declined_by_default_headless_and_the_server_is_told_how_to_allow_it(everything: None) -> None:
+    with agent_with([everything_stdio()], [SAMPLE], "done", permissions="bypass") as agent:
+        run = agent.run_sync("go")
+        content = result_of(run, "mcp__ev__trigger-sampling-request")["content"]
+        assert "Sampling declined" in content and "sampling=True" in content
+        (sampled,) = of_type(run.events, EventType.MCP_SAMPLING)
+        assert sampled.data["action"] == "decline" and sampled.data["text"] is None
+        assert run.text == "done"  # the model was not asked: its one scripted answer ends the run
+
+
+def test_an_approving_policy_lets_a_server_sample(everything: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENT_KERNEL_APPROVAL", "scripted:mcp__ev__sampling=approve")
+    with agent_with([everything_stdio()], [SAMPLE], "Hello.", "done", permissions="bypass") as agent:
+        run = agent.run_sync("go")
+        (sampled,) = of_type(run.events, EventType.MCP_SAMPLING)
+        assert sampled.data["action"] == "accept" and "policy approved" in sampled.data["reason"]
+        assert '"text": "Hello."' in result_of(run, "mcp__ev__trigger-sampling-request")["content"]
+
+
+# ---- where connections live ------------------------------------------------------------------
+
+
+async def test_a_connection_lives_on_the_callers_loop_and_run_sync_beside_it_neither_hangs_nor_orphans() -> None:
+    import asyncio
+
+    call = [tool_call("mcp__time__get_current_time", {"timezone": "UTC"})]
+    agent = agent_with([time_server()], call, "one", call, "two")
+    try:
+        await agent.run("first")
+        assert agent.mcp.connections["time"].loop is asyncio.get_running_loop()
+        assert not agent.mcp.runtime.started  # no thread hop on this loop's calls
+        # run_sync blocks its caller until it returns: it must not wait on this loop's connection.
+        again = await asyncio.to_thread(agent.run_sync, "second")
+        assert not result_of(again, "mcp__time__get_current_time")["is_error"]
+        procs = server_processes("mcp_server_time")
+        assert len(procs) == 2
+    finally:
+        await agent.__aexit__(None, None, None)
+    _, alive = psutil.wait_procs(procs, timeout=30)
+    assert not alive
+
+
+async def test_while_someone_can_answer_an_elicitation_their_answer_goes_back_to_the_server(everything: None) -> None:
+    asked: list[dict[str, Any]] = []
+
+    async def person(request: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        asked.append(request)
+        return "accept", {"name": "Ada", "check": True, "email": "ada@example.com"}
+
+    agent = agent_with([everything_stdio()], [tool_call("mcp__ev__trigger-elicitation-request", {})], "done", permissions="bypass")
+    agent.mcp.ask = person
+    try:
+        run = await agent.run("ask me")
+        (request,) = asked
+        assert request["server"] == "ev" and "name" in request["schema"]["properties"]
+        (answered,) = of_type(run.events, EventType.MCP_ELICITATION)
+        assert answered.data["action"] == "accept" and answered.data["reason"] == "the user answered"
+        content = result_of(run, "mcp__ev__trigger-elicitation-request")["content"]
+        assert "Ada" in content and "accept" in content.lower()
+    finally:
+        await agent.__aexit__(None, None, None)
+
+
+async def test_an_answer_that_does_not_fit_the_form_is_declined_with_the_reason(everything: None) -> None:
+    async def person(request: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        return "accept", {"name": 7}
+
+    agent = agent_with([everything_stdio()], [tool_call("mcp__ev__trigger-elicitation-request", {})], "done", permissions="bypass")
+    agent.mcp.ask = person
+    try:
+        run = await agent.run("ask me")
+        (answered,) = of_type(run.events, EventType.MCP_ELICITATION)
+        assert answered.data["action"] == "decline" and "does not fit the form" in answered.data["reason"]
+    finally:
+        await agent.__aexit__(None, None, None)
+
+
+def test_the_live_view_notes_each_sampling_request_and_how_it_was_answered(everything: None) -> None:
+    from agent_kernel.jupyter.transcript import Transcript
+
+    with agent_with([everything_stdio(sampling=True)], [SAMPLE], "Hi.", "done", permissions="bypass") as agent:
+        run = agent.run_sync("go")
+    view = Transcript()
+    for event in run.events:
+        view.apply(event)
+    notes = [item.message for item in view.items if getattr(item, "topic", None) == "mcp_sampling"]
+    assert notes == ["MCP server 'ev' asked the model (scripted) for a completion: answered, 1 token out"]
+
+
+async def test_the_live_view_shows_an_elicitation_as_a_form_and_the_persons_answer_resolves_it() -> None:
+    import asyncio
+
+    from agent_kernel.jupyter.view import AgentView
+
+    view = AgentView()
+    request = {"id": "elicitation-1", "server": "ev", "message": "Who are you?", "schema": {"type": "object", "properties": {"name": {"type": "string"}}}}
+    asked = asyncio.ensure_future(view.ask_elicitation(request))
+    await asyncio.sleep(0)  # let the question be put to the view
+    assert view.elicitation == request
+    view._on_front_end_msg(view, {"type": "elicitation", "id": "someone-else", "action": "accept", "content": {}}, [])
+    view._on_front_end_msg(view, {"type": "elicitation", "id": "elicitation-1", "action": "accept", "content": {"name": "Ada"}}, [])
+    assert await asked == ("accept", {"name": "Ada"})
+    assert view.elicitation == {}

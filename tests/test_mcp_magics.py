@@ -14,7 +14,7 @@ from IPython.utils.capture import capture_output
 
 from agent_kernel.jupyter.extension import loaded_magics
 
-from .mcp_servers import server_processes
+from .mcp_servers import EVERYTHING, NODE, everything_missing, server_processes
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -102,3 +102,78 @@ def test_mcp_add_with_a_url_adds_a_streamable_http_server(ip: InteractiveShell) 
     table = ip.run_cell("%agent mcp").result
     assert list(table["server"]) == ["docs"] and table.loc[0, "transport"] == "http"
     assert table.loc[0, "target"] == "http://127.0.0.1:3001/mcp" and table.loc[0, "status"] == "stopped"
+
+
+# ---- resources and prompts in cells (server-everything) --------------------------------------
+
+ARCHITECTURE = "demo://resource/static/document/architecture.md"
+
+
+@pytest.fixture
+def ev(ip: InteractiveShell) -> InteractiveShell:
+    """The session has server-everything as ``ev`` and a model that only answers."""
+    missing = everything_missing()
+    if missing:
+        pytest.fail(missing)
+    run(ip, f"%agent mcp add ev -- {NODE} {EVERYTHING} stdio")
+    run(ip, "plain = ScriptedModel(['Read it.', 'Again.', 'Once more.'])")
+    return ip
+
+
+def last_run(ip: InteractiveShell) -> list[Any]:
+    agent = loaded_magics(ip).sessions.get().agent
+    starts = [i for i, e in enumerate(agent.events) if e.type.value == "run_start"]
+    return agent.events[starts[-1]:]
+
+
+def test_a_resource_option_puts_the_resources_text_after_the_prompt_and_journals_it(ev: InteractiveShell) -> None:
+    run(ev, f"%%agent -m plain --resource ev:{ARCHITECTURE}\nSummarise the architecture.")
+    events = last_run(ev)
+    prompt = events[0].data["prompt"]
+    assert prompt.startswith("Summarise the architecture.")
+    assert f'<mcp-resource server="ev" uri="{ARCHITECTURE}" mime-type="text/markdown">' in prompt
+    assert "# Everything Server – Architecture" in prompt and prompt.rstrip().endswith("</mcp-resource>")
+    (read,) = [e.data for e in events if e.type.value == "mcp_resource"]
+    assert read["server"] == "ev" and read["uri"] == ARCHITECTURE and read["chars"] > 100 and not read["capped"]
+    # What the model was sent is what the journal says the user asked.
+    agent = loaded_magics(ev).sessions.get().agent
+    assert agent.messages[-2].content[0].text == prompt
+
+
+def test_a_mention_in_the_prompt_attaches_the_resource_and_a_template_uri_is_accepted(ev: InteractiveShell) -> None:
+    run(ev, "%%agent -m plain\nWhat does @ev:demo://resource/dynamic/text/3 say?")
+    prompt = last_run(ev)[0].data["prompt"]
+    assert prompt.startswith("What does @ev:demo://resource/dynamic/text/3 say?")
+    assert "Resource 3: This is a plaintext resource" in prompt
+
+
+def test_an_unknown_resource_or_server_is_refused_naming_what_exists(ev: InteractiveShell) -> None:
+    bad_uri = str(error_of(ev, "%%agent -m plain --resource ev:demo://nope\nRead it."))
+    assert "has no resource 'demo://nope'" in bad_uri and ARCHITECTURE in bad_uri and "demo://resource/dynamic/text/{resourceId}" in bad_uri
+    bad_server = str(error_of(ev, f"%%agent -m plain --resource docs:{ARCHITECTURE}\nRead it."))
+    assert "no MCP server 'docs'" in bad_server and "Its MCP servers: ev." in bad_server
+    assert "SERVER:URI" in str(error_of(ev, "%%agent -m plain --resource architecture.md\nRead it."))
+
+
+def test_a_server_prompt_becomes_the_cells_prompt_with_its_arguments(ev: InteractiveShell) -> None:
+    run(ev, '%%agent -m plain --prompt ev:args-prompt city="New York" state=NY\n')
+    events = last_run(ev)
+    assert events[0].data["prompt"] == "What's weather in New York, NY?"
+    # The server started to render the prompt, before the run: the run still records that.
+    assert [e.data["server"] for e in events if e.type.value == "mcp_connect"] == ["ev"]
+    run(ev, "%%agent -m plain --prompt ev:simple-prompt\nAnswer in French.")
+    assert last_run(ev)[0].data["prompt"] == "This is a simple prompt without arguments.\n\nAnswer in French."
+
+
+def test_an_unknown_prompt_or_a_missing_argument_is_refused_naming_the_prompts(ev: InteractiveShell) -> None:
+    unknown = str(error_of(ev, "%%agent -m plain --prompt ev:weather city=Paris\n"))
+    assert "has no prompt 'weather'" in unknown and "ev:args-prompt city=… [state=…]" in unknown and "ev:simple-prompt" in unknown
+    missing = str(error_of(ev, "%%agent -m plain --prompt ev:args-prompt state=NY\n"))
+    assert "needs city=…" in missing
+    assert "is not KEY=VALUE" in str(error_of(ev, "%%agent -m plain --prompt ev:args-prompt Paris\n"))
+
+
+def test_help_explains_the_resource_and_prompt_options(ev: InteractiveShell) -> None:
+    _, shown = run(ev, "%agent help")
+    assert "--resource SERVER:URI" in shown.stdout and "--prompt SERVER:NAME" in shown.stdout
+    assert "KEY=VALUE" in shown.stdout

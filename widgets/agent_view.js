@@ -873,6 +873,105 @@ const BUILDERS = { text: textItem, thinking: thinkingItem, tool: toolItem,
   compaction: compactionItem, notice: noticeItem, subagent: subagentItem };
 
 // ---------------------------------------------------------------------------------------------
+// An MCP server's question (elicitation): a form built from its JSON schema, answered here.
+
+function choicesOf(prop) {
+  if (Array.isArray(prop.enum)) return prop.enum.map((v, i) => [v, (prop.enumNames || [])[i] || String(v)]);
+  const options = prop.oneOf || prop.anyOf;
+  if (Array.isArray(options) && options.every((o) => o && "const" in o)) {
+    return options.map((o) => [o.const, o.title || String(o.const)]);
+  }
+  return null;
+}
+
+function elicitationField(name, prop, required) {
+  const field = h("label", "ak-elicit-field");
+  field.append(h("span", "ak-elicit-label", (prop.title || name) + (required ? " *" : "")));
+  const single = choicesOf(prop);
+  const multi = prop.type === "array" && prop.items ? choicesOf(prop.items) : null;
+  let input;
+  if (single || multi) {
+    input = document.createElement("select");
+    input.multiple = Boolean(multi);
+    const chosen = new Set([].concat(prop.default ?? []).map(String));
+    if (single && !required && prop.default === undefined) input.append(new Option("", ""));
+    for (const [value, label] of single || multi) {
+      const option = new Option(label, String(value));
+      option.selected = chosen.has(String(value));
+      input.append(option);
+    }
+    input.dataset.kind = multi ? "multi" : "choice";
+    input.choices = new Map((single || multi).map(([v]) => [String(v), v])); // the typed values
+  } else {
+    input = document.createElement("input");
+    const kind = ["boolean", "number", "integer"].includes(prop.type) ? prop.type : "string";
+    input.type = kind === "boolean" ? "checkbox" : kind === "string" ? "text" : "number";
+    if (kind === "boolean") input.checked = prop.default === true;
+    else if (prop.default !== undefined) input.value = String(prop.default);
+    if (kind === "integer") input.step = "1";
+    if (kind === "number") input.step = "any";
+    if (prop.minimum !== undefined) input.min = String(prop.minimum);
+    if (prop.maximum !== undefined) input.max = String(prop.maximum);
+    input.dataset.kind = kind;
+  }
+  input.name = name;
+  input.required = required && input.type !== "checkbox";
+  field.append(input);
+  if (prop.description) field.append(h("span", "ak-elicit-help", prop.description));
+  return [field, input];
+}
+
+function elicitationValues(inputs) {
+  const content = {};
+  for (const input of inputs) {
+    const kind = input.dataset.kind;
+    if (kind === "boolean") content[input.name] = input.checked;
+    else if (kind === "multi") content[input.name] = [...input.selectedOptions].map((o) => input.choices.get(o.value));
+    else if (input.value === "") continue; // left empty: the server's default applies
+    else if (kind === "choice") content[input.name] = input.choices.get(input.value);
+    else if (kind === "integer") content[input.name] = parseInt(input.value, 10);
+    else if (kind === "number") content[input.name] = Number(input.value);
+    else content[input.name] = input.value;
+  }
+  return content;
+}
+
+function elicitationForm(model, request) {
+  const form = h("form", "ak-elicitation");
+  form.dataset.id = request.id;
+  form.append(h("div", "ak-elicit-title", "The MCP server " + request.server + " asks you:"));
+  if (request.message) form.append(h("div", "ak-elicit-message", request.message));
+  const schema = request.schema || {};
+  const required = new Set(schema.required || []);
+  const inputs = [];
+  for (const [name, prop] of Object.entries(schema.properties || {})) {
+    const [field, input] = elicitationField(name, prop || {}, required.has(name));
+    form.append(field);
+    inputs.push(input);
+  }
+  const buttons = h("div", "ak-buttons");
+  const send = (action) => {
+    if (action === "accept" && !form.reportValidity()) return;
+    for (const b of buttons.querySelectorAll("button")) b.disabled = true;
+    model.send({ type: "elicitation", id: request.id, action,
+      content: action === "accept" ? elicitationValues(inputs) : null });
+  };
+  for (const [cls, label, action, title] of [
+    ["ak-approve ak-elicit-accept", "Accept", "accept", "Send these answers to the server"],
+    ["ak-reject ak-elicit-decline", "Decline", "decline", "Tell the server you decline to answer"],
+    ["ak-elicit-cancel", "Cancel", "cancel", "Dismiss the question without answering"]]) {
+    const b = h("button", "ak-button " + cls, label);
+    b.type = "button";
+    b.title = title;
+    b.addEventListener("click", () => send(action));
+    buttons.append(b);
+  }
+  form.addEventListener("submit", (e) => { e.preventDefault(); send("accept"); });
+  form.append(buttons);
+  return form;
+}
+
+// ---------------------------------------------------------------------------------------------
 // The view.
 
 function render({ model, el }) {
@@ -892,8 +991,16 @@ function render({ model, el }) {
   stop.title = "Cancel the run (the journal keeps everything so far)";
   bar.append(phase, activity, turn, tokens, cost, elapsed, modelName, h("span", "ak-spacer"), stop);
   const list = h("div", "ak-items");
-  root.append(list, bar);
+  const asking = h("div", "ak-asking"); // an MCP server's question, while one waits
+  root.append(list, asking, bar);
   el.appendChild(root);
+  const drawQuestion = () => {
+    const request = model.get("elicitation") || {};
+    if (asking.firstChild && asking.firstChild.dataset.id === request.id) return;
+    asking.replaceChildren(...(request.id ? [elicitationForm(model, request)] : []));
+  };
+  model.on("change:elicitation", drawQuestion);
+  drawQuestion();
 
   let views = new Map(); // item id -> its view
   let agents = new Map(); // sub-agent id -> the view of its card
@@ -1012,6 +1119,7 @@ function render({ model, el }) {
   store.requestSync();
   return () => {
     clearInterval(ticker);
+    model.off("change:elicitation", drawQuestion);
     unsubscribe();
     store.views--;
     store.trackApprovals(); // no view left on the page: nothing here can be answered

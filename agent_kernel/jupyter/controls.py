@@ -207,7 +207,7 @@ def cmd_models(magics: AgentMagics, rest: str) -> pd.DataFrame:
 
     rows: list[dict[str, Any]] = []
     for name in magics.model_names():
-        model = magics.shell.user_ns[name]
+        model = magics.user_ns[name]
         rows.append({"spec": name, "provider": model.provider, "name": model.name,
                      "context_window": getattr(model, "context_window", None),
                      "input_price": None, "output_price": None, "key_env": None, "ready": True})
@@ -241,7 +241,7 @@ def cmd_tools(magics: AgentMagics, rest: str) -> pd.DataFrame | None:
             rows.append(_tool_row(tool, source, True))
             seen.add(tool.name)
     for name in magics.tool_names():
-        tool = magics.shell.user_ns[name]
+        tool = magics.user_ns[name]
         if tool.name not in seen:
             rows.append(_tool_row(tool, "notebook", False))
             seen.add(tool.name)
@@ -391,8 +391,9 @@ def cmd_replay(magics: AgentMagics, rest: str) -> None:
 
 
 def _journals_newest_first(magics: AgentMagics) -> list[Any]:
-    """Where runs are recorded: the current session's events, then the journals on disk (the
-    configured ``journal_dir``, else ``.agent_kernel/sessions``), most recently written first."""
+    """Where runs are recorded: the current session's events (with whether its runs have all
+    ended), then the journals on disk (the configured ``journal_dir``, else
+    ``.agent_kernel/sessions``), most recently written first."""
     from ..journal.journal import SESSIONS_DIR
 
     sources: list[Any] = []
@@ -400,7 +401,7 @@ def _journals_newest_first(magics: AgentMagics) -> list[Any]:
     if session is not None:
         if session.agent.journal is not None:
             session.agent.journal.flush()
-        sources.append(list(session.agent.events))
+        sources.append((list(session.agent.events), not session.running))
     folder = Path(magics.journal_dir).expanduser() if magics.journal_dir else Path.cwd() / SESSIONS_DIR
     if folder.is_dir():
         sources += sorted(folder.glob("*.jsonl"), key=lambda path: path.stat().st_mtime, reverse=True)
@@ -424,13 +425,15 @@ def cmd_show(magics: AgentMagics, rest: str) -> None:
         if isinstance(source, Path):
             if wanted != "last" and wanted not in source.read_text(encoding="utf-8", errors="replace"):
                 continue  # cheaper than parsing every journal
-            source = read_events(source)
+            events, complete = read_events(source), True
+        else:
+            events, complete = source  # the current session: a run going on is not interrupted
         runs: dict[str, list[AgentEvent]] = {}
-        for event in source:
+        for event in events:
             runs.setdefault(event.run_id, []).append(event)
         run = list(runs)[-1] if wanted == "last" and runs else wanted
         if run in runs:
-            display(StaticTranscript.from_events(runs[run]))
+            display(StaticTranscript.from_events(runs[run], complete=complete or run != list(runs)[-1]))
             return
     where = Path(magics.journal_dir).expanduser() if magics.journal_dir else Path(".agent_kernel/sessions")
     if wanted == "last":

@@ -47,7 +47,7 @@ from traitlets import Bool, Enum, Int, TraitError, Unicode, validate
 
 from ..agent import Agent, RunResult
 from ..errors import UserError, did_you_mean
-from ..mcp.attach import cell_options
+from ..mcp.attach import PromptRequest, cell_options
 from ..permissions import MODES
 from ..state import TerminationReason, new_id
 from ..tools.registry import BUILTIN_TOOLS, ToolRegistry
@@ -120,7 +120,7 @@ class _Cell:
     #: Settings for this cell's run only (``model``, ``system``, ``tools``, ``mode``, ``max_turns``).
     overrides: dict[str, Any]
     #: ``--prompt SERVER:NAME KEY=VALUE ...``: an MCP server's prompt, rendered before the run.
-    mcp_prompt: Any = None
+    mcp_prompt: PromptRequest | None = None
 
 
 @magics_class
@@ -147,6 +147,13 @@ class AgentMagics(Magics):
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
         super().__init__(shell=shell, **kwargs)
         self.sessions = Sessions()
+
+    @property
+    def user_ns(self) -> dict[str, Any]:
+        """The notebook's namespace."""
+        shell = self.shell
+        assert shell is not None  # the extension registers the magics on a shell
+        return shell.user_ns
 
     @validate("max_turns")
     def _check_max_turns(self, proposal: Any) -> int:
@@ -221,7 +228,7 @@ class AgentMagics(Magics):
     @argument("--quiet", action="store_true", help=(
         "no live view, only the summary when the run ends (approvals then come from the "
         "headless policy, AGENT_KERNEL_APPROVAL)"))
-    @cell_magic("agent")
+    @cell_magic("agent")  # type: ignore[arg-type]  # IPython types its decorators for plain functions only
     @_usage_errors
     def agent_cell(self, line: str, cell: str) -> RunHandle | None:
         """Sends the cell to the agent as a prompt, streaming into a live view.
@@ -251,7 +258,8 @@ class AgentMagics(Magics):
         await self._render_mcp_prompt(parsed)
         if parsed.detach or not self.execution_mode().blocking:
             return self._start_detached(parsed)
-        return await self._run_blocking(parsed)
+        await self._run_blocking(parsed)
+        return None
 
     def parse_cell_options(self, line: str) -> Any:
         """The ``%%agent`` options of ``line``; a mistyped option gets the closest one suggested.
@@ -291,7 +299,7 @@ class AgentMagics(Magics):
             raise UserError(f"Session {name!r} is still running a prompt; wait for it (%agent wait), "
                             "cancel it (%agent cancel), or use --session OTHER.")
         # Check the cell before touching any session: a mistake must not cost the conversation.
-        prompt = cell if args.no_interpolate else interpolate(cell, self.shell.user_ns)
+        prompt = cell if args.no_interpolate else interpolate(cell, self.user_ns)
         prompt = prompt.strip()
         hub = session.agent.mcp if session is not None else None
         mentions, mcp_prompt = cell_options(args.resource, args.prompt, list(hub.servers) if hub is not None else [])
@@ -388,7 +396,7 @@ class AgentMagics(Magics):
 
     def _store(self, parsed: _Cell, result: RunResult, says_error: bool = True) -> None:
         if parsed.output is not None:
-            self.shell.user_ns[parsed.output] = result
+            self.user_ns[parsed.output] = result
         if result.error and says_error:
             print(f"The run ended with an error: {result.error}", file=sys.stderr)
 
@@ -424,7 +432,7 @@ class AgentMagics(Magics):
         """
         from ..models.registry import resolve_model
 
-        ns = self.shell.user_ns
+        ns = self.user_ns
         spec = spec.strip()
         if spec.isidentifier() and spec in ns:
             value = ns[spec]
@@ -446,7 +454,7 @@ class AgentMagics(Magics):
 
     def model_names(self) -> list[str]:
         """Names of the Model objects in the notebook (what ``-m NAME`` may name)."""
-        return [name for name, value in self.shell.user_ns.items()
+        return [name for name, value in self.user_ns.items()
                 if not name.startswith("_") and not isinstance(value, type)
                 and callable(getattr(value, "stream", None)) and hasattr(value, "provider")]
 
@@ -456,7 +464,7 @@ class AgentMagics(Magics):
         Raises:
             UserError: a name is neither a function or @tool in the notebook nor a built-in tool.
         """
-        ns = self.shell.user_ns
+        ns = self.user_ns
         tools: list[Tool | Callable[..., Any] | str] = []
         for name in (part for item in names for part in item.split(",")):
             name = name.strip()
@@ -480,7 +488,7 @@ class AgentMagics(Magics):
 
     def tool_names(self) -> list[str]:
         """Names of the ``@tool`` objects in the notebook."""
-        return [name for name, value in self.shell.user_ns.items() if isinstance(value, Tool)]
+        return [name for name, value in self.user_ns.items() if isinstance(value, Tool)]
 
     def _default_model(self) -> Any:
         return None if self.model is None else self.resolve_model(self.model)
@@ -500,7 +508,7 @@ class AgentMagics(Magics):
         max_turns = settings.get("max_turns", old.max_iterations if old else self.max_turns)
         agent = Agent(model, tools, system, max_turns, permissions=mode, **kwargs)
         # The python tool runs in the notebook's namespace: the agent and the person share variables.
-        agent.tool_extras["namespace"] = self.shell.user_ns
+        agent.tool_extras["namespace"] = self.user_ns
         for server in (old.mcp.servers.values() if old is not None and old.mcp is not None else ()):
             agent.add_mcp(server)
         if settings.get("sandbox") or (old is not None and "sandbox" in old.tool_extras):
@@ -526,7 +534,7 @@ class AgentMagics(Magics):
 
     # -- %agent ----------------------------------------------------------------------------------
 
-    @line_magic("agent")
+    @line_magic("agent")  # type: ignore[arg-type]  # as for %%agent
     @_usage_errors
     def agent_line(self, line: str) -> Any:
         """Controls the agent session. With no argument: the model, session, mode and usage.

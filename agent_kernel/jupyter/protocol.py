@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from typing_extensions import NotRequired, TypedDict
 
-__all__ = ["TO_FRONT_END", "TO_KERNEL", "Approval", "Batch", "Snapshot", "Stop", "Sync", "problem"]
+__all__ = ["TO_FRONT_END", "TO_KERNEL", "Approval", "Batch", "Elicitation", "Snapshot", "Stop", "Sync", "problem"]
 
 
 class Sync(TypedDict):
@@ -42,6 +42,15 @@ class Stop(TypedDict):
     type: Literal["stop"]
 
 
+class Elicitation(TypedDict):
+    """Front end → kernel: a person answered an MCP server's question (the view's ``elicitation`` form)."""
+
+    type: Literal["elicitation"]
+    id: str  # the question's id, as the ``elicitation`` trait gave it
+    action: Literal["accept", "decline", "cancel"]
+    content: NotRequired[dict[str, Any] | None]  # the form's values (accept only)
+
+
 class Snapshot(TypedDict):
     """Kernel → front end: the whole view state, replacing what the front end has."""
 
@@ -59,7 +68,7 @@ class Batch(TypedDict):
 
 
 #: What the front end may send, by ``type``.
-TO_KERNEL: dict[str, type] = {"sync": Sync, "approval": Approval, "stop": Stop}
+TO_KERNEL: dict[str, type] = {"sync": Sync, "approval": Approval, "stop": Stop, "elicitation": Elicitation}
 #: What the kernel may send, by ``type``.
 TO_FRONT_END: dict[str, type] = {"snapshot": Snapshot, "batch": Batch}
 

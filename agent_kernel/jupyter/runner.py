@@ -497,9 +497,22 @@ class _LiveApprovals:
 
     # The run's lifetime.
 
+    async def ask_elicitation(self, request: dict[str, Any]) -> Any:
+        """An MCP server's question, as a form in the view; None (the headless policy decides)
+        when no view renders within the grace."""
+        if not self.rendered_flag:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self.rendered.wait(), self.render_grace)
+        if not self.rendered_flag:
+            return None
+        return await self.view.ask_elicitation(request)
+
     def attach(self) -> None:
         """Puts the render wait in front of the gate's own approver for the length of the run;
         it makes the broker interactive once the view has rendered."""
+        hub = getattr(self.agent, "mcp", None)
+        if hub is not None:
+            hub.ask = self.ask_elicitation  # an MCP server's questions become forms in the view
         if self.broker is None or not hasattr(self.gate, "approver"):
             return
         self._was_interactive = self.broker.interactive
@@ -511,6 +524,9 @@ class _LiveApprovals:
 
     def detach(self) -> None:
         """Restores the gate's approver and the broker's flag."""
+        hub = getattr(self.agent, "mcp", None)
+        if hub is not None and hub.ask == self.ask_elicitation:
+            hub.ask = None
         if not self._attached:
             return
         self._attached = False

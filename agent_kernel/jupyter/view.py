@@ -106,6 +106,9 @@ class AgentView(anywidget.AnyWidget):
 
     #: The whole transcript (``{"v", "items", "status"}``), set when the run ends.
     snapshot = traitlets.Dict().tag(sync=True)
+    #: An MCP server's pending question, shown as a form: ``{id, server, message, schema}``, or
+    #: ``{}``. The front end answers with an ``elicitation`` message (``jupyter.protocol``).
+    elicitation = traitlets.Dict().tag(sync=True)
 
     def __init__(self, *, on_decision: DecisionCallback | None = None,
                  on_stop: StopCallback | None = None, flush_interval: float = 0.045,
@@ -128,6 +131,7 @@ class AgentView(anywidget.AnyWidget):
         self._status_changed: set[str] = set(self.transcript.status.to_json())
         self._decided: set[tuple[str | None, str]] = set()
         self._stop_sent = False
+        self._asking: tuple[str, asyncio.AbstractEventLoop, asyncio.Future[Any]] | None = None
         self.on_msg(self._on_front_end_msg)
 
     # -- feeding ---------------------------------------------------------------------------------
@@ -269,6 +273,38 @@ class AgentView(anywidget.AnyWidget):
             self._on_approval(content)
         elif kind == "stop":
             self._on_stop()
+        elif kind == "elicitation":
+            self._on_elicitation(content)
+
+    async def ask_elicitation(self, request: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
+        """Shows an MCP server's question (``{id, server, message, schema}``) as a form and waits
+        for the person's answer: ``(action, content)``, action accept, decline or cancel."""
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[Any] = loop.create_future()
+        self._asking = (str(request["id"]), loop, answer)
+        self.elicitation = dict(request)
+        try:
+            return await answer
+        finally:
+            self._asking = None
+            self.elicitation = {}
+
+    def _on_elicitation(self, content: dict[str, Any]) -> None:
+        # A comm callback, maybe on a kernel subshell thread: the answer goes to the asking loop.
+        asking = self._asking
+        if asking is None or content["id"] != asking[0]:
+            return  # already answered, or a question that is gone
+        _, loop, future = asking
+        answer = (content["action"], content.get("content") if content["action"] == "accept" else None)
+
+        def settle() -> None:
+            if not future.done():
+                future.set_result(answer)
+
+        try:
+            loop.call_soon_threadsafe(settle)
+        except RuntimeError:  # the loop has closed: nobody waits
+            pass
 
     def _send_snapshot(self) -> None:
         with self._lock:

@@ -35,6 +35,7 @@ STDERR_TAIL_CHARS = 2000
 
 Progress = Callable[[float, float | None, str | None], Awaitable[None]]
 Elicit = Callable[[MCPServer, Any], Awaitable[Any]]
+Sample = Callable[[MCPServer, Any], Awaitable[Any]]
 
 
 def missing_sdk_message() -> str:
@@ -67,6 +68,7 @@ class ConnectInfo:
     resources: list[Any] = field(default_factory=list)
     prompts: list[Any] = field(default_factory=list)
     duration_s: float = 0.0
+    resource_templates: list[Any] = field(default_factory=list)
 
 
 def _root_cause(exc: BaseException) -> BaseException:
@@ -86,7 +88,7 @@ class Connection:
         error: the last failure, in words, or None.
     """
 
-    def __init__(self, server: MCPServer, elicit: Elicit | None = None) -> None:
+    def __init__(self, server: MCPServer, elicit: Elicit | None = None, sample: Sample | None = None) -> None:
         self.server = server
         self.status = "stopped"
         self.info: ConnectInfo | None = None
@@ -94,11 +96,14 @@ class Connection:
         #: Counts successful starts, so callers racing to start it can tell who did.
         self.generation = 0
         self._elicit = elicit
+        self._sample = sample
         self._session: Any = None
         self._task: asyncio.Task[None] | None = None
         self._stop: asyncio.Event | None = None
         self._stderr_path: str | None = None
         self._start_lock: asyncio.Lock | None = None
+        #: The loop the session lives on (set by ``start``); every use must run there.
+        self.loop: asyncio.AbstractEventLoop | None = None
 
     def __repr__(self) -> str:
         return f"Connection({self.server.name!r}, status={self.status!r})"
@@ -139,6 +144,7 @@ class Connection:
             self.status = "starting"
             self.error = None
             loop = asyncio.get_running_loop()
+            self.loop = loop
             ready: asyncio.Future[ConnectInfo] = loop.create_future()
             self._stop = asyncio.Event()
             self._new_stderr()
@@ -218,13 +224,20 @@ class Connection:
             async with contextlib.AsyncExitStack() as stack:
                 read, write = await self._open_transport(stack)
                 session = await stack.enter_async_context(
-                    ClientSession(read, write, elicitation_callback=self._elicitation_callback() if self._elicit else None)
+                    ClientSession(
+                        read,
+                        write,
+                        elicitation_callback=self._callback(self._elicit),
+                        # Declared whenever the hub can answer: the hub then refuses what is not allowed.
+                        sampling_callback=self._callback(self._sample),
+                    )
                 )
                 init = await session.initialize()
                 tools = await _list_all(session.list_tools, "tools")
                 caps = init.capabilities
                 resources = await _list_all(session.list_resources, "resources") if caps.resources is not None else []
                 prompts = await _list_all(session.list_prompts, "prompts") if caps.prompts is not None else []
+                templates = await _list_all(session.list_resource_templates, "resource_templates") if caps.resources is not None else []
                 self._session = session
                 ready.set_result(
                     ConnectInfo(
@@ -235,6 +248,7 @@ class Connection:
                         resources,
                         prompts,
                         time.perf_counter() - started,
+                        templates,
                     )
                 )
                 await stop.wait()
@@ -283,12 +297,13 @@ class Connection:
             return self._failed("refused the connection; check that the server is running and the URL is right", cause)
         return self._failed("failed to start", cause)
 
-    def _elicitation_callback(self) -> Any:
-        elicit = self._elicit
-        assert elicit is not None
+    def _callback(self, answer: Callable[[MCPServer, Any], Awaitable[Any]] | None) -> Any:
+        """An SDK request callback (elicitation, sampling) that passes the request to ``answer``."""
+        if answer is None:
+            return None
 
         async def callback(context: Any, params: Any) -> Any:
-            return await elicit(self.server, params)
+            return await answer(self.server, params)
 
         return callback
 
@@ -319,6 +334,12 @@ class Connection:
         if self._session is None:
             raise self._failed("is not connected")
         return await self._session.read_resource(uri)
+
+    async def get_prompt(self, name: str, arguments: dict[str, str]) -> Any:
+        """Renders prompt ``name`` with ``arguments`` (``GetPromptResult``)."""
+        if self._session is None:
+            raise self._failed("is not connected")
+        return await self._session.get_prompt(name, arguments or None)
 
 
 def _is_disconnect(exc: BaseException) -> bool:

@@ -1,11 +1,13 @@
-"""mcp.runtime — the private event loop thread every MCP connection of an agent lives on.
+"""mcp.runtime — the loops MCP connections live on, and calls from one loop to another.
 
 The SDK's transports keep anyio task groups open for the life of a connection, and those must be
-entered and left on one event loop. An agent's runs, though, may each come from a different loop
-(``run_sync`` outside a notebook makes a fresh one per call), so the connections live on a loop of
-their own in a daemon thread, and callers reach them through ``call`` (awaitable from any loop,
-cancellation included: cancelling the caller cancels the task on this loop, and the SDK then sends
-the MCP cancellation) or ``call_sync``.
+entered and left on one event loop. A connection started from a long-lived loop (a notebook
+kernel's, an application's ``asyncio.run(main())``) lives on that loop, so a tool call is a plain
+``await`` there. A connection started from a loop that ends with the call (``run_sync`` makes a
+fresh one per call, see ``blocking.SHORT_LIVED_LOOP``) lives instead on a loop of its own in a
+daemon thread, started on first use. From any other loop, ``call_on`` reaches a connection's loop
+(cancellation included: cancelling the caller cancels the task there, and the SDK then sends the
+MCP cancellation); ``run_on`` does it from synchronous code.
 """
 
 from __future__ import annotations
@@ -59,12 +61,16 @@ class Runtime:
         return asyncio.run_coroutine_threadsafe(coro, self.loop)
 
     async def call(self, coro: Coroutine[Any, Any, T]) -> T:
-        """Runs ``coro`` on the runtime's loop and awaits it from the caller's loop.
+        """Runs ``coro`` on the runtime's loop and awaits it from the caller's loop."""
+        return await self.call_on(self.loop, coro)
+
+    @staticmethod
+    async def call_on(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, T]) -> T:
+        """Runs ``coro`` on ``loop`` (running, in another thread) and awaits it from the caller's loop.
 
         Cancelling the awaiting task cancels ``coro`` too. Two ``call_soon_threadsafe`` hops and
-        no ``concurrent.futures`` lock: this sits on every MCP tool call.
+        no ``concurrent.futures`` lock: this sits on MCP tool calls made across loops.
         """
-        loop = self.loop
         caller = asyncio.get_running_loop()
         if caller is loop:
             return await coro
@@ -104,6 +110,30 @@ class Runtime:
 
             loop.call_soon_threadsafe(cancel)
             raise
+
+    def run_on(self, loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, None], timeout: float | None = None) -> None:
+        """Runs ``coro`` on ``loop`` from synchronous code, waiting for it where that cannot deadlock.
+
+        ``loop`` running in another thread: waits (up to ``timeout``). Running in this thread (a
+        synchronous call inside a coroutine): schedules it, since waiting would block the loop it
+        needs. Idle in this thread's hands (no loop running here): runs it to completion there.
+        Closed: its tasks were already ended with it, so there is nothing to run.
+        """
+        if loop.is_closed():
+            coro.close()
+            return
+        try:
+            here: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            here = None
+        if loop is here:
+            loop.create_task(coro)
+        elif loop.is_running():
+            asyncio.run_coroutine_threadsafe(coro, loop).result(timeout)
+        elif here is None:
+            loop.run_until_complete(coro)
+        else:  # idle, and another loop runs here: it runs when its owner runs it next
+            loop.call_soon_threadsafe(loop.create_task, coro)
 
     def call_sync(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
         """Runs ``coro`` on the runtime's loop and blocks until it ends (never from the runtime's own thread)."""

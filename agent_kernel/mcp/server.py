@@ -10,6 +10,10 @@ server's tools (``"bypass"`` runs them all without asking, ``"plan"`` refuses th
 read-only, ``"default"`` asks about those that are not read-only). Rules still come first
 (``deny=["mcp__git__git_commit"]`` wins over a bypassed server), and an agent in ``plan`` mode
 stays read-only whatever a server's mode says.
+
+Sampling (the server asking the agent's model for a completion) is refused unless
+``sampling=True`` allows it for that server, or the approval policy (``AGENT_KERNEL_APPROVAL``)
+approves ``mcp__<server>__sampling``; each request is recorded as an ``mcp_sampling`` event.
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ class MCPServer:
         headers: extra HTTP headers, e.g. ``Authorization`` (http).
         permissions: a permission mode for this server's tools, or None for the agent's mode.
         startup_timeout: seconds to connect and list tools before the start counts as failed.
+        sampling: the server may ask the agent's model for completions without asking anyone.
     """
 
     name: str
@@ -62,6 +67,7 @@ class MCPServer:
     headers: Mapping[str, str] | None = field(default=None, repr=False)
     permissions: str | None = None
     startup_timeout: float = 60.0
+    sampling: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _NAME.match(self.name):
@@ -86,6 +92,7 @@ class MCPServer:
         cwd: str | os.PathLike[str] | None = None,
         permissions: str | None = None,
         startup_timeout: float = 60.0,
+        sampling: bool = False,
     ) -> MCPServer:
         """A server run as a subprocess, spoken to over its stdin and stdout.
 
@@ -102,6 +109,7 @@ class MCPServer:
             cwd=os.fspath(cwd) if cwd is not None else None,
             permissions=permissions,
             startup_timeout=startup_timeout,
+            sampling=sampling,
         )
 
     @classmethod
@@ -113,6 +121,7 @@ class MCPServer:
         *,
         permissions: str | None = None,
         startup_timeout: float = 60.0,
+        sampling: bool = False,
     ) -> MCPServer:
         """A server reached over streamable HTTP at ``url`` (e.g. ``http://127.0.0.1:3001/mcp``).
 
@@ -120,7 +129,10 @@ class MCPServer:
             >>> MCPServer.http("docs", "http://127.0.0.1:3001/mcp").transport
             'http'
         """
-        return cls(name, "http", url=url, headers=dict(headers) if headers is not None else None, permissions=permissions, startup_timeout=startup_timeout)
+        return cls(
+            name, "http", url=url, headers=dict(headers) if headers is not None else None, permissions=permissions,
+            startup_timeout=startup_timeout, sampling=sampling,
+        )
 
     @property
     def target(self) -> str:
