@@ -430,12 +430,7 @@ class Transcript:
             return
         reason = data.get("reason")
         stats = data.get("stats") or {}
-        for card in self.tool_cards:
-            if card.status not in TERMINAL_STATUSES:
-                self._set(card, status="cancelled")
-        for sub in self._subagents.values():
-            if sub.status == "running":
-                self._set(sub, status="cancelled")
+        self._cancel_open_items()
         changes: dict[str, Any] = {
             "phase": _PHASE_BY_REASON.get(str(reason), "finished"),
             "reason": reason, "stopping": False, "final_text": data.get("text"),
@@ -450,6 +445,15 @@ class Transcript:
             self.duration_s = self._clock() - self._started
         self._set_status(**changes)
 
+    def _cancel_open_items(self) -> None:
+        """The run is over: tool calls and sub-agents still open will not finish."""
+        for card in self.tool_cards:
+            if card.status not in TERMINAL_STATUSES:
+                self._set(card, status="cancelled")
+        for sub in self._subagents.values():
+            if sub.status == "running":
+                self._set(sub, status="cancelled")
+
     # -- changes ---------------------------------------------------------------------------------
 
     def mark_stopping(self, stopping: bool = True) -> None:
@@ -462,12 +466,7 @@ class Transcript:
         died): its phase becomes ``interrupted`` and whatever was still open is cancelled."""
         if self.status.phase != "running":
             return
-        for card in self.tool_cards:
-            if card.status not in TERMINAL_STATUSES:
-                self._set(card, status="cancelled")
-        for sub in self._subagents.values():
-            if sub.status == "running":
-                self._set(sub, status="cancelled")
+        self._cancel_open_items()
         self.duration_s = duration_s
         self._set_status(phase="interrupted", reason="interrupted", stopping=False, activity=None)
 
