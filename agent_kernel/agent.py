@@ -19,6 +19,7 @@ from typing import Any, Generic, TypeVar, cast, overload
 
 from typing_extensions import Self
 
+from .approvals import ApprovalRequest
 from .blocking import run_blocking
 from .emitter import Emitter, EventRecorder, EventSink
 from .errors import UserError
@@ -26,7 +27,9 @@ from .events import AgentEvent, EventType
 from .hooks import Hooks
 from .journal.event_log import DEFAULT_KEEP_EVENTS, EventLog
 from .journal.journal import SESSIONS_DIR
+from .journal.resume import INTERRUPTED_RESULT, Interrupted
 from .loop import LoopConfig, tt
+from .memory import AgentMemory, Reminders
 from .messages import Message, TextBlock
 from .models.base import Model, Usage
 from .redaction import Redactor
@@ -164,6 +167,8 @@ class Agent:
         permissions: a mode (``"default"``, ``"accept_edits"``, ``"plan"``, ``"bypass"``) or a
             ``Permissions`` object; None is ``"default"``.
         approver: a function deciding calls the rules say to ask about.
+        approval_timeout: seconds a call waits for a decision before it is rejected with a reason
+            the model reads (None: it waits until answered or cancelled).
         fallback_model: takes over when the model is overloaded.
         journal: where events are recorded: default ``.agent_kernel/sessions/<id>.jsonl`` under
             ``working_dir``; a path; a ``Journal``; or None (or False) for no journal.
@@ -194,6 +199,15 @@ class Agent:
         on_state_change: called as ``on_state_change(old, new)`` with two ``LoopState`` values
             each time a run moves between phases (calling_llm, executing_tools, ...). If it
             raises, the run ends with an ``error`` of kind ``hook``.
+        memory: use the long-term memory (``agent.memory.long_term``, under ``working_dir``):
+            read it and ``AGENTS.md`` at session start, and offer the ``memory`` and
+            ``todo_write`` tools. Off by default: nothing is read or written.
+        reminders: before each prompt, tell the agent what changed (new or changed variables
+            of ``namespace``, files it read that changed on disk, its todo list): True (the
+            default), False, or ``memory.Reminders(...)``. See docs/memory.md.
+        namespace: the notebook's variables, a mapping or a function returning one, that
+            reminders describe by name, type and shape, never by value (``%%agent`` passes
+            the IPython namespace).
 
     Example:
         >>> from agent_kernel import Agent
@@ -229,6 +243,7 @@ class Agent:
         *,
         permissions: Any = None,
         approver: Callable[..., Any] | None = None,
+        approval_timeout: float | None = None,
         fallback_model: str | Model | None = None,
         journal: Any = DEFAULT,
         context: Any = DEFAULT,
@@ -250,6 +265,9 @@ class Agent:
         otel: bool = False,
         keep_events: int | None = DEFAULT_KEEP_EVENTS,
         on_state_change: Callable[[LoopState, LoopState], None] | None = None,
+        memory: bool = False,
+        reminders: Any = True,
+        namespace: Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None = None,
     ) -> None:
         if max_iterations < 1:
             raise UserError(f"max_iterations must be at least 1 (got {max_iterations}).")
@@ -278,6 +296,8 @@ class Agent:
         self.hooks = hooks
         self.on_state_change = on_state_change
         self.permissions = _build_permissions(permissions, approver)
+        if approval_timeout is not None:
+            self.approval_timeout = approval_timeout
         self.context_manager = _build_context_manager(context, self.model)
         # Watches os.environ: secrets are found by name and by value, keys set later included.
         self.redactor = Redactor.from_environ()
@@ -289,6 +309,17 @@ class Agent:
         self.stats = LoopStats()
         self.stats.cost_usd = 0.0
         self.tool_extras: dict[str, Any] = {}
+        #: The memory tiers, session memory and reminders (see ``memory.agent_memory``).
+        self.memory = AgentMemory(self, enabled=bool(memory), reminders=Reminders.coerce(reminders), namespace=namespace)
+        self.tool_extras["memory"] = self.memory  # where the memory and todo_write tools keep their state
+        if memory:
+            from .tools.builtin.memory import memory as memory_tool
+            from .tools.builtin.todo import todo_write
+
+            self.tools.add(memory_tool)
+            self.tools.add(todo_write)
+        if hasattr(self.context_manager, "bind_session"):
+            self.context_manager.bind_session(self.memory.session)
         if sandbox:
             self.use_sandbox(sandbox)
         self._seq = itertools.count(1)
@@ -306,6 +337,7 @@ class Agent:
             self._attach_journal(journal)
         self._context: ExecutionContext | None = None
         self._start_turn: TurnState | None = None  # where a fork's next run begins
+        self._interrupted: Interrupted | None = None  # a turn a dead process left open (resume)
         #: For a fork: the session, run and turn it was made from (``fork``); else None.
         self.forked_from: dict[str, Any] | None = None
         self.subagents: dict[str, Any] = {}
@@ -329,6 +361,23 @@ class Agent:
     def approvals(self) -> Any:
         """The approval broker where a person answers pending approvals (None for a custom gate)."""
         return getattr(self.permissions, "broker", None)
+
+    @property
+    def approval_timeout(self) -> float | None:
+        """Seconds a tool call waits for a decision before it is rejected (None: no limit).
+
+        Raises:
+            UserError: (on setting) not a positive number, or the agent has a custom gate.
+        """
+        return getattr(self.permissions, "timeout", None)
+
+    @approval_timeout.setter
+    def approval_timeout(self, seconds: float | None) -> None:
+        from .permissions import check_approval_timeout
+
+        if not hasattr(self.permissions, "timeout"):
+            raise UserError("This agent has a custom permission gate, so approval_timeout cannot be set here; time out inside the gate.")
+        self.permissions.timeout = check_approval_timeout(seconds)
 
     @property
     def mode(self) -> str:
@@ -391,6 +440,7 @@ class Agent:
         """
         return dataclasses.replace(
             self.config,
+            system=self.memory.system_prompt(self.config.system),  # the startup memory block, when on
             model_options=dict(self.config.model_options),
             tool_output_dir=self.working_dir / SESSIONS_DIR / self.session_id / "tool-output",
         )
@@ -407,7 +457,8 @@ class Agent:
         """
         if self._context is not None:
             raise UserError("This agent is already running; await that run or call agent.cancel() first.")
-        if prompt is None and (not self.messages or self.messages[-1].role != "user"):
+        interrupted = self._interrupted if prompt is None else None
+        if prompt is None and interrupted is None and (not self.messages or self.messages[-1].role != "user"):
             raise UserError("There is nothing to continue: the conversation does not end with a user message. Pass a prompt.")
         _ = self.journal  # open it before the emitter copies the sinks
         self.events.begin_run()  # memory holds this run and the keep_events before it
@@ -423,35 +474,52 @@ class Agent:
         assert em is not None
         loop_started = False
         try:
-            # A fork goes on from the turn it was made at; any other run starts at turn 0.
+            # A fork goes on from the turn it was made at, a continued run from the turn it was
+            # interrupted in; any other run starts at turn 0.
             turn, self._start_turn = self._start_turn or TurnState.initial(self.max_iterations), None
+            if interrupted is not None and interrupted.turn_state is not None:
+                turn = interrupted.turn_state
             if prompt is not None:
                 prompt = encodable(prompt)  # a lone surrogate would break every later request
                 self._add_user_message(prompt)
             em.turn = turn
-            yield em.emit(
-                EventType.RUN_START,
-                {
-                    "prompt": prompt,
-                    "model": self.model.name,
-                    "provider": self.model.provider,
-                    "system": self.system,
-                    "tools": self.tools.names,
-                    "max_iterations": self.max_iterations,
-                    "turn_state": turn.to_dict(),
-                    "agent_name": self.name,
-                },
-            )
+            start: dict[str, Any] = {
+                "prompt": prompt,
+                "model": self.model.name,
+                "provider": self.model.provider,
+                "system": self.system,
+                "tools": self.tools.names,
+                "max_iterations": self.max_iterations,
+                "turn_state": turn.to_dict(),
+                "agent_name": self.name,
+            }
+            if interrupted is not None:
+                uses = interrupted.message.tool_uses
+                start["continues"] = {"run_id": interrupted.run_id, "call_ids": [use.id for use in uses]}
+            yield em.emit(EventType.RUN_START, start)
+            if interrupted is not None:
+                self._interrupted = None  # from here on the run owns the turn
+                for event in _interrupted_call_results(interrupted, em):
+                    yield event
             for kind, data in mcp_facts:
                 yield em.emit(kind, data)
+            # Memory loaded at session start, then the reminder, which joins the prompt's message.
+            for kind, data, reminder in self.memory.at_prompt(prompt is not None):
+                event = em.emit(kind, data)
+                if reminder is not None:
+                    self._add_user_message(reminder)
+                yield event
             # aclosing: a consumer that stops early still lets the loop record how the run ended.
             loop_started = True
-            async with contextlib.aclosing(tt(self.messages, turn, ctx)) as events:
+            answered = interrupted.answered if interrupted is not None else None
+            async with contextlib.aclosing(tt(self.messages, turn, ctx, answered=answered)) as events:
                 async for event in events:
                     if event.run_id != ctx.run_id:
                         pass  # a sub-agent's event: its turns are not this conversation's
                     elif event.type is EventType.ITERATION_START:
-                        self.history.append(TurnState.from_dict(event.data["turn_state"]))
+                        state = TurnState.from_dict(event.data["turn_state"])
+                        if not self.history or self.history[-1].turn_id != state.turn_id:  # a continued turn is one turn
+                            self.history.append(state)
                     elif event.type is EventType.COMPACTION_COMPLETE and self.history:
                         self.history[-1] = self.history[-1].with_compacted()
                     yield event
@@ -586,12 +654,20 @@ class Agent:
     # -- conversation -----------------------------------------------------------------------
 
     def _add_user_message(self, prompt: str) -> None:
+        self._close_interrupted()
         if self.messages and self.messages[-1].role == "user":
             # The last run ended with tool results (cancelled or stopped): keep roles alternating.
             last = self.messages.pop()
             self.messages.append(Message("user", last.content + (TextBlock(prompt),)))
         else:
             self.messages.append(Message.user(prompt))
+
+    def _close_interrupted(self) -> None:
+        """Answers an interrupted turn's open tool calls as ``Agent.resume`` found them, when the
+        conversation moves on without ``continue_run`` (the journal's replay does the same)."""
+        if self._interrupted is not None:
+            self.messages.append(self._interrupted.closing)
+            self._interrupted = None
 
     def reset(self) -> None:
         """Starts a new conversation (a new session id and journal; the old journal is kept)."""
@@ -601,6 +677,7 @@ class Agent:
         self.session_id = new_id("s_")
         self.messages.clear()
         self.history.clear()
+        self._interrupted = None
         # Results of the old session read their events back from its journal, not from memory.
         self.events.release()
         self.events = EventLog(self.events.keep)
@@ -611,6 +688,7 @@ class Agent:
         self._sinks = [EventRecorder(self.events)]
         if self._otel_sink is not None:
             self._sinks.append(self._otel_sink)
+        self.memory.reset()
 
     def close(self) -> None:
         """Flushes and closes the journal, and stops the MCP servers this agent started."""
@@ -673,8 +751,11 @@ class Agent:
         """Rebuilds an agent from its journal and continues the conversation there.
 
         The conversation (compactions included), the TurnState history and the ``seq`` counter
-        come back; a run that was killed mid-tool has its dangling tool calls closed with a
-        synthetic result. ``agent_kwargs`` are those of ``Agent`` (another ``model``, more
+        come back. A run whose process died inside a turn (a tool call running or waiting for
+        approval) is left open: ``pending_approvals`` lists the calls that waited for a decision,
+        and ``continue_run()`` asks again, runs the calls that had not run, and completes the run
+        without asking the model again; a new prompt instead closes those calls, a call that had
+        started getting an "interrupted" error result. ``agent_kwargs`` are those of ``Agent`` (another ``model``, more
         ``tools``, ...); without ``model`` the recorded provider and model are used when they can
         be rebuilt from a string, else the default model.
 
@@ -698,6 +779,11 @@ class Agent:
         if agent_kwargs.get("journal", DEFAULT) is DEFAULT:
             agent_kwargs["journal"] = Journal(path, session_id=session_id)
         agent = cls(session_id=session_id, **agent_kwargs)
+        if found.interrupted is not None:
+            # The process died inside a turn: its tool calls stay open for continue_run, which
+            # asks again where an approval was pending; a new prompt closes them instead.
+            messages = messages[:-1]
+            agent._interrupted = found.interrupted
         agent.messages[:] = messages
         agent.history[:] = found.turn_states
         agent.events.load(found.tail, found.total)  # the tail in memory; the rest is read back from the journal
@@ -761,11 +847,13 @@ class Agent:
             "retry_max_delay": cfg.retry_max_delay, "stall_timeout": cfg.stall_timeout, "on_stall": cfg.on_stall,
             "max_parallel_tools": cfg.max_parallel_tools, "model_options": dict(cfg.model_options),
             "tool_result_limit": cfg.tool_result_limit, "on_state_change": self.on_state_change,
+            "memory": self.memory.enabled, "reminders": self.memory.reminders or False, "namespace": self.memory.namespace,
         }
         fork = type(self)(model if model is not None else self.model, session_id=session_id, journal=journal, **{**settings, **overrides})
         if "permissions" not in overrides and "approver" not in overrides:
             fork.permissions = self.permissions  # the same gate: the same rules and the same person asked
         fork.tool_extras.update(self.tool_extras)
+        fork.tool_extras["memory"] = fork.memory  # the fork keeps its own todo list and reminders
         # The history before the turn, as this session recorded it, under the fork's session id.
         events = [dataclasses.replace(e, session_id=session_id) for e in replace_tool_results(point.events, replace_result or {})]
         if fork.journal is not None:
@@ -781,11 +869,32 @@ class Agent:
         fork.forked_from = forked_from
         return fork
 
+    @property
+    def interrupted(self) -> Interrupted | None:
+        """The turn ``Agent.resume`` found open (its process died between the model's tool calls
+        and their results), which ``continue_run`` finishes; None otherwise."""
+        return self._interrupted
+
+    @property
+    def pending_approvals(self) -> list[ApprovalRequest]:
+        """Tool calls waiting for a decision: those of a turn ``Agent.resume`` found interrupted
+        (``continue_run`` asks again), else those a person is being asked about now."""
+        if self._interrupted is not None:
+            return [_request_of(data) for data in self._interrupted.approvals]
+        broker = self.approvals
+        return [entry.request for entry in broker.pending] if broker is not None else []
+
     async def continue_run(self) -> RunResult:
-        """Runs on from the conversation as it stands, with no new message (a fork's turn).
+        """Runs on from the conversation as it stands, with no new message.
+
+        After ``Agent.resume`` found a turn interrupted, it finishes that turn: the tool calls
+        without a result run (a pending approval is asked again through the approver, policy or
+        person), then the loop goes on; the model call that asked for them is not repeated. For a
+        fork it runs the fork's turn.
 
         Raises:
-            UserError: a run is in progress, or the conversation does not end with a user message.
+            UserError: a run is in progress, or there is nothing to continue (no interrupted turn,
+                and the conversation does not end with a user message).
         """
         return await self.run(None)
 
@@ -828,6 +937,29 @@ class Agent:
         from .journal import timeline
 
         return timeline(self.events)
+
+
+def _interrupted_call_results(interrupted: Interrupted, em: Emitter) -> list[AgentEvent]:
+    """``tool_result`` events for the interrupted turn's calls that had started and never
+    finished: they are answered with an error, not run again (they may have had effects)."""
+    recorded = interrupted.answered
+    return [
+        em.emit(EventType.TOOL_RESULT, {
+            "call_id": use.id, "name": use.name, "content": recorded[use.id].content, "is_error": True, "synthetic": True,
+            "duration_s": None, "started_at": None, "ended_at": None,
+        })
+        for use in interrupted.message.tool_uses
+        if use.id in recorded and recorded[use.id].content == INTERRUPTED_RESULT
+    ]
+
+
+def _request_of(data: Mapping[str, Any]) -> ApprovalRequest:
+    """The ``ApprovalRequest`` an ``approval_required`` event recorded."""
+    key = str(data.get("key") or data.get("tool"))
+    return ApprovalRequest(
+        str(data.get("call_id")), str(data.get("tool")), dict(data.get("arguments") or {}), key,
+        data.get("rule"), str(data.get("reason", "")), None, full_key=key,
+    )
 
 
 def _resolve_model(model: str | Model | None) -> Model:

@@ -67,6 +67,17 @@ class EventType(str, Enum):
     MCP_ELICITATION = "mcp_elicitation"
     MCP_RESOURCE = "mcp_resource"
     MCP_SAMPLING = "mcp_sampling"
+    # Memory (agent_kernel.memory): the long-term store's steps, the todo list, session-memory
+    # summaries and system reminders; docs/events.md lists their keys.
+    MEMORY_LOADED = "memory_loaded"
+    MEMORY_RECALL = "memory_recall"
+    MEMORY_WRITE_START = "memory_write_start"
+    MEMORY_SAVED = "memory_saved"
+    MEMORY_WRITE_COMPLETE = "memory_write_complete"
+    MEMORY_WARNING = "memory_warning"
+    TODO_UPDATE = "todo_update"
+    SESSION_MEMORY_UPDATE = "session_memory_update"
+    SYSTEM_REMINDER = "system_reminder"
 
     def __str__(self) -> str:
         return self.value
@@ -152,6 +163,9 @@ def _payloads() -> dict[EventType, type]:
         T.MCP_CONNECT: p.McpConnect, T.MCP_TOOLS_LISTED: p.McpToolsListed, T.MCP_WARNING: p.McpWarning,
         T.MCP_ERROR: p.McpError, T.MCP_ELICITATION: p.McpElicitation, T.MCP_RESOURCE: p.McpResource,
         T.MCP_SAMPLING: p.McpSampling,
+        T.MEMORY_LOADED: p.MemoryLoaded, T.MEMORY_RECALL: p.MemoryRecall, T.MEMORY_WRITE_START: p.MemoryWriteStart,
+        T.MEMORY_SAVED: p.MemorySaved, T.MEMORY_WRITE_COMPLETE: p.MemoryWriteComplete, T.MEMORY_WARNING: p.MemoryWarning,
+        T.TODO_UPDATE: p.TodoUpdate, T.SESSION_MEMORY_UPDATE: p.SessionMemoryUpdate, T.SYSTEM_REMINDER: p.SystemReminder,
     }
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Coroutine
+from collections.abc import AsyncGenerator, AsyncIterator, Coroutine, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -125,7 +125,13 @@ class _Finish(Exception):
         self.data = data or {}
 
 
-def tt(messages: list[Message], turn_state: TurnState, context: ExecutionContext) -> AsyncGenerator[AgentEvent, None]:
+def tt(
+    messages: list[Message],
+    turn_state: TurnState,
+    context: ExecutionContext,
+    *,
+    answered: Mapping[str, ToolResultBlock] | None = None,
+) -> AsyncGenerator[AgentEvent, None]:
     """Runs the agent loop from ``turn_state`` on ``messages``, yielding every event.
 
     ``messages`` is the conversation and is extended in place (assistant messages, tool
@@ -135,8 +141,14 @@ def tt(messages: list[Message], turn_state: TurnState, context: ExecutionContext
     with an exception out of the generator, except a foreign ``CancelledError`` (one the cancel
     token did not cause), which is journaled and re-raised.
 
+    ``answered`` continues a turn that was interrupted between the model's tool calls and their
+    results (the process died while a call ran or waited for approval): ``messages`` then ends
+    with that assistant message, the first turn runs the calls ``answered`` has no result for
+    (asking for approval again where the rules say so), and the model is not asked again.
+
     Raises:
-        UserError: ``context.config`` is not set.
+        UserError: ``context.config`` is not set, or ``answered`` is given and ``messages`` does
+            not end with the assistant's tool calls.
 
     Example:
         >>> ctx = ExecutionContext(session_id="s1", config=LoopConfig(model=ScriptedModel(["Hi."])))  # doctest: +SKIP
@@ -148,7 +160,11 @@ def tt(messages: list[Message], turn_state: TurnState, context: ExecutionContext
     if context.emitter is None:
         redactor = context.redactor
         context.emitter = Emitter(context.session_id, context.run_id, sinks=context.sinks, redact=redactor, agent_id=context.agent_id)
-    return _Loop(messages, context).run(turn_state)
+    if answered is not None and (not messages or messages[-1].role != "assistant" or not messages[-1].tool_uses):
+        raise UserError("There are no tool calls to continue: the conversation does not end with the assistant's tool calls.")
+    loop = _Loop(messages, context)
+    loop.answered = answered
+    return loop.run(turn_state)
 
 
 class _Loop:
@@ -180,6 +196,7 @@ class _Loop:
         self._finished_calls: list[PendingCall] = []
         self._hook_notes: dict[str, Any] = {}  # what hooks changed in this turn's request (llm_start says)
         self._hook_failure: HookError | None = None  # a hook that failed inside a tool task
+        self.answered: Mapping[str, ToolResultBlock] | None = None  # an interrupted turn to continue (tt)
 
     # -- the recursion ----------------------------------------------------------------------
 
@@ -196,18 +213,22 @@ class _Loop:
                     await self._hook(HookPoint.BEFORE_ITERATION_START, turn)
                     self._check_cancelled()
                     final = turn.is_final
-                    async for ev in self._prepare(turn, self._request(final)):  # context
-                        yield ev
-                    request, turn = self._prepared
-                    hooked = await self._hook(HookPoint.BEFORE_LLM_CALL, turn, request=request)
-                    if hooked is not None and hooked.request is not None:
-                        request = hooked.request
-                        self._hook_notes["request_replaced"] = True
-                    async for ev in self._respond(request, final):  # the model, continued past max_tokens
-                        yield ev
-                    turn = em.turn or turn  # a forced compaction marks the turn compacted
-                    message = self._completed
-                    await self._hook(HookPoint.AFTER_LLM_RESPONSE, turn, message=message)
+                    if self.answered is not None:  # an interrupted turn: its response is in hand
+                        message, final = self._continue_calls(self.answered), False
+                        self.answered = None
+                    else:
+                        async for ev in self._prepare(turn, self._request(final)):  # context
+                            yield ev
+                        request, turn = self._prepared
+                        hooked = await self._hook(HookPoint.BEFORE_LLM_CALL, turn, request=request)
+                        if hooked is not None and hooked.request is not None:
+                            request = hooked.request
+                            self._hook_notes["request_replaced"] = True
+                        async for ev in self._respond(request, final):  # the model, continued past max_tokens
+                            yield ev
+                        turn = em.turn or turn  # a forced compaction marks the turn compacted
+                        message = self._completed
+                        await self._hook(HookPoint.AFTER_LLM_RESPONSE, turn, message=message)
                     if final:  # base case: the tools-disabled final answer
                         yield em.emit(EventType.MAX_ITERATIONS_REACHED, {"max_iterations": turn.max_iterations})
                         raise _Finish(TerminationReason.MAX_TURNS, self._answer)
@@ -316,6 +337,20 @@ class _Loop:
         stop = next((c for c in self._finished_calls if c.result is not None and c.result.stop), None)
         if stop is not None and stop.result is not None:
             raise _Finish(TerminationReason.TOOL_STOP, stop.result.final_message or message.text, {"tool": stop.name})
+
+    def _continue_calls(self, answered: Mapping[str, ToolResultBlock]) -> Message:
+        """Starts the tool calls of the interrupted response that ends the history (``tt``'s
+        ``answered``): those with a recorded result keep it, the others run now."""
+        message = self.messages[-1]
+        self.executor = executor = self._new_executor()
+        for use in message.tool_uses:
+            block = answered.get(use.id)
+            if block is not None:
+                executor.record(use.id, use.name, dict(use.input), ToolResult(block.content, block.is_error))
+            else:
+                executor.submit(use.id, use.name, dict(use.input))
+        self._completed, self._answer, self._stop_reason = message, message.text, "tool_use"
+        return message
 
     async def _boundary(self) -> AsyncIterator[AgentEvent]:
         """Between two turns: holds while paused, then delivers the messages steered in.

@@ -30,7 +30,6 @@ __all__ = [
     "Continuation",
     "CrewTask",
     "Error",
-    "Paused",
     "IterationStart",
     "LlmComplete",
     "LlmStart",
@@ -42,21 +41,31 @@ __all__ = [
     "McpSampling",
     "McpToolsListed",
     "McpWarning",
+    "MemoryLoaded",
+    "MemoryRecall",
+    "MemorySaved",
+    "MemoryWarning",
+    "MemoryWriteComplete",
+    "MemoryWriteStart",
     "MessageDict",
     "MicroCompaction",
     "ModelFallback",
+    "Paused",
     "Recursion",
     "Resumed",
     "Retry",
     "RunFinish",
     "RunStart",
+    "SessionMemoryUpdate",
     "StallDetected",
     "StatsDict",
     "Steer",
     "SubagentFinish",
     "SubagentStart",
+    "SystemReminder",
     "TextDelta",
     "ThinkingDelta",
+    "TodoUpdate",
     "ToolCallDelta",
     "ToolCallReady",
     "ToolCallStart",
@@ -141,6 +150,13 @@ class CrewTask(TypedDict):
 # ---- the run -----------------------------------------------------------------------------------
 
 
+class Continues(TypedDict):
+    """The interrupted turn a run finishes (``Agent.continue_run`` after ``Agent.resume``)."""
+
+    run_id: str  # the run the turn belonged to
+    call_ids: list[str]  # the turn's tool calls, answered by this run's ``recursion``
+
+
 class RunStart(TypedDict):
     """A run begins: ``Agent.run``/``stream``, a sub-agent's run, or a crew's."""
 
@@ -155,6 +171,7 @@ class RunStart(TypedDict):
     mode: NotRequired[str]  # crews: sequential, parallel or hierarchical
     agents: NotRequired[list[str]]  # crews: the members' names
     tasks: NotRequired[list[CrewTask]]  # crews: the tasks in declared order
+    continues: NotRequired[Continues]  # agents: this run finishes a turn a dead process left open
 
 
 class IterationStart(TypedDict):
@@ -301,6 +318,10 @@ class CompactionComplete(TypedDict):
     model: str  # the model that wrote the summary
     usage: UsageDict | None  # the summary call's tokens
     cost_usd: float | None  # the summary call's cost (None: unknown price)
+    source: str  # model (a summary call), session_memory (the running summary, no call) or fallback
+    restored: NotRequired[str]  # the block restored behind the summary: the todo list and recently read files
+    restored_files: NotRequired[list[dict[str, Any]]]  # restored files, newest read first: {"path", "tokens", "cut"}
+    restored_todos: NotRequired[int]  # todo items restored
 
 
 # ---- the model call ------------------------------------------------------------------------
@@ -422,6 +443,8 @@ class ApprovalRequired(TypedDict):
     rule: str | None  # the ask rule that matched, if any
     reason: str  # why it asks, for a person
     policy: NotRequired[str]  # the headless policy that will answer
+    timeout_s: NotRequired[float]  # with an approval timeout: seconds the call waits for a decision
+    expires_at: NotRequired[float]  # with an approval timeout: epoch seconds when it is rejected unanswered
     server: NotRequired[str]  # MCP tools: the server
     mcp_tool: NotRequired[str]  # MCP tools: the tool's name on its server
     destructive: NotRequired[bool]  # MCP tools: the server marks the tool destructive
@@ -434,7 +457,7 @@ class ApprovalDecision(TypedDict):
     call_id: str  # the call decided
     tool: str  # the tool's name
     decision: str  # approve, reject or always_allow
-    decided_by: str  # rule, mode, callback, person, policy
+    decided_by: str  # rule, mode, hook, callback, person, policy, or timeout (nobody answered in time)
     reason: str | None  # a rejection's reason, which the model reads
     wait_s: float  # how long the decision took
 
@@ -578,6 +601,93 @@ class McpSampling(TypedDict, total=False):
     text: str | None  # the answer sent back (accept only)
     usage: UsageDict | None  # the model call's tokens (accept only)
     reason: str | None  # why it was declined, or which option allowed it
+
+
+# ---- memory ------------------------------------------------------------------------------------
+
+
+class MemoryLoaded(TypedDict):
+    """At session start the long-term memory and AGENTS.md were read and added to the system prompt."""
+
+    path: str  # the memory file
+    keys: list[str]  # the memories loaded, by key
+    entries: int  # how many
+    agents_md: str | None  # the AGENTS.md read (None: there is none)
+    chars: int  # characters added to the system prompt
+    text: str  # the exact block added to the system prompt
+
+
+class MemoryRecall(TypedDict):
+    """The memory tool recalled memories."""
+
+    query: str  # the words looked for ("" recalls every memory)
+    keys: list[str]  # the memories found, best first
+    path: str  # the memory file
+
+
+class MemoryWriteStart(TypedDict):
+    """The memory tool begins to change the long-term memory."""
+
+    op: str  # remember or forget
+    key: str  # the memory's key
+    path: str  # the memory file
+
+
+class MemorySaved(TypedDict):
+    """The memory file was written (atomically, the previous version kept as a backup)."""
+
+    path: str  # the memory file
+    entries: int  # memories it holds now
+    bytes: int  # its size
+    backup: str | None  # the backup of the previous version (None: there was none)
+
+
+class MemoryWriteComplete(TypedDict):
+    """A change to the long-term memory is done."""
+
+    op: str  # remember or forget
+    key: str  # the memory's key
+    existed: bool  # the key was there before (remember replaced it; forget removed it)
+    entries: int  # memories held now
+
+
+class MemoryWarning(TypedDict):
+    """The memory file could not be read; it was moved aside and memory started empty."""
+
+    path: str  # the memory file
+    moved_to: str  # where the unreadable file is now
+    message: str  # what went wrong and how to recover
+
+
+class TodoUpdate(TypedDict):
+    """The agent replaced its todo/plan list (``todo_write``)."""
+
+    todos: list[dict[str, str]]  # the items in order: {"content", "status"}
+    pending: int  # items pending
+    in_progress: int  # items in progress
+    completed: int  # items completed
+
+
+class SessionMemoryUpdate(TypedDict):
+    """Between turns, the session-memory summary was brought up to date (one model call)."""
+
+    summary: str  # the summary now ("" when the update failed)
+    messages_covered: int  # it stands for this many messages from the start of the conversation
+    messages_added: int  # messages summarised by this update
+    fingerprint: str  # digest of the messages it stands for; a compaction uses it only while they are unchanged
+    model: str | None  # the model that wrote it
+    usage: UsageDict | None  # the call's tokens
+    cost_usd: float | None  # the call's cost (None: unknown price)
+    error: NotRequired[str]  # the update failed: why (the previous summary stays)
+
+
+class SystemReminder(TypedDict):
+    """Before a prompt the agent was told what changed in the notebook; ``text`` joined the prompt's message."""
+
+    text: str  # the reminder, as the model reads it
+    variables: list[dict[str, str]]  # {"name", "change" (new, changed, removed), "description" (type and shape)}
+    files: list[str]  # files the agent read that changed on disk since
+    todos: int  # todo items listed
 
 
 # ---- docs/events.md ------------------------------------------------------------------------------

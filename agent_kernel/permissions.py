@@ -29,6 +29,7 @@ spellings ``agent_kernel.commands`` reads through.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import fnmatch
 import functools
@@ -67,6 +68,7 @@ __all__ = [
     "Verdict",
     "build_gate",
     "call_key",
+    "is_read_only",
 ]
 
 Emit = Callable[[EventType, dict[str, Any]], None]
@@ -94,7 +96,7 @@ class Authorization:
         allowed: whether it runs.
         arguments: the arguments to run it with (a person may have edited them).
         message: when refused, the reason the model sees as the tool's error result.
-        decided_by: ``rule``, ``mode``, ``callback``, ``policy`` or ``person``.
+        decided_by: ``rule``, ``mode``, ``callback``, ``policy``, ``person`` or ``timeout``.
     """
 
     allowed: bool
@@ -276,15 +278,15 @@ class Permissions:
         if shell and self.sandboxed and self.mode != "plan":
             # The sandbox, not the rules, contains what the command can reach (docs/security.md).
             return Verdict("allow", None, f"{tool.name} runs inside the sandbox", "mode")
-        return self._mode_default(tool)
+        return self._mode_default(tool, arguments)
 
-    def _mode_default(self, tool: Tool) -> Verdict:
+    def _mode_default(self, tool: Tool, arguments: dict[str, Any] | None = None) -> Verdict:
         # A tool may carry its own mode (an MCP server's ``permissions=``); plan mode still wins.
         own = getattr(tool, "permission_mode", None)
         mode = own if own is not None and self.mode != "plan" else self.mode
         if mode == "bypass":
             return Verdict("allow", None, "bypass mode runs every tool", "mode")
-        if tool.read_only:
+        if is_read_only(tool, arguments):
             return Verdict("allow", None, f"{tool.name} is read-only", "mode")
         what = "changes files" if tool.category == "edit" else "is not read-only"
         if mode == "plan":
@@ -302,6 +304,21 @@ class Verdict:
     rule: str | None
     reason: str
     decided_by: Literal["rule", "mode"]
+
+
+def is_read_only(tool: Tool, arguments: dict[str, Any] | None = None) -> bool:
+    """Whether this call of ``tool`` only reads.
+
+    A tool whose calls differ (the ``memory`` tool: recall reads, remember writes) has a
+    ``read_only_for(arguments)`` method that decides per call; for any other, ``tool.read_only``.
+    """
+    judge = getattr(tool, "read_only_for", None)
+    if judge is None or arguments is None:
+        return bool(tool.read_only)
+    try:
+        return bool(judge(arguments))
+    except Exception:  # arguments it cannot read: judged as a write, which asks
+        return False
 
 
 def call_key(tool: Tool, arguments: dict[str, Any], working_dir: Any = None) -> str:
@@ -343,6 +360,7 @@ class RuleGate:
         granted: the rules always-allow answers added, in order.
         policy: the headless policy, or None.
         broker: where a person answers (the live view resolves its futures).
+        timeout: seconds a call waits for a decision before it is rejected (None: no limit).
     """
 
     def __init__(
@@ -352,11 +370,13 @@ class RuleGate:
         *,
         broker: ApprovalBroker | None = None,
         policy: Policy | None = None,
+        timeout: float | None = None,
     ) -> None:
         self.permissions = permissions
         self.approver = approver
         self.policy = policy
         self.broker = broker if broker is not None else ApprovalBroker()
+        self.timeout = check_approval_timeout(timeout)
         # Rules added by always-allow answers: the only change to the rules a run accepts
         # while it runs (``agent_kernel.sealing``).
         self.granted: list[str] = []
@@ -401,10 +421,22 @@ class RuleGate:
         # What a tool adds to its approval card (an MCP tool: its server and destructive hint).
         for k, v in (getattr(tool, "approval_info", None) or {}).items():
             required.setdefault(k, v)
+        timeout = self.timeout
+        if timeout is not None:
+            required["timeout_s"] = timeout
+            required["expires_at"] = time.time() + timeout
         emit(EventType.APPROVAL_REQUIRED, required)
         started = time.monotonic()
         try:
-            approval, decided_by = await self._answer(info)
+            if timeout is None:
+                approval, decided_by = await self._answer(info)
+            else:
+                approval, decided_by = await asyncio.wait_for(self._answer(info), timeout)
+        except TimeoutError:
+            # Nobody answered in time: the call is refused, never run, and the model reads why.
+            message = f"Nobody answered the approval for {info.key} within {timeout:g} s, so it was not run."
+            emit(EventType.APPROVAL_DECISION, self._decision(request, "reject", "timeout", message, time.monotonic() - started))
+            return Authorization(False, arguments, f"{message} Ask the user before trying it again.", "timeout")
         except _ApproverFailed as failed:
             # Fails closed, and loudly: the person sees an error notice, the model a refusal.
             wait_s = time.monotonic() - started
@@ -534,6 +566,7 @@ def build_gate(
     *,
     broker: ApprovalBroker | None = None,
     policy: str | Policy | None = None,
+    timeout: float | None = None,
 ) -> PermissionGate:
     """The gate an Agent uses, from ``Agent(permissions=..., approver=...)``.
 
@@ -543,9 +576,10 @@ def build_gate(
             False, an ``Approval``, or None to pass the question on.
         broker: where a live view answers approvals; a new one when None.
         policy: a headless policy or its text; None reads ``AGENT_KERNEL_APPROVAL``.
+        timeout: seconds a call waits for a decision before it is rejected (None: no limit).
 
     Raises:
-        UserError: an unknown mode, a malformed rule or a malformed policy.
+        UserError: an unknown mode, a malformed rule or policy, or a timeout that is not positive.
 
     Example:
         >>> gate = build_gate(Permissions(mode="accept_edits", allow=["bash(git *)"]))
@@ -569,5 +603,18 @@ def build_gate(
         chosen = policy_from_env()
     else:
         chosen = policy
-    return RuleGate(resolved, approver, broker=broker, policy=chosen)
+    return RuleGate(resolved, approver, broker=broker, policy=chosen, timeout=timeout)
+
+
+def check_approval_timeout(timeout: float | None) -> float | None:
+    """``timeout`` as seconds, or None; refuses anything that is not a positive number.
+
+    Raises:
+        UserError: ``timeout`` is zero, negative or not a number.
+    """
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+        raise UserError(f"approval_timeout must be a positive number of seconds or None (got {timeout!r}).")
+    return float(timeout)
 

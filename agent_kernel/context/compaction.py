@@ -10,16 +10,23 @@ summary's place.
 
 ``compacted_history`` is the one function that builds the new history from a summary and the
 kept messages, so a journal can rebuild exactly what the loop used from the
-``compaction_complete`` event (``summary``, ``messages_removed``, ``kept_messages``).
+``compaction_complete`` event (``summary``, ``messages_removed``, ``kept_messages``, ``restored``).
+
+With a session memory (``SessionSource``, the agent's ``memory.session``) a compaction does two
+more things: when the running session-memory summary stands for exactly the messages before a
+cut and those are unchanged, it is used instead of a summary call (``source`` says which was
+used); and what the agent was working with (its todo list, the files it read recently, as they
+are now) is restored right behind the summary, within a token budget.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from ..events import EventType
 from ..messages import Message, SummaryBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
@@ -32,6 +39,7 @@ __all__ = [
     "CompactionResult",
     "Compactor",
     "Emit",
+    "SessionSource",
     "compacted_history",
     "fallback_notice",
     "is_valid_cut",
@@ -159,24 +167,42 @@ def summary_block(summary: str, messages_replaced: int) -> SummaryBlock:
     return SummaryBlock(f"{lead}\n\n{summary}", messages_replaced=messages_replaced)
 
 
-def with_summary(block: SummaryBlock, kept: Sequence[Message]) -> list[Message]:
-    """``kept`` behind ``block``: merged into the first kept message when that is a user
-    message, else as a user message of its own, so roles alternate and the history starts with
-    a user message."""
+def with_summary(block: SummaryBlock, kept: Sequence[Message], restored: str | None = None) -> list[Message]:
+    """``kept`` behind ``block`` (and the ``restored`` text right after it): merged into the first
+    kept message when that is a user message, else as a user message of its own, so roles
+    alternate and the history starts with a user message."""
     kept = list(kept)
+    lead: tuple[Any, ...] = (block,) if restored is None else (block, TextBlock(restored))
     if kept and kept[0].role == "user":
-        return [Message("user", (block, *kept[0].content)), *kept[1:]]
-    return [Message("user", (block,)), *kept]
+        return [Message("user", (*lead, *kept[0].content)), *kept[1:]]
+    return [Message("user", lead), *kept]
 
 
-def compacted_history(summary: str, messages_replaced: int, kept: Sequence[Message]) -> list[Message]:
-    """The history after compaction: the summary (see ``summary_block``), then the kept messages.
+def compacted_history(summary: str, messages_replaced: int, kept: Sequence[Message], restored: str | None = None) -> list[Message]:
+    """The history after compaction: the summary (see ``summary_block``), what was restored
+    behind it (the todo list and recently read files), then the kept messages.
 
     This is the one way the loop builds it, so a journal rebuilds the same history from the
-    ``compaction_complete`` event: ``summary``, ``messages_removed`` and the last
+    ``compaction_complete`` event: ``summary``, ``messages_removed``, ``restored`` and the last
     ``kept_messages`` messages before the compaction.
     """
-    return with_summary(summary_block(summary, messages_replaced), kept)
+    return with_summary(summary_block(summary, messages_replaced), kept, restored)
+
+
+class SessionSource(Protocol):
+    """The session memory a compaction consults (``memory.session.SessionMemory``)."""
+
+    def current(self, history: Sequence[Message], kept_budget: int, count: Callable[[Sequence[Message]], int]) -> Any:
+        """The running summary (``text``, ``covered``) when usable for ``history`` now, else None."""
+        ...
+
+    def restoration(self, config: Any, count: Callable[[str], int], chars_per_token: float) -> Any:
+        """What to restore behind the summary (``text``, ``files``, ``todos``), or None."""
+        ...
+
+    def compacted(self) -> None:
+        """Told after every compaction: the running summary no longer matches the history."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,10 +218,12 @@ class CompactionResult:
     fallback: bool
     usage: Usage | None = None
     cost_usd: float | None = None
+    source: str = "model"
+    restored: Any = None  # a memory.session.Restoration, or None
 
     def event_data(self, **extra: Any) -> dict[str, Any]:
         """The ``compaction_complete`` data (``extra`` adds context such as the trigger)."""
-        return {
+        data = {
             "tokens_before": self.tokens_before,
             "tokens_after": self.tokens_after,
             "messages_removed": self.messages_removed,
@@ -204,8 +232,19 @@ class CompactionResult:
             "fallback": self.fallback,
             "usage": self.usage.to_dict() if self.usage is not None else None,
             "cost_usd": self.cost_usd,
+            "source": self.source,
             **extra,
         }
+        if self.restored is not None:
+            data["restored"] = self.restored.text
+            data["restored_files"] = list(self.restored.files)
+            data["restored_todos"] = self.restored.todos
+        return data
+
+    @property
+    def restored_text(self) -> str | None:
+        """The restored block behind the summary, or None."""
+        return None if self.restored is None else str(self.restored.text)
 
 
 class Compactor:
@@ -299,6 +338,8 @@ class Compactor:
         focus: str | None = None,
         trigger: str = "auto",
         tokens_before: int | None = None,
+        session: SessionSource | None = None,
+        session_config: Any = None,
     ) -> CompactionResult | None:
         """Compacts ``history``; None when there is nothing worth compacting.
 
@@ -313,9 +354,19 @@ class Compactor:
             focus: what the summary should pay particular attention to.
             trigger: ``auto`` or ``manual``.
             tokens_before: the estimate that passed the threshold (``measure(history)`` if omitted).
+            session: the agent's session memory: its running summary may stand in for a summary
+                call, and what it restores goes behind the summary.
+            session_config: the ``SessionMemoryConfig`` (budgets) for the restoration.
         """
         history = list(history)
         cut = self.choose_cut(history, counter, budget)
+        running = None
+        if session is not None and focus is None:  # a focused summary is asked for on purpose
+            running = session.current(history, int(budget * self.target_ratio), counter.messages)
+            if running is not None and self.worth_compacting(history, running.covered):
+                cut = running.covered
+            else:
+                running = None
         if not self.worth_compacting(history, cut):
             return None
         if tokens_before is None:
@@ -324,6 +375,16 @@ class Compactor:
             EventType.COMPACTION_START,
             {"tokens_before": tokens_before, "messages": len(history), "threshold": threshold, "trigger": trigger, "focus": focus},
         )
+        if running is not None:
+            restored = self._restoration(session, session_config, counter, budget)
+            new_history = compacted_history(running.text, cut, history[cut:], _text(restored))
+            result = CompactionResult(
+                new_history, running.text, cut, len(history) - cut, tokens_before, measure(new_history), False,
+                source="session_memory", restored=restored,
+            )
+            emit(EventType.COMPACTION_COMPLETE, result.event_data(trigger=trigger, model=getattr(model, "name", None)))
+            _compacted(session)
+            return result
         error: str | None = None
         attempts = len(self.retry_delays) + 1
         for attempt in range(attempts):
@@ -336,23 +397,51 @@ class Compactor:
                     emit(EventType.COMPACTION_RETRY, {"attempt": attempt + 1, "delay_s": delay, "error": error})
                     await self.sleep(delay)
                 continue
-            new_history = compacted_history(summary, cut, history[cut:])
+            restored = self._restoration(session, session_config, counter, budget)
+            new_history = compacted_history(summary, cut, history[cut:], _text(restored))
             name = getattr(model, "name", None)
             cost = pricing.cost(name, usage) if usage is not None and isinstance(name, str) else None
             result = CompactionResult(
-                new_history, summary, cut, len(history) - cut, tokens_before, measure(new_history), False, usage, cost
+                new_history, summary, cut, len(history) - cut, tokens_before, measure(new_history), False, usage, cost,
+                restored=restored,
             )
             emit(EventType.COMPACTION_COMPLETE, result.event_data(trigger=trigger, model=name))
+            _compacted(session)
             return result
         # Every attempt failed: keep the newest messages that fit, behind a notice.
         assert error is not None
         fallback_cut = max(cut, window_cut(history, counter, int(budget * self.target_ratio)))
         notice = fallback_notice(fallback_cut, error)
-        new_history = compacted_history(notice, fallback_cut, history[fallback_cut:])
+        restored = self._restoration(session, session_config, counter, budget)
+        new_history = compacted_history(notice, fallback_cut, history[fallback_cut:], _text(restored))
         tokens_after = measure(new_history)
         emit(EventType.COMPACTION_FALLBACK, {"messages_removed": fallback_cut, "tokens_after": tokens_after, "error": error})
         result = CompactionResult(
-            new_history, notice, fallback_cut, len(history) - fallback_cut, tokens_before, tokens_after, True
+            new_history, notice, fallback_cut, len(history) - fallback_cut, tokens_before, tokens_after, True,
+            source="fallback", restored=restored,
         )
         emit(EventType.COMPACTION_COMPLETE, result.event_data(trigger=trigger, model=getattr(model, "name", None)))
+        _compacted(session)
         return result
+
+    def _restoration(self, session: SessionSource | None, config: Any, counter: TokenCounter, budget: int) -> Any:
+        """What the session memory restores, within its budget and within what the window leaves.
+
+        The kept messages may fill ``target_ratio`` of the history budget; the restored block gets
+        at most 70% of the rest, so the summary fits too and the next turn does not compact again.
+        """
+        if session is None or config is None:
+            return None
+        room = int(budget * (1 - self.target_ratio) * 0.7)
+        if room < config.budget_tokens:
+            config = dataclasses.replace(config, budget_tokens=room)
+        return session.restoration(config, counter.text, counter.chars_per_token)
+
+
+def _text(restored: Any) -> str | None:
+    return None if restored is None else str(restored.text)
+
+
+def _compacted(session: SessionSource | None) -> None:
+    if session is not None:
+        session.compacted()

@@ -6,6 +6,11 @@ threshold, assembly of system, tools and history within the model's window (repo
 ``context_assembled`` event), calibration of the token estimates from reported usage, and manual
 compaction (``agent.compact(focus)``).
 
+With a session memory bound (``bind_session``; every ``Agent`` binds its own) a compaction
+restores the todo list and recently read files behind the summary, and, with
+``SessionMemoryConfig(summary=True)``, a running summary is brought up to date between turns and
+used by a compaction instead of a new summary call while it is current.
+
 The loop's side of the contract::
 
     prepared = await manager.prepare(history, turn, request, model, emit)   # a task if due()
@@ -28,7 +33,7 @@ from ..messages import Message, SummaryBlock, ToolResultBlock
 from ..models.base import Model, ModelRequest, Usage
 from ..state import TurnState
 from .assembler import Component, ContextAssembler, Priority
-from .compaction import CompactionResult, Compactor, Emit, window_cut, with_summary
+from .compaction import CompactionResult, Compactor, Emit, SessionSource, compacted_history, window_cut, with_summary
 from .micro import MicroCompactor, MicroResult, placeholder
 from .tokens import TokenCounter, reported_input_tokens
 
@@ -56,6 +61,10 @@ class ContextManager:
         chars_per_token: overrides the per-provider starting ratio of the token estimate.
         calibrate: False keeps the estimates uncalibrated (reproducible figures in tests).
         target_ratio: the share of the threshold the kept messages may fill after a compaction.
+        session_memory: what a compaction restores and whether a running summary is kept: a
+            ``memory.SessionMemoryConfig`` (default: restore the todo list and recently read
+            files within 50,000 tokens; no running summary), True for the defaults, or False
+            for neither.
         sleep: the sleep used between retries (injectable for tests).
 
     Example:
@@ -79,6 +88,7 @@ class ContextManager:
         chars_per_token: float | None = None,
         calibrate: bool = True,
         target_ratio: float = 0.5,
+        session_memory: Any = True,
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
     ) -> None:
         if not 0.0 < threshold <= 1.0:
@@ -110,6 +120,21 @@ class ContextManager:
         self._assembler = ContextAssembler()
         self._components: dict[str, Component] = {}
         self._last_view: tuple[Sequence[Message], TokenCounter, MicroResult] | None = None
+        self.session_memory = _session_config(session_memory)
+        self.session: Any = None  # the SessionSource of the agent this manager serves (bind_session)
+
+    def bind_session(self, session: SessionSource | None) -> None:
+        """Serves ``session`` (an agent's ``memory.session``): what compactions restore and the running summary."""
+        self.session = session
+
+    def _session_for_compaction(self) -> SessionSource | None:
+        return self.session if self.session is not None and self.session_memory is not None else None
+
+    def _summary_due(self, messages: Sequence[Message], counter: TokenCounter) -> bool:
+        config = self.session_memory
+        if config is None or not config.summary or self.session is None:
+            return False
+        return bool(self.session.summary_due(messages, config, counter.messages))
 
     def __repr__(self) -> str:
         limit = f"reserve_tokens={self.reserve_tokens}" if self.reserve_tokens is not None else f"threshold={self.threshold}"
@@ -179,7 +204,9 @@ class ContextManager:
             return False
         counter = self.counter(model)
         fixed = counter.system(request.system) + counter.tools(request.tools)
-        return fixed < self.threshold_tokens(model) < fixed + self._view(request.messages, counter).tokens
+        if fixed < self.threshold_tokens(model) < fixed + self._view(request.messages, counter).tokens:
+            return True
+        return self._summary_due(request.messages, counter)  # a running-summary update calls a model too
 
     async def prepare(
         self, history: list[Message], turn: TurnState, request: ModelRequest, model: Model, emit: Emit
@@ -207,6 +234,7 @@ class ContextManager:
         view = self._view(request.messages, counter)
         new_history: list[Message] | None = None
         result: CompactionResult | None = None
+        update: Any = None  # a running-summary update's model call
         # When system and tools alone pass the threshold, removing history cannot help: the
         # assembly event shows the overflow instead of the conversation being destroyed turn by turn.
         if self.auto_compact and fixed < threshold < fixed + view.tokens:
@@ -220,10 +248,15 @@ class ContextManager:
                 threshold=threshold,
                 trigger="auto",
                 tokens_before=fixed + view.tokens,
+                session=self._session_for_compaction(),
+                session_config=self.session_memory,
             )
             if result is not None:
                 new_history = result.history
-                view = self._view(_rebase(request.messages, history, new_history, result.messages_removed), counter)
+                view = self._view(_rebase(request.messages, history, result), counter)
+        elif self.auto_compact and self._summary_due(history, counter):
+            # Between turns, the running summary catches up, so a later compaction need not call a model.
+            update = await self.session.update_summary(history, self.compaction_model or model, emit)
         if view.results_cleared:
             emit(
                 EventType.MICRO_COMPACTION,
@@ -271,7 +304,7 @@ class ContextManager:
             self._sent = (sent, raw_fixed[0] + raw_fixed[1] + counter.raw_messages_from(view.chars, len(messages)))
         else:
             self._sent = None
-        return PreparedContext(sent, new_history, new_history is not None, result)
+        return PreparedContext(sent, new_history, new_history is not None, result if result is not None else update)
 
     def record_usage(self, request: ModelRequest, usage: Usage) -> None:
         """Calibrates the estimates from what the provider reported for ``request``."""
@@ -329,7 +362,22 @@ class ContextManager:
             threshold=threshold,
             focus=focus,
             trigger=trigger,
+            session=self._session_for_compaction(),
+            session_config=self.session_memory,
         )
+
+
+def _session_config(value: Any) -> Any:
+    """``ContextManager(session_memory=...)`` as a ``SessionMemoryConfig``, or None for off."""
+    from ..memory.session import SessionMemoryConfig  # the memory layer sits beside this one
+
+    if value is True:
+        return SessionMemoryConfig()
+    if value is False or value is None:
+        return None
+    if isinstance(value, SessionMemoryConfig):
+        return value
+    raise UserError(f"session_memory={value!r} is not understood; pass True, False or SessionMemoryConfig(budget_tokens=..., summary=...).")
 
 
 #: Tool results longer than this are cut by a forced micro-compaction; what is kept of each.
@@ -368,17 +416,17 @@ def _hidden_notice(count: int) -> str:
     return f"[{count} earlier messages are not shown: they do not fit the context window.]"
 
 
-def _rebase(sent: Sequence[Message], history: Sequence[Message], new_history: list[Message], removed: int) -> Sequence[Message]:
+def _rebase(sent: Sequence[Message], history: Sequence[Message], result: CompactionResult) -> Sequence[Message]:
     """The request's messages after compaction.
 
     Usually the request carries the history unchanged; on the last turn the loop adds an
     instruction to the request only, which must survive: the request's own messages after the cut
-    are kept behind the same summary block.
+    are kept behind the same summary block (and the same restored block).
     """
+    new_history, removed = result.history, result.messages_removed
     if len(sent) == len(history) and all(a is b for a, b in zip(sent, history)):
         return new_history
     if len(sent) < removed or any(sent[i] is not history[i] for i in range(removed)):
         return new_history  # the request does not extend the history: send what was stored
-    block = new_history[0].content[0]
-    assert isinstance(block, SummaryBlock)
-    return with_summary(block, sent[removed:])
+    assert isinstance(new_history[0].content[0], SummaryBlock)
+    return compacted_history(result.summary, removed, sent[removed:], result.restored_text)

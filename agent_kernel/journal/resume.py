@@ -9,10 +9,14 @@ How events become messages, mirroring what the loop and ``Agent`` do to their hi
   that was cancelled or stopped by a tool) it is merged into that message, so roles alternate;
 * ``llm_complete``: the assistant message (``data["message"]``);
 * ``recursion``: the tool results (``data["tool_results"]``) as one user message;
+* a ``run_start`` with ``continues`` (``Agent.continue_run`` after a process died mid-turn) keeps
+  the interrupted turn's tool calls open: that run's ``recursion`` answers them;
 * ``steer``: a message steered into the run (``data["text"]``), joined to the tool results
   before it as ``run_start``'s prompt is, so roles alternate;
+* ``system_reminder``: the reminder told before a prompt (``data["text"]``), joined to the
+  prompt's message as ``Agent`` joins it;
 * ``compaction_complete``: the history becomes ``compacted_history(summary, messages_removed,
-  last kept_messages messages)``, the one function the compactor itself uses;
+  last kept_messages messages, restored)``, the one function the compactor itself uses;
 * ``cancelled`` / ``error`` while a response was streaming: the partial response, rebuilt from
   its deltas and ready tool calls as the loop's message builder does;
 * tool calls left without a ``recursion`` (a tool stopped the run, the run was cancelled or
@@ -22,6 +26,11 @@ How events become messages, mirroring what the loop and ``Agent`` do to their hi
 
 A response cut off by a crash (no ``llm_complete``, no ``cancelled``) never entered the
 conversation, so it is not rebuilt; its deltas stay in the journal.
+
+A journal that ends inside a turn, after the model's tool calls and before their ``recursion``
+(the process died while a call ran or waited for approval), is ``Conversation.interrupted``: the
+calls, the results already recorded and the approvals that were pending, so ``Agent.resume`` can
+ask again and finish the turn without asking the model again.
 """
 
 from __future__ import annotations
@@ -48,6 +57,7 @@ __all__ = [
     "Conversation",
     "Entry",
     "ForkPoint",
+    "Interrupted",
     "Resumed",
     "fork_point",
     "list_sessions",
@@ -92,6 +102,30 @@ class Entry:
     event: AgentEvent
 
 
+@dataclass(frozen=True)
+class Interrupted:
+    """A turn the process died in, between the model's tool calls and their results.
+
+    Attributes:
+        message: the assistant message whose tool calls wait (it ends the conversation).
+        answered: results already settled, by call id: those recorded, and an interrupted-call
+            error for a call that had started but never finished (it may have had effects, so it
+            is not run again).
+        approvals: the ``approval_required`` data of each call that was waiting for a decision.
+        closing: the message that answers every call at once (``close_dangling``'s), for a new
+            prompt that does not continue the turn.
+        turn_state: the interrupted turn.
+        run_id: the run it belonged to.
+    """
+
+    message: Message
+    answered: dict[str, ToolResultBlock]
+    approvals: list[dict[str, Any]]
+    closing: Message
+    turn_state: TurnState | None
+    run_id: str
+
+
 class _Partial:
     """A streaming response rebuilt from its journaled deltas with the loop's own builder."""
 
@@ -134,6 +168,8 @@ class Conversation:
         self.seq = 0
         self._pending: list[str] = []  # tool_use ids of the last assistant message, not yet answered
         self._results: dict[str, ToolResultBlock] = {}  # tool_result events since the last llm_start
+        self._started: set[str] = set()  # tool_start call ids since the last llm_start
+        self._asked: dict[str, dict[str, Any]] = {}  # approval_required data of calls not yet decided
         self._partial: _Partial | None = None
         self._last: AgentEvent | None = None
 
@@ -157,14 +193,15 @@ class Conversation:
         if self._partial is not None and kind in _PARTIAL_EVENTS:
             self._partial.add(event)
         if kind is EventType.RUN_START:
-            self.close_dangling()
+            if not data.get("continues"):  # a run that continues the interrupted turn answers its calls
+                self.close_dangling()
             self._set_turn_state(data.get("turn_state"), new_turn=False)  # its first iteration_start follows
             self._prompt(data.get("prompt"), event)
         elif kind is EventType.ITERATION_START:
             self._set_turn_state(data.get("turn_state"), new_turn=True)
         elif kind is EventType.LLM_START:
             self._partial = _Partial()
-            self._results = {}
+            self._results, self._started, self._asked = {}, set(), {}
         elif kind is EventType.LLM_COMPLETE and isinstance(data.get("message"), dict):
             self._partial = None
             self._respond(message_from_dict(data["message"]), "response", event)
@@ -175,6 +212,12 @@ class Conversation:
                 content if isinstance(content, str) else json.dumps(content, default=str),
                 bool(data.get("is_error", False)),
             )
+        elif kind is EventType.TOOL_START:
+            self._started.add(str(data.get("call_id")))
+        elif kind is EventType.APPROVAL_REQUIRED:
+            self._asked[str(data.get("call_id"))] = dict(data)
+        elif kind is EventType.APPROVAL_DECISION:
+            self._asked.pop(str(data.get("call_id")), None)
         elif kind is EventType.CONTINUATION:
             # The loop asked a response cut off by max_tokens to go on.
             self._append(Message.user(str(data.get("instruction", ""))), "prompt", event)
@@ -184,6 +227,8 @@ class Conversation:
             self._pending = []
         elif kind is EventType.STEER:
             self._prompt(data.get("text"), event, "steer")
+        elif kind is EventType.SYSTEM_REMINDER:
+            self._prompt(data.get("text"), event)  # part of the prompt's message
         elif kind is EventType.COMPACTION_COMPLETE:
             self._compact(data, event)
         elif kind in (EventType.CANCELLED, EventType.ERROR):
@@ -214,7 +259,8 @@ class Conversation:
     def _set_turn_state(self, value: Any, *, new_turn: bool) -> None:
         if isinstance(value, dict):
             self.turn_state = TurnState.from_dict(value)
-            if new_turn:
+            # A run that continues an interrupted turn begins it again: it is one turn, not two.
+            if new_turn and not (self.turn_states and self.turn_states[-1].turn_id == self.turn_state.turn_id):
                 self.turn_states.append(self.turn_state)
 
     def _compact(self, data: dict[str, Any], event: AgentEvent) -> None:
@@ -223,7 +269,8 @@ class Conversation:
         kept = int(data.get("kept_messages", 0) or 0)
         keep = self.current[len(self.current) - kept :] if kept > 0 else []
         replaced = int(data.get("messages_removed", len(self.current) - len(keep)))
-        history = compacted_history(str(data.get("summary", "")), replaced, [entry.message for entry in keep])
+        restored = data.get("restored")
+        history = compacted_history(str(data.get("summary", "")), replaced, [entry.message for entry in keep], restored if isinstance(restored, str) else None)
         entries = [Entry(message, "summary", event) for message in history[: len(history) - len(keep)]]
         merged = len(history) == len(keep) and bool(keep)  # the summary joined the first kept message
         if merged:
@@ -236,16 +283,36 @@ class Conversation:
             if self.turn_states and self.turn_states[-1].turn_id == event.turn_id:
                 self.turn_states[-1] = self.turn_state
 
+    def interrupted(self) -> Interrupted | None:
+        """The turn the journal ends inside, with tool calls waiting for results, or None.
+
+        Call it before ``close_dangling`` (which answers those calls). None when the last run
+        ended (``run_finish`` answers every call) or the calls' response never completed.
+        """
+        if not self._pending or self._last is None or self._last.type is EventType.RUN_FINISH:
+            return None
+        entry = self.current[-1] if self.current else None
+        if entry is None or entry.message.role != "assistant" or [b.id for b in entry.message.tool_uses] != self._pending:
+            return None
+        answered = dict(self._results)
+        for call_id in self._pending:
+            if call_id in self._started and call_id not in answered:
+                answered[call_id] = ToolResultBlock(call_id, INTERRUPTED_RESULT, is_error=True)
+        approvals = [data for call_id, data in self._asked.items() if call_id in self._pending and call_id not in answered]
+        return Interrupted(entry.message, answered, approvals, self._closing(), self.turn_state, entry.event.run_id)
+
+    def _closing(self) -> Message:
+        return Message("user", tuple(
+            self._results.get(call_id) or ToolResultBlock(call_id, INTERRUPTED_RESULT, is_error=True)
+            for call_id in self._pending
+        ))
+
     def close_dangling(self) -> None:
         """Answers tool calls that never reached a ``recursion`` (see the module docstring)."""
         if not self._pending or self._last is None:
             return
-        blocks = tuple(
-            self._results.get(call_id) or ToolResultBlock(call_id, INTERRUPTED_RESULT, is_error=True)
-            for call_id in self._pending
-        )
         kind = "tool_results" if all(call_id in self._results for call_id in self._pending) else "interrupted"
-        self._append(Message("user", blocks), kind, self._last)
+        self._append(self._closing(), kind, self._last)
         self._pending = []
 
 
@@ -281,6 +348,8 @@ class Scan(NamedTuple):
         last_run_start: the last top-level ``run_start`` (None if there is none).
         tail: the last ``keep`` events (all of them when ``keep`` is None).
         total: how many events the journal holds.
+        interrupted: the turn the journal ends inside (``Conversation.interrupted``), or None;
+            ``resumed.messages`` then ends with its ``closing`` message.
     """
 
     resumed: Resumed
@@ -289,6 +358,7 @@ class Scan(NamedTuple):
     last_run_start: AgentEvent | None
     tail: list[AgentEvent]
     total: int
+    interrupted: Interrupted | None = None
 
 
 def scan(path: str | os.PathLike[str], keep: int | None = None) -> Scan:
@@ -314,9 +384,10 @@ def scan(path: str | os.PathLike[str], keep: int | None = None) -> Scan:
             if event.type is EventType.RUN_START:
                 last_run_start = event
     turn_states = list(conversation.turn_states)
+    interrupted = conversation.interrupted()
     conversation.close_dangling()
     resumed = Resumed(conversation.messages, conversation.turn_state, conversation.seq)
-    return Scan(resumed, turn_states, session_id, last_run_start, list(tail), total)
+    return Scan(resumed, turn_states, session_id, last_run_start, list(tail), total, interrupted)
 
 
 def iter_events(path: str | os.PathLike[str]) -> Iterator[AgentEvent]:

@@ -93,6 +93,13 @@ class StreamingToolExecutor:
         self._pump()
         return call
 
+    def record(self, call_id: str, name: str, arguments: dict[str, Any], result: ToolResult) -> PendingCall:
+        """Adds a call that already has its result (one answered before a run was interrupted),
+        keeping its place in the declared order without running it again."""
+        call = PendingCall(call_id, name, arguments, len(self.calls), self._is_safe(name), result=result)
+        self.calls.append(call)
+        return call
+
     @property
     def done(self) -> bool:
         """True when every submitted call has a result."""

@@ -1,0 +1,49 @@
+"""tools.builtin.todo — ``todo_write``: the agent's todo/plan list.
+
+The model writes its whole list each time; the list lives on the agent
+(``agent.memory.todos``), is journaled as a ``todo_update`` event, appears in the reminder before
+each prompt, and is restored after every compaction. It changes nothing outside the agent, so it
+is read-only for the permission modes (plan mode included).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...errors import ToolError
+from ...memory.session import TODO_STATUSES, TodoItem
+from ..tool import Tool, ToolContext
+
+__all__ = ["todo_write"]
+
+
+def _todo_write(todos: list[dict[str, Any]], ctx: ToolContext) -> str:
+    """Replaces your todo/plan list. Send the whole list every time, in order; use it for work of
+    several steps, keep exactly one item in_progress while you work, and mark items completed as
+    soon as they are done.
+
+    Args:
+        todos: the items, each {"content": "what to do", "status": "pending" | "in_progress" | "completed"}.
+    """
+    memory = ctx.extras.get("memory")
+    if memory is None:
+        raise ToolError("todo_write needs an Agent's memory to keep the list in; it runs only inside an Agent.")
+    items: list[TodoItem] = []
+    for number, raw in enumerate(todos, 1):
+        content = str(raw.get("content", "")).strip() if isinstance(raw, dict) else ""
+        status = raw.get("status", "pending") if isinstance(raw, dict) else None
+        if not content:
+            raise ToolError(f"todo item {number} has no content; each item is {{\"content\": \"what to do\", \"status\": \"pending\"}}.")
+        if status not in TODO_STATUSES:
+            raise ToolError(f"todo item {number} has status {status!r}; use one of {', '.join(TODO_STATUSES)}.")
+        items.append(TodoItem(content, status))
+    emitter = getattr(ctx.run, "emitter", None)
+    memory.session.set_todos(items, emitter.later if emitter is not None else None)
+    if not items:
+        return "Todo list cleared."
+    counts = ", ".join(f"{sum(1 for t in items if t.status == s)} {s.replace('_', ' ')}" for s in TODO_STATUSES)
+    listing = "\n".join(f"- [{t.status}] {t.content}" for t in items)
+    return f"Todo list updated ({len(items)} items: {counts}):\n{listing}"
+
+
+todo_write = Tool(_todo_write, name="todo_write", read_only=True, concurrency_safe=False)

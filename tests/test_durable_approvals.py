@@ -1,0 +1,231 @@
+"""Approvals that survive a dead process: resume, continue the interrupted turn, time out."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from agent_kernel import Agent, EventType, TerminationReason, tool
+from agent_kernel.approvals import Approval
+from agent_kernel.errors import UserError
+from agent_kernel.journal import read_events
+from agent_kernel.journal.resume import INTERRUPTED_RESULT, rebuild
+from agent_kernel.models.scripted import ScriptedModel, tool_call
+
+from .helpers import make_agent, of_type
+
+RAN: list[str] = []
+
+
+@tool
+def deploy(target: str) -> str:
+    """Deploys to a target (not read-only, so default mode asks first)."""
+    RAN.append(target)
+    return f"deployed {target}"
+
+
+@tool(read_only=True)
+def look(what: str) -> str:
+    """Looks at something (read-only: runs without asking)."""
+    RAN.append(f"look {what}")
+    return f"{what} looks fine"
+
+
+@pytest.fixture(autouse=True)
+def _fresh_log() -> None:
+    RAN.clear()
+
+
+async def died_waiting(tmp_path: Path, replies: list[object], tools: list[object] | None = None, **kwargs: object) -> Path:
+    """Runs until a call waits for a person (or ``until`` holds), then keeps a copy of the journal
+    as a process killed at that moment would have left it; returns the copy's path."""
+    until = kwargs.pop("until", None)
+    agent = make_agent(ScriptedModel(replies), tools or [deploy], journal=tmp_path / "live.jsonl", permissions="default", **kwargs)
+    agent.approvals.interactive = True  # a person would answer in the live view
+    task = asyncio.create_task(agent.run("deploy to staging"))
+    while not (until(agent) if callable(until) else agent.approvals.pending):
+        await asyncio.sleep(0.01)
+    journal = agent.journal
+    journal.flush()
+    dead = tmp_path / "dead.jsonl"
+    shutil.copy(journal.path, dead)
+    agent.cancel()
+    await task
+    return dead
+
+
+async def test_a_resumed_agent_lists_the_approval_that_was_pending_when_the_process_died(tmp_path: Path) -> None:
+    dead = await died_waiting(tmp_path, [tool_call("deploy", {"target": "staging"}, id="call_1"), "unused"])
+    agent = Agent.resume(dead, model=ScriptedModel([]), tools=[deploy])
+    [pending] = agent.pending_approvals
+    assert (pending.call_id, pending.tool, pending.arguments) == ("call_1", "deploy", {"target": "staging"})
+    assert pending.key == "deploy(staging)" and "asks before it runs" in pending.reason
+    # The conversation ends with the model's call, held open for continue_run.
+    assert agent.messages[-1].role == "assistant" and agent.messages[-1].tool_uses[0].id == "call_1"
+
+
+async def test_continue_run_asks_again_runs_the_tool_once_and_does_not_repeat_the_model_call(tmp_path: Path) -> None:
+    dead = await died_waiting(tmp_path, [tool_call("deploy", {"target": "staging"}, id="call_1"), "unused"])
+    asked: list[str] = []
+    model = ScriptedModel(["Deployed to staging."])
+    agent = Agent.resume(dead, model=model, tools=[deploy], approver=lambda request: asked.append(request.call_id) or True)
+    result = await agent.continue_run()
+    assert asked == ["call_1"] and RAN == ["staging"]
+    assert result.text == "Deployed to staging." and result.termination_reason is TerminationReason.END_TURN
+    assert len(model.requests) == 1  # only the answer after the tool: the call that asked was not repeated
+    # The model read the tool's real result, right after its own call.
+    sent = model.requests[0].messages
+    assert sent[-2].tool_uses[0].id == "call_1" and sent[-1].tool_results[0].content == "deployed staging"
+    assert agent.pending_approvals == []
+
+
+async def test_the_continued_run_is_journaled_so_the_session_resumes_to_the_same_conversation(tmp_path: Path) -> None:
+    dead = await died_waiting(tmp_path, [tool_call("deploy", {"target": "staging"}, id="call_1"), "unused"])
+    agent = Agent.resume(dead, model=ScriptedModel(["Deployed.", "Nothing else."]), tools=[deploy], approver=lambda r: True)
+    await agent.continue_run()
+    await agent.run("anything else?")
+    agent.close()
+    events = read_events(dead)
+    [start] = [e for e in of_type(events, EventType.RUN_START) if e.data.get("continues")]
+    assert start.data["continues"]["call_ids"] == ["call_1"] and start.data["prompt"] is None
+    assert rebuild(events).messages == agent.messages
+    again = Agent.resume(dead, model=ScriptedModel([]))
+    assert again.messages == agent.messages and again.pending_approvals == []
+    # One turn, not two: the continued run went on in the turn it was interrupted in.
+    assert [t.turn_counter for t in again.history].count(0) == 2  # the first run's turn 0 and the second run's
+
+
+async def test_a_rejection_after_resume_reaches_the_model_and_the_tool_never_runs(tmp_path: Path) -> None:
+    dead = await died_waiting(tmp_path, [tool_call("deploy", {"target": "prod"}, id="call_1"), "unused"])
+    model = ScriptedModel(["Understood, not deploying."])
+    agent = Agent.resume(dead, model=model, tools=[deploy], approver=lambda r: Approval.reject("not on a Friday"))
+    result = await agent.continue_run()
+    assert RAN == [] and result.text == "Understood, not deploying."
+    rejection = model.requests[0].messages[-1].tool_results[0]
+    assert rejection.is_error and "not on a Friday" in rejection.content
+
+
+async def test_a_call_that_had_started_is_answered_as_interrupted_and_not_run_again(tmp_path: Path) -> None:
+    # look (read-only) ran to its result; deploy waited for approval; a second deploy had not started.
+    replies = [
+        tool_call("look", {"what": "logs"}, id="c_look"),
+        tool_call("deploy", {"target": "a"}, id="c_a"),
+        "unused",
+    ]
+    dead = await died_waiting(tmp_path, replies, [look, deploy])
+    RAN.clear()
+    model = ScriptedModel(["Done."])
+    agent = Agent.resume(dead, model=model, tools=[look, deploy], approver=lambda r: True)
+    await agent.continue_run()
+    assert RAN == ["a"]  # only the call that waited ran; look's turn had finished before
+    assert [b.content for b in model.requests[0].messages[-1].tool_results] == ["deployed a"]
+
+
+async def test_a_started_call_without_a_result_gets_the_interrupted_error_and_the_rest_run(tmp_path: Path) -> None:
+    # The process died while an approved call ran; the call after it had not started.
+    gate = asyncio.Event()
+
+    @tool(name="slow_deploy")
+    async def slow_deploy(target: str) -> str:
+        """Deploys slowly."""
+        RAN.append(f"slow {target}")
+        await gate.wait()
+        return "never"
+
+    def started(agent: Agent) -> bool:
+        return any(e.type is EventType.TOOL_START for e in agent.events)
+
+    replies = [[tool_call("slow_deploy", {"target": "x"}, id="c_slow"), tool_call("deploy", {"target": "b"}, id="c_b")], "unused"]
+    dead = await died_waiting(tmp_path, replies, [slow_deploy, deploy], until=started, approver=lambda r: True)
+    RAN.clear()
+    model = ScriptedModel(["Partly done."])
+    agent = Agent.resume(dead, model=model, tools=[slow_deploy, deploy], approver=lambda r: True)
+    assert agent.pending_approvals == []  # nothing waited for a person, but the turn is open
+    result = await agent.continue_run()
+    assert RAN == ["b"]  # the call that had started is not run again
+    results = {b.tool_use_id: b for b in model.requests[0].messages[-1].tool_results}
+    assert results["c_slow"].content == INTERRUPTED_RESULT and results["c_slow"].is_error
+    assert results["c_b"].content == "deployed b"
+    synthetic = [e for e in result.events if e.type is EventType.TOOL_RESULT and e.data.get("synthetic")]
+    assert [e.data["call_id"] for e in synthetic] == ["c_slow"]
+
+
+async def test_a_new_prompt_after_resume_closes_the_interrupted_calls_instead(tmp_path: Path) -> None:
+    dead = await died_waiting(tmp_path, [tool_call("deploy", {"target": "staging"}, id="call_1"), "unused"])
+    model = ScriptedModel(["Fine, something else."])
+    agent = Agent.resume(dead, model=model, tools=[deploy])
+    await agent.run("never mind, do something else")
+    assert RAN == []
+    first = model.requests[0].messages[-1]
+    assert first.tool_results[0].content == INTERRUPTED_RESULT and first.text.endswith("do something else")
+    agent.close()
+    assert rebuild(read_events(dead)).messages == agent.messages
+    with pytest.raises(UserError, match="nothing to continue"):
+        await agent.continue_run()
+
+
+async def test_an_approval_nobody_answers_in_time_is_rejected_with_a_reason(tmp_path: Path) -> None:
+    model = ScriptedModel([tool_call("deploy", {"target": "prod"}), "I did not deploy."])
+    agent = make_agent(model, [deploy], approval_timeout=0.05, permissions="default")
+    agent.approvals.interactive = True  # a person is asked, and never answers
+    result = await agent.run("deploy")
+    assert RAN == [] and result.text == "I did not deploy."
+    [required] = of_type(result.events, EventType.APPROVAL_REQUIRED)
+    assert required.data["timeout_s"] == 0.05 and required.data["expires_at"] > required.ts
+    [decision] = of_type(result.events, EventType.APPROVAL_DECISION)
+    assert (decision.data["decision"], decision.data["decided_by"]) == ("reject", "timeout")
+    assert "within 0.05 s" in model.requests[1].messages[-1].tool_results[0].content
+    assert agent.approvals.pending == []  # the card's question is withdrawn
+
+
+def test_an_approval_timeout_must_be_a_positive_number() -> None:
+    with pytest.raises(UserError, match="approval_timeout must be a positive number"):
+        make_agent(ScriptedModel([]), approval_timeout=0)
+    agent = make_agent(ScriptedModel([]))
+    agent.approval_timeout = 30
+    assert agent.approval_timeout == 30.0
+    agent.approval_timeout = None
+    assert agent.approval_timeout is None
+
+
+def test_a_process_killed_while_an_approval_waits_is_resumed_approved_and_completed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from .durable_child import claude
+    from .durable_child import deploy as deploy_for_real
+    from .fakes.server import FakeProvider
+    from .fakes.turns import turn
+
+    log = tmp_path / "deploys.log"
+    journal = tmp_path / "session.jsonl"
+    monkeypatch.setenv("DEPLOY_LOG", str(log))
+    with FakeProvider() as server:
+        server.script(turn(calls=[("toolu_1", "deploy", {"target": "staging"})]), turn("Deployed to staging."))
+        child = subprocess.Popen([sys.executable, "-m", "tests.durable_child", server.url, str(journal)], cwd=Path(__file__).parents[1])
+        try:
+            deadline = time.monotonic() + 120
+            while not (journal.exists() and '"approval_required"' in journal.read_text(encoding="utf-8")):
+                assert child.poll() is None, "the child process ended before asking for approval"
+                assert time.monotonic() < deadline, "the child never asked for approval"
+                time.sleep(0.05)
+            child.send_signal(signal.SIGKILL)
+            child.wait()
+        finally:
+            if child.poll() is None:
+                child.kill()
+        assert not log.exists()  # nothing ran before the kill
+
+        agent = Agent.resume(journal, model=claude(server.url), tools=[deploy_for_real], approver=lambda request: True)
+        assert [p.call_id for p in agent.pending_approvals] == ["toolu_1"]
+        result = agent.continue_run_sync()
+        agent.close()
+        assert result.text == "Deployed to staging." and result.termination_reason is TerminationReason.END_TURN
+        assert log.read_text(encoding="utf-8") == "staging\n"  # the tool ran exactly once
+        assert len(server.requests) == 2 and server.rejected == []  # the call that asked was not repeated
+        answer = server.bodies[1]["messages"][-1]["content"][0]
+        assert (answer["type"], answer["tool_use_id"], answer["content"]) == ("tool_result", "toolu_1", "deployed staging")

@@ -1,0 +1,229 @@
+"""Session memory: the todo list, files restored after a compaction, and the running summary."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from agent_kernel import Agent, EventType, tool
+from agent_kernel.context import ContextManager
+from agent_kernel.journal import read_events, rebuild
+from agent_kernel.memory import SessionMemoryConfig, TodoItem
+from agent_kernel.messages import Message, SummaryBlock, TextBlock
+from agent_kernel.models.base import ToolSpec
+from agent_kernel.models.scripted import FunctionModel, ScriptedModel, tool_call
+from agent_kernel.tools.builtin.todo import todo_write
+
+PLAN = [{"content": "Read the inputs", "status": "completed"}, {"content": "Write the report", "status": "in_progress"}]
+
+
+def of(events: Any, kind: EventType) -> list[dict[str, Any]]:
+    return [e.data for e in events if e.type is kind]
+
+
+def manager(**settings: Any) -> ContextManager:
+    return ContextManager(**{"keep_messages": 2, "retry_delays": (), "calibrate": False, **settings})
+
+
+def working_agent(tmp_path: Path, script: list[Any], **settings: Any) -> Agent:
+    (tmp_path / "a.txt").write_text("alpha v1\n")
+    (tmp_path / "b.txt").write_text("bravo v1\n")
+    model = ScriptedModel(
+        [
+            [tool_call("todo_write", {"todos": PLAN})],
+            [tool_call("read_file", {"path": "a.txt"})],
+            [tool_call("read_file", {"path": "b.txt"})],
+            "Both read.",
+            *script,
+        ]
+    )
+    return Agent(model, tools=["read_file", todo_write], context=manager(**settings), working_dir=tmp_path, journal=tmp_path / "run.jsonl")
+
+
+# -- the todo list ----------------------------------------------------------------------------------
+
+
+async def test_the_todo_list_lives_on_the_agent_and_is_journaled(tmp_path: Path) -> None:
+    agent = working_agent(tmp_path, [])
+    result = await agent.run("Read both files.")
+    assert agent.memory.todos == [TodoItem("Read the inputs", "completed"), TodoItem("Write the report", "in_progress")]
+    [update] = of(result.events, EventType.TODO_UPDATE)
+    assert update == {"todos": PLAN, "pending": 0, "in_progress": 1, "completed": 1}
+    assert "Todo list updated (2 items" in result.tool_calls[0]["content"]
+    agent.close()
+    assert Agent.resume(tmp_path / "run.jsonl", model="offline").memory.todos == agent.memory.todos
+
+
+async def test_a_malformed_todo_item_is_an_error_the_model_can_read(tmp_path: Path) -> None:
+    model = ScriptedModel([[tool_call("todo_write", {"todos": [{"content": "x", "status": "someday"}]})], "Ok."])
+    agent = Agent(model, tools=[todo_write], journal=None, working_dir=tmp_path)
+    result = await agent.run("Plan.")
+    assert result.tool_calls[0]["is_error"] and "pending, in_progress, completed" in result.tool_calls[0]["content"]
+    assert agent.memory.todos == []
+
+
+# -- restored after a compaction ------------------------------------------------------------------
+
+
+async def test_the_todo_list_and_recently_read_files_are_restored_after_a_compaction(tmp_path: Path) -> None:
+    agent = working_agent(tmp_path, ["The summary."])
+    await agent.run("Read both files.")
+    (tmp_path / "b.txt").write_text("bravo v2\n")  # restored as it is now, not as it was read
+    events = await agent.compact()
+
+    [complete] = of(events, EventType.COMPACTION_COMPLETE)
+    assert complete["source"] == "model"
+    assert [f["path"] for f in complete["restored_files"]] == ["b.txt", "a.txt"]  # newest read first
+    assert complete["restored_todos"] == 2
+    restored = complete["restored"]
+    assert restored.startswith("<restored-context>") and restored.endswith("</restored-context>")
+    assert "- [in_progress] Write the report" in restored
+    assert restored.index('<file path="b.txt">\nbravo v2\n') < restored.index('<file path="a.txt">\nalpha v1\n')
+    # The restored block sits right behind the summary, at the start of the history.
+    first = agent.messages[0]
+    assert isinstance(first.content[0], SummaryBlock) and first.content[1] == TextBlock(restored)
+
+
+async def test_restored_files_stay_within_the_token_budget(tmp_path: Path) -> None:
+    agent = working_agent(tmp_path, ["The summary."], session_memory=SessionMemoryConfig(budget_tokens=12))
+    await agent.run("Read both files.")
+    events = await agent.compact()
+    [complete] = of(events, EventType.COMPACTION_COMPLETE)
+    assert [f["path"] for f in complete["restored_files"]] == ["b.txt"]
+    assert sum(f["tokens"] for f in complete["restored_files"]) <= 12
+
+
+async def test_nothing_is_restored_when_session_memory_is_off(tmp_path: Path) -> None:
+    agent = working_agent(tmp_path, ["The summary."], session_memory=False)
+    await agent.run("Read both files.")
+    [complete] = of(await agent.compact(), EventType.COMPACTION_COMPLETE)
+    assert "restored" not in complete
+    assert not any(isinstance(b, TextBlock) and "restored-context" in b.text for b in agent.messages[0].content)
+
+
+async def test_a_resumed_agent_holds_the_restored_history_and_restores_again_after_its_own_compaction(tmp_path: Path) -> None:
+    agent = working_agent(tmp_path, ["The summary.", "Carry on."])
+    await agent.run("Read both files.")
+    await agent.compact()
+    await agent.run("Next?")
+    agent.close()
+    assert rebuild(read_events(tmp_path / "run.jsonl")).messages == agent.messages
+
+    resumed = Agent.resume(tmp_path / "run.jsonl", model=ScriptedModel(["Second summary."]), tools=["read_file", todo_write],
+                           context=manager(), working_dir=tmp_path)
+    assert resumed.messages == agent.messages
+    [complete] = of(await resumed.compact(), EventType.COMPACTION_COMPLETE)
+    # The todo list and the files read come back from the journal, not from the old process.
+    assert complete["restored_todos"] == 2 and [f["path"] for f in complete["restored_files"]] == ["b.txt", "a.txt"]
+    resumed.close()
+    assert rebuild(read_events(tmp_path / "run.jsonl")).messages == resumed.messages
+
+
+async def test_an_auto_compaction_in_a_run_restores_too_and_the_journal_rebuilds_it(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("n" * 400)
+    script: list[Any] = [[tool_call("todo_write", {"todos": PLAN})]]
+    script += [[tool_call("read_file", {"path": "notes.txt"})] for _ in range(4)]
+    script.append("The summary.")  # the sixth call is the summary: the window is full by then
+    script.append("Done.")
+    model = ScriptedModel(script, context_window=900)
+    agent = Agent(model, tools=["read_file", todo_write], context=manager(micro_compact=False), working_dir=tmp_path,
+                  journal=tmp_path / "run.jsonl", tool_result_limit=None)
+    result = await agent.run("Read the notes four times.")
+    [complete] = of(result.events, EventType.COMPACTION_COMPLETE)
+    assert complete["trigger"] == "auto" and [f["path"] for f in complete["restored_files"]] == ["notes.txt"]
+    after = model.requests[6].messages[0]
+    assert isinstance(after.content[0], SummaryBlock) and "<restored-context>" in after.content[1].text  # type: ignore[union-attr]
+    agent.close()
+    assert rebuild(read_events(tmp_path / "run.jsonl")).messages == agent.messages
+
+
+# -- the running summary ----------------------------------------------------------------------------
+
+
+@tool(read_only=True)
+def add(a: int, b: int) -> int:
+    """Adds two integers."""
+    return a + b
+
+
+class Summariser:
+    """Main calls get the script; summary calls (no tools) get numbered summaries."""
+
+    def __init__(self, script: list[Any]) -> None:
+        self.script = list(script)
+        self.summaries = 0
+
+    def __call__(self, messages: list[Message], tools: list[ToolSpec]) -> Any:
+        if not tools:
+            self.summaries += 1
+            return f"Running summary {self.summaries}."
+        return self.script.pop(0)
+
+
+def summarising_agent(tmp_path: Path, function: Summariser) -> Agent:
+    config = SessionMemoryConfig(summary=True, update_tokens=1)
+    return Agent(FunctionModel(function), tools=[add], context=manager(session_memory=config), working_dir=tmp_path,
+                 journal=tmp_path / "run.jsonl")
+
+
+async def test_a_current_session_memory_summary_is_used_instead_of_a_summary_call(tmp_path: Path) -> None:
+    function = Summariser([[tool_call("add", {"a": 1, "b": 2})], "3."])
+    agent = summarising_agent(tmp_path, function)
+    result = await agent.run("Add 1 and 2.")
+    # Between turns the running summary caught up (one small call), journaled with what it covers.
+    [update] = of(result.events, EventType.SESSION_MEMORY_UPDATE)
+    assert update["summary"] == "Running summary 1." and update["messages_covered"] == 1
+    assert result.stats.llm_calls == 3  # two turns and the update, all counted
+
+    events = await agent.compact()
+    assert function.summaries == 1  # no summary call for the compaction
+    [complete] = of(events, EventType.COMPACTION_COMPLETE)
+    assert complete["source"] == "session_memory" and complete["summary"] == "Running summary 1."
+    assert complete["messages_removed"] == 1 and complete["usage"] is None
+    assert agent.memory.summaries[-1].source == "session_memory"
+    agent.close()
+    assert rebuild(read_events(tmp_path / "run.jsonl")).messages == agent.messages
+
+
+async def test_a_stale_session_memory_summary_gives_way_to_a_fresh_summary_call(tmp_path: Path) -> None:
+    function = Summariser([[tool_call("add", {"a": 1, "b": 2})], "3."])
+    agent = summarising_agent(tmp_path, function)
+    await agent.run("Add 1 and 2.")
+    agent.messages[0] = Message.user("A different question.")  # the messages it stands for changed
+    [complete] = of(await agent.compact(), EventType.COMPACTION_COMPLETE)
+    assert complete["source"] == "model" and function.summaries == 2
+
+
+async def test_a_resumed_agent_uses_the_journaled_session_memory_summary(tmp_path: Path) -> None:
+    agent = summarising_agent(tmp_path, Summariser([[tool_call("add", {"a": 1, "b": 2})], "3."]))
+    await agent.run("Add 1 and 2.")
+    agent.close()
+    function = Summariser([])
+    resumed = Agent.resume(tmp_path / "run.jsonl", model=FunctionModel(function), tools=[add],
+                           context=manager(session_memory=SessionMemoryConfig(summary=True)), working_dir=tmp_path)
+    [complete] = of(await resumed.compact(), EventType.COMPACTION_COMPLETE)
+    assert complete["source"] == "session_memory" and function.summaries == 0
+
+
+async def test_secrets_in_restored_files_are_redacted_and_the_journal_rebuilds_the_same_history(tmp_path: Path, monkeypatch: Any) -> None:
+    secret = "tok-" + "abcdefghijklmnopqrstuvwxyz0123456789"
+    monkeypatch.setenv("SERVICE_TOKEN", secret)
+    agent = working_agent(tmp_path, ["The summary."])
+    (tmp_path / "a.txt").write_text(f"token = {secret}\n")
+    await agent.run("Read both files.")
+    [complete] = of(await agent.compact(), EventType.COMPACTION_COMPLETE)
+    assert secret not in complete["restored"] and "token = " in complete["restored"]
+    agent.close()
+    assert rebuild(read_events(tmp_path / "run.jsonl")).messages == agent.messages
+    assert not any(secret in str(m.to_dict()) for m in agent.messages)
+
+
+async def test_a_file_a_deny_rule_now_forbids_is_not_restored(tmp_path: Path) -> None:
+    from agent_kernel.permissions import Permissions
+
+    agent = working_agent(tmp_path, ["The summary."])
+    await agent.run("Read both files.")
+    agent.permissions.permissions.deny.append("read_file(b.txt)")
+    [complete] = of(await agent.compact(), EventType.COMPACTION_COMPLETE)
+    assert [f["path"] for f in complete["restored_files"]] == ["a.txt"]
+    assert isinstance(agent.permissions.permissions, Permissions)
