@@ -302,8 +302,8 @@ def test_a_cells_options_apply_to_that_cell_only(cells: Cells) -> None:
     agent = cells.magics.sessions.get().agent
     assert agent.model.provider == "offline" and agent.tools.names == [] and agent.system is None
     assert len(cells.ns["model"].requests) == 1
-    said = [m.text for m in agent.messages]
-    assert said[0] == "Hi" and said[2] == "And again"  # one conversation all the same
+    said = [m.text for m in agent.messages]  # a prompt may carry a reminder of what the notebook changed
+    assert said[0].startswith("Hi") and said[2].startswith("And again")  # one conversation all the same
 
 
 def test_session_settings_change_only_when_asked(cells: Cells) -> None:
@@ -596,3 +596,166 @@ def test_no_raise_and_the_config_trait_let_a_failed_run_carry_on(cells: Cells) -
     cells.run("%config AgentMagics.raise_on_error = False")
     _, captured = cells.run("%%agent --new -m broken\nHello again")
     assert "nope again" in captured.stderr
+
+
+# ---- steering and approving a run in progress --------------------------------------------------
+
+STEERING = '''
+import asyncio
+from agent_kernel.models.scripted import ScriptedModel, text, tool_call
+
+gate = asyncio.Event()
+
+@tool(read_only=True)
+async def hold() -> str:
+    """Waits until the notebook lets it go on."""
+    await gate.wait()
+    return "went on"
+
+async def until(predicate):
+    """Lets the detached run go on until ``predicate()`` holds."""
+    async def poll():
+        while not predicate():
+            await asyncio.sleep(0.005)
+    await asyncio.wait_for(poll(), 30)
+
+def rendered(handle):
+    """The run's view, as if a page had rendered it (a person can answer approvals)."""
+    handle.view._handle_msg({"content": {"data": {"method": "custom", "content": {"type": "sync"}}},
+                             "buffers": []})
+'''
+
+
+def test_say_pause_and_resume_run_steer_the_running_agent_from_another_cell(cells: Cells) -> None:
+    cells.run(STEERING)
+    cells.run("stepper = ScriptedModel([[text('Holding.'), tool_call('hold', {})], 'Done, with March.'])")
+    result, _ = cells.run("%%agent -m stepper --tools hold --detach -o out\nHold, then answer")
+    cells.ns["h"] = result.result
+    cells.run("agent = %agent session\nawait until(lambda: agent.running)")
+
+    _, said = cells.run('%agent say "Use the March figures."')
+    _, paused = cells.run("%agent pause")
+    cells.run("gate.set()\nawait until(lambda: any(e.type.value == 'paused' for e in h.events))")
+    _, again = cells.run("%agent pause")
+    _, status = cells.run("%agent")
+    _, resumed = cells.run("%agent resume-run")
+    cells.run("%agent wait")
+
+    assert said.stdout == "Sent to the agent of session 'default'; it reads it at the next turn boundary.\n"
+    assert "pauses at the next turn boundary; %agent resume-run lets it go on" in paused.stdout
+    assert "is already paused" in again.stdout
+    assert "running, paused at a turn boundary (%agent resume-run)" in status.stdout
+    assert resumed.stdout == "Session 'default' goes on.\n"
+    assert cells.ns["out"].text == "Done, with March."
+    last = cells.ns["stepper"].requests[-1].messages[-1]
+    assert any(getattr(block, "text", None) == "Use the March figures." for block in last.content)
+    assert cells.ns["h"].view.transcript.items[-2].kind == "user"  # the view shows it where it went in
+
+
+def test_steering_with_nothing_running_says_what_to_do(cells: Cells) -> None:
+    for command in ('%agent say "hello"', "%agent pause", "%agent resume-run"):
+        error = cells.error(command)
+        assert isinstance(error, UsageError)
+        assert "nothing is running in session 'default'" in str(error)
+        assert "%%agent --detach" in str(error)
+    assert "%agent say needs a message" in str(cells.error("%agent say"))
+
+
+def test_approve_and_reject_answer_a_waiting_call_from_any_cell_and_the_card_follows(cells: Cells) -> None:
+    cells.run(STEERING)
+    cells.run("asker = ScriptedModel([[tool_call('touch', {'name': 'x'}, id='call_x1')], 'Touched.', "
+              "[tool_call('touch', {'name': 'y'}, id='call_y1')], 'Not touched.'])")
+    result, _ = cells.run("%%agent -m asker --tools touch --detach -o first\nTouch x")
+    cells.ns["h"] = result.result
+    cells.run("rendered(h)\nagent = %agent session\nawait until(lambda: agent.approvals.pending)")
+
+    listed, _ = cells.run("%agent approvals")
+    table = listed.result
+    assert list(table.columns) == ["call_id", "tool", "arguments", "agent", "session", "since", "waiting_s"]
+    assert table.iloc[0][["call_id", "tool", "arguments", "session"]].tolist() == [
+        "call_x1", "touch", '{"name": "x"}', "default"]
+    _, approved = cells.run("%agent approve call_x")  # a unique start of the id is enough
+    cells.run("%agent wait")
+    assert approved.stdout == "Approved touch (call_x1) in session 'default'.\n"
+    assert cells.ns["first"].tool_calls[0]["content"] == "touched x"
+    card = cells.ns["h"].view.transcript.card("call_x1")
+    assert (card.status, card.decided_by) == ("done", "person")  # as if clicked
+
+    result, _ = cells.run("%%agent -m asker --tools touch --detach -o second\nTouch y")
+    cells.ns["h"] = result.result
+    cells.run("rendered(h)\nawait until(lambda: agent.approvals.pending)")
+    _, rejected = cells.run('%agent reject call_y1 "not today"')
+    cells.run("%agent wait")
+    assert rejected.stdout == "Rejected touch (call_y1) in session 'default': not today\n"
+    assert "not today" in cells.ns["second"].tool_calls[0]["content"]
+    assert cells.ns["h"].view.transcript.card("call_y1").status == "rejected"
+
+
+def test_an_unknown_call_id_lists_the_waiting_ones(cells: Cells) -> None:
+    error = cells.error("%agent approve call_zz")
+    assert "no tool call is waiting for approval" in str(error)
+
+    cells.run(STEERING)
+    cells.run("asker = ScriptedModel([[tool_call('touch', {'name': 'x'}, id='call_x1')], 'Touched.'])")
+    result, _ = cells.run("%%agent -m asker --tools touch --detach\nTouch x")
+    cells.ns["h"] = result.result
+    cells.run("rendered(h)\nagent = %agent session\nawait until(lambda: agent.approvals.pending)")
+
+    error = cells.error("%agent approve call_zz")
+    assert str(error) == ("%agent approve call_zz: no call waiting for approval has that id. "
+                          "Waiting: call_x1 (touch) (%agent approvals shows them in full).")
+    assert "needs a call id: %agent reject CALL_ID" in str(cells.error("%agent reject"))
+    cells.run("%agent approve call_x1\n%agent wait")
+
+
+def test_help_lists_the_commands_for_a_run_in_progress(cells: Cells) -> None:
+    _, captured = cells.run("%agent help")
+    for command in ('%agent say "TEXT"', "%agent pause / resume-run", "%agent approvals",
+                    "%agent approve CALL_ID", '%agent reject CALL_ID "REASON"'):
+        assert command in captured.stdout
+
+
+DIED_WAITING = '''
+import shutil
+from pathlib import Path
+from agent_kernel import Agent
+
+touched = []
+
+@tool
+def touch(name: str) -> str:
+    """Touches a file (not read-only: default mode asks)."""
+    touched.append(name)
+    return f"touched {name}"
+
+journals = Path(get_ipython().magics_manager.registry["AgentMagics"].journal_dir)
+live = Agent(ScriptedModel([[tool_call("touch", {"name": "x"}, id="call_r1")], "unused"]), tools=[touch],
+             journal=journals / "live.jsonl", permissions="default")
+live.approvals.interactive = True
+task = asyncio.ensure_future(live.run("Touch x"))
+await until(lambda: live.approvals.pending)
+live.journal.flush()
+shutil.copy(live.journal.path, journals / "s_died.jsonl")  # the journal as a killed kernel left it
+live.cancel()
+await task
+'''
+
+
+def test_resume_brings_back_a_session_whose_kernel_died_and_finishes_its_pending_call(cells: Cells, monkeypatch: pytest.MonkeyPatch) -> None:
+    cells.run(STEERING)
+    cells.run(DIED_WAITING)
+    monkeypatch.setenv("AGENT_KERNEL_APPROVAL", "auto_approve")  # the headless policy answers the card
+    _, out = cells.run("%agent resume s_died")
+    assert "its last run stopped with 1 call(s) waiting for approval (call_r1); continuing it." in out.stdout
+    assert cells.ns["touched"] == ["x"]  # run once, after the approval
+    cells.run("agent = %agent session")
+    agent = cells.ns["agent"]
+    assert agent.journal.path.name == "s_died.jsonl" and agent.interrupted is None
+    assert agent.messages[-2].tool_results[0].content == "touched x" and agent.messages[-1].role == "assistant"
+    _, again = cells.run("%agent resume s_died")  # nothing left open: it just becomes the session
+    assert "the next %%agent cell continues it" in again.stdout and cells.ns["touched"] == ["x"]
+
+
+def test_resume_without_a_journal_says_how_to_get_one(cells: Cells) -> None:
+    error = cells.error("%agent resume")
+    assert "There is no journal to resume" in str(error) and "%agent resume SESSION_ID" in str(error)

@@ -1117,8 +1117,9 @@ print("done")
 
 
 def every_kind_of_item(view: AgentView, ev: Events, clock: Clock) -> None:
-    """A finished run with text, thinking, approvals, results short and long, a retry, a
-    fallback, a compaction and a sub-agent under the call that started it."""
+    """A finished run with text, thinking, approvals (one timed out), results short and long, a
+    retry, a fallback, a pause, a steered message, a compaction and a sub-agent under the call
+    that started it."""
     start(view, ev)
     view.handle(ev(T.CONTEXT_ASSEMBLED, total_tokens=900))
     view.handle(ev(T.LLM_START, model="scripted"))
@@ -1138,6 +1139,17 @@ def every_kind_of_item(view: AgentView, ev: Events, clock: Clock) -> None:
                    reason="keep x"))
     view.handle(ev(T.TOOL_RESULT, call_id="c2", name="bash", content="The user rejected this call",
                    is_error=True, duration_s=None))
+    view.handle(ev(T.TOOL_CALL_READY, call_id="c3", name="bash", arguments={"command": "rm y"},
+                   index=2))
+    view.handle(ev(T.APPROVAL_REQUIRED, call_id="c3", tool="bash", arguments={"command": "rm y"},
+                   key="bash(rm y)", reason="bash asks", expires_at=1_700_000_030.0))
+    view.handle(ev(T.APPROVAL_DECISION, call_id="c3", decision="reject", decided_by="timeout",
+                   reason="no decision within 30 s", wait_s=30.0))
+    view.handle(ev(T.TOOL_RESULT, call_id="c3", name="bash", content="No decision within 30 s",
+                   is_error=True, duration_s=None))
+    view.handle(ev(T.PAUSED, steers=1))
+    view.handle(ev(T.RESUMED, paused_s=4.0))
+    view.handle(ev(T.STEER, text="Also look in *archive/*, please."))
     call_tool(view, ev, "p1", "task", {"agent": "researcher", "instructions": "Find the notes."})
     start_subagent(view, ev, "a1", "researcher", "Find the notes.", call_id="p1")
     view.handle(ev(T.TEXT_DELTA, "a1", text="Looking *around*."))
@@ -1184,7 +1196,10 @@ def test_the_lasting_transcript_reads_exactly_as_the_live_view_of_the_same_run(m
     for expected in ("Findings", "alpha", "Thinking (30 characters)", "Rejected by person: keep x",
                      "Full result (150 characters)", "Context compacted", "researcher",
                      "Retrying (attempt 2)", "Switched model from scripted to backup",
-                     "2,700 in · 200 out", "$0.0224", "3.3 s", "backup"):
+                     "2,700 in · 200 out", "$0.0224", "3.3 s", "backup",
+                     "Rejected: timed out after 30 s", "You (steered in)",
+                     "Also look in *archive/*, please.",
+                     "Paused for 4.0 s at the turn boundary, then resumed"):
         assert expected in static
     # Nested as the live view nests: the sub-agent's card inside the call that started it.
     assert page.locator("#static .ak-tool .ak-agent-card .ak-tool").count() == 1

@@ -421,11 +421,39 @@ const PHASE_LABELS = { idle: "waiting to start", running: "running", finished: "
   cancelled: "cancelled", error: "error", interrupted: "interrupted (the journal ends here)" };
 const ACTIVITY_LABELS = { model: "waiting for the model", writing: "writing", thinking: "thinking",
   tool_call: "writing a tool call" };
+// Steering labels (static_view.PAUSED_LABEL, PAUSING_LABEL, USER_LABEL).
+const PAUSED_LABEL = "paused — waiting at the turn boundary";
+const PAUSING_LABEL = "pausing at the next turn boundary…";
+const USER_LABEL = "You (steered in)";
+// Longest message to a running agent (view.STEER_CAP); the kernel checks it again.
+const STEER_CAP = 4000;
+
+// What a tool card says of its approval (static_view.decision_label).
+function decisionLabel(it) {
+  if (!it.decision) return "";
+  if (it.decided_by === "timeout") {
+    const waited = typeof it.timed_out_s === "number" ? it.timed_out_s : 0;
+    const said = waited < 10 ? waited.toFixed(1) : fmtInt(Math.floor(waited + 0.5));
+    return "Rejected: timed out after " + said + " s";
+  }
+  const verb = it.status === "rejected" ? "Rejected" :
+    it.decision === "always_allow" ? "Always allowed" : "Approved";
+  return verb + (it.decided_by ? " by " + it.decided_by : "") + (it.reason ? ": " + it.reason : "");
+}
+
+// "expires in 1:05" for an approval with a deadline (epoch seconds); a display only: the kernel
+// decides when it has expired.
+function expiryLabel(expiresAt) {
+  if (typeof expiresAt !== "number") return "";
+  const left = Math.ceil(expiresAt - Date.now() / 1000);
+  if (left <= 0) return "expiring…";
+  return "expires in " + Math.floor(left / 60) + ":" + String(left % 60).padStart(2, "0");
+}
 
 // What a running run is doing: the tools running, else the model's activity
 // (static_view.activity_label).
 function activityLabel(s, items, waiting) {
-  if (s.phase !== "running" || waiting || s.stopping) return "";
+  if (s.phase !== "running" || waiting || s.stopping || s.paused) return "";
   const tools = [];
   for (const item of items) {
     if (item.kind === "tool" && !item.agent && item.status === "running") tools.push(item.name);
@@ -646,7 +674,9 @@ function toolItem(model, item, store) {
   always.title = "Approve this call and allow calls like it for the rest of the session";
   for (const b of [approve, reject, always]) b.type = "button";
   buttons.append(approve, reject, always);
-  approval.append(ask, reason, buttons);
+  const expiry = h("div", "ak-expiry ak-muted");
+  expiry.setAttribute("aria-live", "off");
+  approval.append(ask, expiry, reason, buttons);
 
   const decision = h("div", "ak-decision ak-muted");
   const children = h("div", "ak-children"); // cards of sub-agents this call started
@@ -691,6 +721,12 @@ function toolItem(model, item, store) {
   return {
     root,
     children,
+    // Called every 200 ms by the view: counts an approval's deadline down.
+    tick() {
+      const counting = current.status === "awaiting_approval" && typeof current.expires_at === "number";
+      expiry.hidden = !counting;
+      if (counting) expiry.textContent = expiryLabel(current.expires_at);
+    },
     update(it) {
       current = it;
       root.dataset.status = it.status;
@@ -720,12 +756,8 @@ function toolItem(model, item, store) {
       progressText.textContent = it.progress || "";
       if (typeof it.fraction === "number") progressBar.value = it.fraction;
       else progressBar.removeAttribute("value");
-      let said = "";
-      if (it.decision) {
-        const verb = it.status === "rejected" ? "Rejected" :
-          it.decision === "always_allow" ? "Always allowed" : "Approved";
-        said = verb + (it.decided_by ? " by " + it.decided_by : "") + (it.reason ? ": " + it.reason : "");
-      }
+      this.tick();
+      const said = decisionLabel(it);
       decision.textContent = said;
       decision.hidden = !said;
       const hasResult = typeof it.result === "string";
@@ -857,6 +889,20 @@ function subagentItem(model, item, store, toggled) {
   };
 }
 
+// A message a person steered into the run: plain text (never Markdown), as they typed it.
+function userItem(model, item) {
+  const root = h("div", "ak-item ak-user");
+  const label = h("div", "ak-user-label ak-muted", USER_LABEL);
+  const body = h("div", "ak-user-text");
+  root.append(label, body);
+  return {
+    root,
+    update(it) {
+      body.textContent = it.text || "";
+    },
+  };
+}
+
 function noticeItem(model, item) {
   const root = h("div", "ak-item ak-notice");
   return {
@@ -870,7 +916,7 @@ function noticeItem(model, item) {
 }
 
 const BUILDERS = { text: textItem, thinking: thinkingItem, tool: toolItem,
-  compaction: compactionItem, notice: noticeItem, subagent: subagentItem };
+  compaction: compactionItem, notice: noticeItem, subagent: subagentItem, user: userItem };
 
 // ---------------------------------------------------------------------------------------------
 // An MCP server's question (elicitation): a form built from its JSON schema, answered here.
@@ -992,7 +1038,23 @@ function render({ model, el }) {
   bar.append(phase, activity, turn, tokens, cost, elapsed, modelName, h("span", "ak-spacer"), stop);
   const list = h("div", "ak-items");
   const asking = h("div", "ak-asking"); // an MCP server's question, while one waits
-  root.append(list, asking, bar);
+  // Steering, while the run goes on: a message for its next turn, Pause and Resume.
+  const steer = h("div", "ak-steer");
+  const steerInput = h("textarea", "ak-steer-input");
+  steerInput.rows = 1;
+  steerInput.maxLength = STEER_CAP;
+  steerInput.placeholder = "Message for the agent's next turn (Enter sends)";
+  steerInput.setAttribute("aria-label", "Message to the running agent");
+  const send = h("button", "ak-button ak-steer-send", "Send");
+  send.title = "Queue this message for the agent's next turn (agent.steer)";
+  const pause = h("button", "ak-button ak-pause", "Pause");
+  pause.title = "Hold the run at the next turn boundary (agent.pause)";
+  const resume = h("button", "ak-button ak-resume", "Resume");
+  resume.title = "Let the paused run go on (agent.resume_run)";
+  for (const b of [send, pause, resume]) b.type = "button";
+  const queued = h("span", "ak-steer-queued ak-muted");
+  steer.append(steerInput, send, pause, resume, queued);
+  root.append(list, asking, steer, bar);
   el.appendChild(root);
   const drawQuestion = () => {
     const request = model.get("elicitation") || {};
@@ -1012,6 +1074,30 @@ function render({ model, el }) {
     stopSent = true;
     drawStatus();
     model.send({ type: "stop" });
+  });
+  const sendSteer = () => {
+    const text = steerInput.value.trim();
+    if (!text || store.status.phase !== "running") return;
+    model.send({ type: "steer", text });
+    steerInput.value = "";
+  };
+  send.addEventListener("click", sendSteer);
+  steerInput.addEventListener("keydown", (e) => {
+    e.stopPropagation(); // keep notebook shortcuts out of the text box
+    if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+      e.preventDefault();
+      sendSteer();
+    }
+  });
+  let pauseSent = false;
+  pause.addEventListener("click", () => {
+    pauseSent = true;
+    drawStatus();
+    model.send({ type: "pause" });
+  });
+  resume.addEventListener("click", () => {
+    resume.disabled = true;
+    model.send({ type: "resume_run" });
   });
 
   // Where an item goes: a sub-agent's card under the call that started it; any other item of a
@@ -1058,10 +1144,13 @@ function render({ model, el }) {
     const waiting = store.awaiting() > 0;
     let label = PHASE_LABELS[s.phase] || s.phase || "waiting to start";
     if (waiting) label = "waiting for your approval";
+    if (running && s.pausing) label = PAUSING_LABEL;
+    if (running && s.paused) label = PAUSED_LABEL;
     if (running && s.stopping) label = "stopping…";
     if (s.phase === "finished" && s.reason && s.reason !== "end_turn") label += " (" + s.reason + ")";
     phase.textContent = label;
-    phase.className = "ak-phase ak-phase-" + (waiting ? "waiting" : s.phase || "idle");
+    const held = running && s.paused;
+    phase.className = "ak-phase ak-phase-" + (waiting ? "waiting" : held ? "paused" : s.phase || "idle");
     activity.textContent = activityLabel(s, store.items.values(), waiting);
     root.dataset.phase = s.phase || "idle";
     if (s.turn && s.max_turns) {
@@ -1078,6 +1167,15 @@ function render({ model, el }) {
     stop.hidden = !running;
     stop.disabled = stopping;
     stop.textContent = stopping ? "Stopping…" : "Stop";
+    // Steering controls exist only while the run does: an ended run has nothing to steer.
+    steer.hidden = !running;
+    root.dataset.paused = held ? "true" : "false";
+    steerInput.disabled = send.disabled = stopping;
+    pause.disabled = stopping || held || !!s.pausing || pauseSent;
+    pause.textContent = s.pausing || (pauseSent && !held) ? "Pausing…" : "Pause";
+    resume.disabled = stopping || !held;
+    const n = s.queued || 0;
+    queued.textContent = n ? n + " message" + (n === 1 ? "" : "s") + " waiting for the next turn boundary" : "";
   };
 
   const rebuild = () => {
@@ -1100,7 +1198,7 @@ function render({ model, el }) {
       if (view) view.update(item);
       if (item.status === "awaiting_approval") reveal(item.agent);
     }
-    if (change.status) stopSent = false; // the kernel has answered: its status says it all
+    if (change.status) stopSent = pauseSent = false; // the kernel has answered: its status says it all
     for (const id of change.added) {
       const view = views.get(id);
       if (view) view.update(store.items.get(id));
@@ -1110,7 +1208,9 @@ function render({ model, el }) {
   });
 
   const ticker = setInterval(() => {
-    if (store.status.phase === "running") elapsed.textContent = fmtSeconds(store.elapsed());
+    if (store.status.phase !== "running") return;
+    elapsed.textContent = fmtSeconds(store.elapsed());
+    for (const view of views.values()) if (view.tick) view.tick();
   }, 200);
 
   rebuild();

@@ -1,5 +1,5 @@
 """journal — the event journal: append (``Journal``), read, replay, resume, DataFrames, timeline;
-two runs side by side (``diff_runs``); SQL over many journals (``sql``), Parquet and OpenTelemetry
+two runs side by side (``diff_runs``, drawn by ``diff_view``); SQL over many journals (``sql``), Parquet and OpenTelemetry
 export.
 
 ``frames``, ``svg_timeline`` and ``export`` import pandas, pyarrow or OpenTelemetry; they load on
@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .diff import diff_runs
+from .html_diff import RunDiff, diff_view
 from .journal import JOURNAL_SCHEMA, SESSIONS_DIR, Journal, rewrite_journal, session_path
 from .reader import TornLineWarning, read_events, read_header
 from .replay import replay
@@ -31,11 +32,13 @@ __all__ = [
     "JOURNAL_SCHEMA",
     "Journal",
     "Resumed",
+    "RunDiff",
     "SESSIONS_DIR",
     "SkippedLinesWarning",
     "Timeline",
     "TornLineWarning",
     "diff_runs",
+    "diff_view",
     "events_df",
     "export_otel",
     "export_parquet",

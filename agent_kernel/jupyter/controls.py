@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "HELP",
+    "cmd_approvals",
+    "cmd_approve",
     "cmd_calls",
     "cmd_cancel",
     "cmd_events",
@@ -34,8 +36,12 @@ __all__ = [
     "cmd_mode",
     "cmd_model",
     "cmd_models",
+    "cmd_pause",
+    "cmd_reject",
     "cmd_replay",
     "cmd_reset",
+    "cmd_resume_run",
+    "cmd_say",
     "cmd_session",
     "cmd_sessions",
     "cmd_show",
@@ -64,6 +70,13 @@ HELP = (
     ("%agent sessions", "every session of this notebook"),
     ("%agent compact [FOCUS]", "summarise the conversation so far"),
     ("%agent wait / cancel", "wait for / cancel runs in progress"),
+    ("%agent say \"TEXT\"", "send a message to the running agent; it reads it at the next turn (agent.steer)"),
+    ("%agent pause / resume-run", "hold the running agent at the next turn boundary / let it go on"),
+    ("%agent approvals", "the tool calls waiting for approval: call id, tool, arguments, agent, since"),
+    ("%agent approve CALL_ID", "approve a waiting tool call (a unique start of its id is enough)"),
+    ("%agent reject CALL_ID \"REASON\"", "reject a waiting tool call; the model reads the reason"),
+    ("%agent resume [SESSION]", "after a restart: the newest (or named) session back from its journal; "
+                                "a run cut off while an approval waited goes on, its card shown again"),
     ("%agent replay [SESSION]", "show each recorded run of a session again"),
     ("%agent show [RUN]", "the transcript of one run (a run id, or last), rebuilt from its journal"),
     ("%agent reset", "a new conversation in the session, same settings"),
@@ -109,7 +122,8 @@ def status(magics: AgentMagics) -> None:
               f"with {model}, mode {magics.mode}, at most {magics.max_turns} turns.")
     else:
         agent = session.agent
-        state = "running" if session.running else "idle"
+        state = "idle" if not session.running else \
+            "running, paused at a turn boundary (%agent resume-run)" if agent.paused else "running"
         print(f"Session {session.name!r} ({agent.session_id}), {state}: model {agent.model.name} "
               f"({agent.model.provider}), mode {agent.mode}, at most {agent.max_iterations} turns.")
         print(f"Tools: {', '.join(agent.tools.names) or 'none'}.")
@@ -441,3 +455,132 @@ def cmd_show(magics: AgentMagics, rest: str) -> None:
     raise UserError(f"%agent show {wanted}: no run with that id in this session or the journals under "
                     f"{where}. %agent events lists the run ids of this session; %agent show last "
                     "shows the latest run.")
+
+
+# ---- steering and approvals of a run in progress ---------------------------------------------
+
+
+def _unquote(text: str) -> str:
+    """``text`` without one pair of surrounding quotes, so ``%agent say "..."`` reads naturally."""
+    text = text.strip()
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
+        return text[1:-1]
+    return text
+
+
+def _running_session(magics: AgentMagics, command: str) -> Any:
+    """The current session, which must have a run in progress for ``%agent command``."""
+    session = magics.sessions.find()
+    if session is not None and (session.running or session.agent.running):
+        return session
+    name = session.name if session is not None else magics.sessions.current
+    raise UserError(f"%agent {command}: nothing is running in session {name!r}. It acts on a run in "
+                    "progress: start one with %%agent --detach (the cell returns at once), then use "
+                    f"%agent {command} in another cell; to ask something new, write an %%agent cell.")
+
+
+def cmd_say(magics: AgentMagics, rest: str) -> None:
+    """``%agent say "TEXT"``: sends TEXT to the session's running agent (``agent.steer``); the
+    model reads it at the next turn boundary."""
+    text = _unquote(rest)
+    if not text:
+        raise UserError('%agent say needs a message: %agent say "Use the March figures instead."')
+    session = _running_session(magics, "say")
+    if not session.agent.steer(text):
+        raise UserError(f"%agent say: the run in session {session.name!r} ended before it could take the "
+                        "message; send it in a new %%agent cell.")
+    print(f"Sent to the agent of session {session.name!r}; it reads it at the next turn boundary.")
+
+
+def cmd_pause(magics: AgentMagics, rest: str) -> None:
+    """``%agent pause``: holds the session's running agent at its next turn boundary (``agent.pause()``)."""
+    session = _running_session(magics, "pause")
+    if session.agent.paused:
+        print(f"Session {session.name!r} is already paused; %agent resume-run lets it go on.")
+        return
+    session.agent.pause()
+    print(f"Session {session.name!r} pauses at the next turn boundary; %agent resume-run lets it go on.")
+
+
+def cmd_resume_run(magics: AgentMagics, rest: str) -> None:
+    """``%agent resume-run``: lets the session's paused run go on (``agent.resume_run()``)."""
+    session = _running_session(magics, "resume-run")
+    if not session.agent.paused:
+        print(f"Session {session.name!r} is not paused; %agent pause holds it at the next turn boundary.")
+        return
+    session.agent.resume_run()
+    print(f"Session {session.name!r} goes on.")
+
+
+def _pending(magics: AgentMagics) -> list[tuple[Any, Any]]:
+    """``(session, pending approval)`` for every approval waiting in any session, oldest first."""
+    found: list[tuple[Any, Any]] = []
+    for session in magics.sessions:
+        broker = session.agent.approvals
+        if broker is not None:
+            found += [(session, pending) for pending in broker.pending]
+    return found
+
+
+def cmd_approvals(magics: AgentMagics, rest: str) -> pd.DataFrame:
+    """``%agent approvals``: the tool calls waiting for a person's decision, in every session.
+
+    Columns: ``call_id``, ``tool``, ``arguments`` (JSON), ``agent`` (the sub-agent that made the
+    call, None for the session's own agent), ``session``, ``since`` (when it asked) and
+    ``waiting_s``. Answer one with ``%agent approve CALL_ID`` or ``%agent reject CALL_ID "REASON"``.
+    """
+    import json
+    import time
+
+    now, wall = time.monotonic(), time.time()
+    rows = [{"call_id": p.call_id, "tool": p.request.tool,
+             "arguments": json.dumps(p.request.arguments, ensure_ascii=False, default=str),
+             "agent": p.agent_id, "session": session.name,
+             "since": pd.Timestamp(wall - (now - p.started), unit="s"),
+             "waiting_s": round(now - p.started, 1)}
+            for session, p in _pending(magics)]
+    return pd.DataFrame(rows, columns=["call_id", "tool", "arguments", "agent", "session", "since", "waiting_s"])
+
+
+def _find_pending(magics: AgentMagics, command: str, call_id: str) -> tuple[Any, Any]:
+    """The pending approval ``call_id`` names: exactly, else as the start of only one call id."""
+    if not call_id:
+        raise UserError(f"%agent {command} needs a call id: %agent {command} CALL_ID "
+                        "(%agent approvals lists the calls waiting).")
+    pending = _pending(magics)
+    exact = [(s, p) for s, p in pending if p.call_id == call_id]
+    matches = exact or [(s, p) for s, p in pending if p.call_id.startswith(call_id)]
+    if len(matches) == 1:
+        return matches[0]
+    if not pending:
+        raise UserError(f"%agent {command} {call_id}: no tool call is waiting for approval "
+                        "(it may have been answered already, or timed out).")
+    listed = ", ".join(f"{p.call_id} ({p.request.tool})" for _, p in (matches or pending))
+    if matches:
+        raise UserError(f"%agent {command} {call_id}: several calls waiting start with that: {listed}. "
+                        "Give more of the call id.")
+    raise UserError(f"%agent {command} {call_id}: no call waiting for approval has that id. "
+                    f"Waiting: {listed} (%agent approvals shows them in full).")
+
+
+def cmd_approve(magics: AgentMagics, rest: str) -> None:
+    """``%agent approve CALL_ID``: approves a waiting tool call, as its card's Approve button does."""
+    from ..approvals import Approval
+
+    session, pending = _find_pending(magics, "approve", rest.split()[0] if rest.split() else "")
+    if not session.agent.approvals.resolve(pending.call_id, Approval.approve(), agent_id=pending.agent_id):
+        raise UserError(f"%agent approve {pending.call_id}: it was answered meanwhile; nothing changed.")
+    print(f"Approved {pending.request.tool} ({pending.call_id}) in session {session.name!r}.")
+
+
+def cmd_reject(magics: AgentMagics, rest: str) -> None:
+    """``%agent reject CALL_ID "REASON"``: rejects a waiting tool call; the model reads the reason."""
+    from ..approvals import Approval
+
+    parts = rest.strip().split(None, 1)
+    reason = _unquote(parts[1]) if len(parts) > 1 else None
+    session, pending = _find_pending(magics, "reject", parts[0] if parts else "")
+    if not session.agent.approvals.resolve(pending.call_id, Approval.reject(reason), agent_id=pending.agent_id):
+        raise UserError(f"%agent reject {pending.call_id}: it was answered meanwhile; nothing changed.")
+    print(f"Rejected {pending.request.tool} ({pending.call_id}) in session {session.name!r}"
+          + (f": {reason}" if reason else "."))

@@ -25,6 +25,7 @@ __all__ = [
     "SubagentCard",
     "TextBlock",
     "ToolCard",
+    "UserMessage",
     "pretty_arguments",
     "utf16_length",
 ]
@@ -67,7 +68,12 @@ class TextBlock:
 
 @dataclass
 class ToolCard:
-    """One tool call, from the model naming it to its result."""
+    """One tool call, from the model naming it to its result.
+
+    ``expires_at`` (epoch seconds) is when a pending approval stops waiting, if it has a timeout;
+    ``timed_out_s`` is set when it did: the call was rejected after that many seconds (its
+    timeout, or failing that the wait measured).
+    """
 
     kind: ClassVar[str] = "tool"
     id: str
@@ -87,9 +93,13 @@ class ToolCard:
     result: str | None = None
     result_chars: int = 0
     is_error: bool = False
+    expires_at: float | None = None
+    timed_out_s: float | None = None
+    approval_timeout_s: float | None = None  # the approval's timeout, if it has one (not sent)
 
     _WIRE = ("call_id", "name", "status", "arguments", "approval_reason", "decision", "decided_by",
-             "reason", "progress", "fraction", "duration_s", "result", "result_chars", "is_error")
+             "reason", "progress", "fraction", "duration_s", "result", "result_chars", "is_error",
+             "expires_at", "timed_out_s")
 
     def to_json(self) -> dict[str, Any]:
         """The item as the front-end sees it (without the raw arguments dict)."""
@@ -177,7 +187,22 @@ class SubagentCard:
         return out
 
 
-Item = Union[TextBlock, ToolCard, CompactionCard, Notice, SubagentCard]
+@dataclass
+class UserMessage:
+    """A message a person steered into the running conversation (``agent.steer``), shown where
+    the run took it in: at a turn boundary, before the model call that reads it."""
+
+    kind: ClassVar[str] = "user"
+    id: str
+    agent: str | None
+    text: str
+
+    def to_json(self) -> dict[str, Any]:
+        """The item as the front-end sees it."""
+        return {"id": self.id, "kind": "user", "agent": self.agent, "text": self.text}
+
+
+Item = Union[TextBlock, ToolCard, CompactionCard, Notice, SubagentCard, UserMessage]
 
 
 @dataclass
@@ -192,6 +217,9 @@ class RunStatus:
     Token counts are the provider's; until it reports them, front-ends estimate the call in
     flight from ``pending_input`` (the assembled context's estimate) and the characters streamed
     since ``usage_chars`` (see ``token_figures``).
+    Steering: ``pausing`` from a click on Pause until the run holds; ``paused`` while it holds at
+    a turn boundary; ``queued`` counts messages sent from the view that the run has not taken in
+    yet.
     """
 
     phase: str = "idle"
@@ -207,9 +235,13 @@ class RunStatus:
     pending_input: int | None = None
     usage_chars: int = 0
     final_text: str | None = None
+    paused: bool = False
+    pausing: bool = False
+    queued: int = 0
 
     _WIRE = ("phase", "reason", "turn", "max_turns", "input_tokens", "output_tokens", "cost_usd",
-             "model", "stopping", "activity", "pending_input", "usage_chars")
+             "model", "stopping", "activity", "pending_input", "usage_chars", "paused", "pausing",
+             "queued")
 
     def to_json(self) -> dict[str, Any]:
         """The status as the front-end sees it, less ``elapsed_s`` (the transcript adds it) and

@@ -63,9 +63,11 @@ F = TypeVar("F", bound=Callable[..., Any])
 #: ``%agent`` subcommands, as ``%agent`` with no argument lists them.
 SUBCOMMANDS = ("help", "session", "model", "models", "tools", "mode", "system", "max-turns", "sessions",
                "events", "turns", "history", "calls", "usage", "timeline", "compact",
-               "wait", "cancel", "replay", "reset", "mcp", "show")
+               "wait", "cancel", "replay", "reset", "mcp", "show", "say", "pause", "resume-run",
+               "approvals", "approve", "reject", "resume")
 _CELL = re.compile(r"^%%agent(?=\s|$)")
-_AWAITED_LINE = re.compile(r"^%agent[ \t]+(?:wait|compact)\b[^\n]*$")
+_AWAITED = ("wait", "compact", "resume")  # subcommands that await: the cell stays busy until they end
+_AWAITED_LINE = re.compile(r"^%agent[ \t]+(?:wait|compact|resume)(?![\w-])[^\n]*$")
 _SELF = 'get_ipython().magics_manager.registry["AgentMagics"]'
 
 
@@ -506,7 +508,8 @@ class AgentMagics(Magics):
         system = settings.get("system", old.system if old else None)
         mode = settings.get("mode", old.mode if old else self.mode)
         max_turns = settings.get("max_turns", old.max_iterations if old else self.max_turns)
-        agent = Agent(model, tools, system, max_turns, permissions=mode, **kwargs)
+        # Reminders describe the notebook's variables (names, types, shapes; never values).
+        agent = Agent(model, tools, system, max_turns, permissions=mode, namespace=self.user_ns, **kwargs)
         # The python tool runs in the notebook's namespace: the agent and the person share variables.
         agent.tool_extras["namespace"] = self.user_ns
         for server in (old.mcp.servers.values() if old is not None and old.mcp is not None else ()):
@@ -545,10 +548,13 @@ class AgentMagics(Magics):
         ``sessions``. Its record as DataFrames: ``events``, ``turns`` (or ``history``), ``calls``
         (tool calls), ``usage`` (model calls), and ``timeline``. Runs: ``compact [FOCUS]``,
         ``wait``, ``cancel``, ``replay [SESSION]``, ``show [RUN]``, ``reset``, ``mcp`` (MCP servers; ``mcp add
-        NAME -- COMMAND ARGS...`` or ``mcp add NAME URL`` adds one).
+        NAME -- COMMAND ARGS...`` or ``mcp add NAME URL`` adds one). A run in progress: ``say TEXT``
+        (``agent.steer``), ``pause``, ``resume-run``, ``approvals``, ``approve CALL_ID``,
+        ``reject CALL_ID REASON``. After a restart: ``resume [SESSION]`` (the session back from its journal,
+        a run cut off while an approval waited continued in a live view).
         """
         command, rest = _split(line)
-        if command in ("wait", "compact"):
+        if command in _AWAITED:
             try:
                 asyncio.get_running_loop()
             except RuntimeError:
@@ -561,8 +567,13 @@ class AgentMagics(Magics):
 
     @_usage_errors
     async def line_async(self, line: str) -> Any:
-        """What a rewritten ``%agent wait`` / ``%agent compact`` line awaits."""
+        """What a rewritten ``%agent wait`` / ``compact`` / ``resume`` line awaits."""
         command, rest = _split(line)
+        if command == "resume":
+            from .resume_session import resume_session
+
+            await resume_session(self, rest)
+            return None
         if command == "wait":
             # Silent whether or not anything was still running, so the cell's output is the same
             # however fast the run was.

@@ -17,7 +17,8 @@ from typing import Any, Literal
 
 from typing_extensions import NotRequired, TypedDict
 
-__all__ = ["TO_FRONT_END", "TO_KERNEL", "Approval", "Batch", "Elicitation", "Snapshot", "Stop", "Sync", "problem"]
+__all__ = ["TO_FRONT_END", "TO_KERNEL", "Approval", "Batch", "Elicitation", "Pause", "ResumeRun", "Snapshot", "Steer",
+           "Stop", "Sync", "problem"]
 
 
 class Sync(TypedDict):
@@ -40,6 +41,28 @@ class Stop(TypedDict):
     """Front end → kernel: the Stop button."""
 
     type: Literal["stop"]
+
+
+class Steer(TypedDict):
+    """Front end → kernel: a person sent a message to the running agent (``agent.steer``).
+
+    Untrusted like any input from a page: the view ignores blank text, refuses text longer than
+    ``view.STEER_CAP`` characters and messages for a run that has ended, saying so in the view."""
+
+    type: Literal["steer"]
+    text: str
+
+
+class Pause(TypedDict):
+    """Front end → kernel: the Pause button (``agent.pause()``: hold at the next turn boundary)."""
+
+    type: Literal["pause"]
+
+
+class ResumeRun(TypedDict):
+    """Front end → kernel: the Resume button (``agent.resume_run()``)."""
+
+    type: Literal["resume_run"]
 
 
 class Elicitation(TypedDict):
@@ -68,7 +91,8 @@ class Batch(TypedDict):
 
 
 #: What the front end may send, by ``type``.
-TO_KERNEL: dict[str, type] = {"sync": Sync, "approval": Approval, "stop": Stop, "elicitation": Elicitation}
+TO_KERNEL: dict[str, type] = {"sync": Sync, "approval": Approval, "stop": Stop, "elicitation": Elicitation,
+                              "steer": Steer, "pause": Pause, "resume_run": ResumeRun}
 #: What the kernel may send, by ``type``.
 TO_FRONT_END: dict[str, type] = {"snapshot": Snapshot, "batch": Batch}
 

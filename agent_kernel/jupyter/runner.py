@@ -221,7 +221,7 @@ class RunHandle:
         >>> result = await handle  # doctest: +SKIP
     """
 
-    def __init__(self, agent: Agent, prompt: str, view: AgentView | None,
+    def __init__(self, agent: Agent, prompt: str | None, view: AgentView | None,
                  task: asyncio.Task[RunResult], events: list[AgentEvent]) -> None:
         self.agent = agent
         self.prompt = prompt
@@ -293,7 +293,7 @@ def _uncancel() -> None:
 # ---- starting runs -------------------------------------------------------------------------
 
 
-def start_run(agent: Agent, prompt: str, *, display: bool = True, quiet: bool = False,
+def start_run(agent: Agent, prompt: str | None, *, display: bool = True, quiet: bool = False,
               detached: bool = True, on_end: Callable[[RunHandle], None] | None = None,
               render_grace: float = RENDER_GRACE_S) -> RunHandle:
     """Starts ``agent`` on ``prompt`` as a task on the running loop and returns at once.
@@ -302,7 +302,7 @@ def start_run(agent: Agent, prompt: str, *, display: bool = True, quiet: bool = 
 
     Args:
         agent: the agent; it must not be running already.
-        prompt: the user's message.
+        prompt: the user's message; None continues the conversation (``Agent.continue_run``).
         display: show output in the current cell: the live view now (unless ``quiet``), replaced
             by the static transcript when the run ends. False shows nothing (the caller renders).
         quiet: no live view; only the transcript at the end. Without a view no person can answer
@@ -346,7 +346,7 @@ def start_run(agent: Agent, prompt: str, *, display: bool = True, quiet: bool = 
     return handle
 
 
-async def run_cell(agent: Agent, prompt: str, *, display: bool = True, quiet: bool = False,
+async def run_cell(agent: Agent, prompt: str | None, *, display: bool = True, quiet: bool = False,
                    render_grace: float = RENDER_GRACE_S) -> RunResult:
     """Runs ``agent`` on ``prompt`` and returns when the run ends (blocking mode).
 
@@ -372,7 +372,7 @@ async def run_cell(agent: Agent, prompt: str, *, display: bool = True, quiet: bo
     return await handle.wait()
 
 
-async def _drive(agent: Agent, prompt: str, events: list[AgentEvent], live: _LiveApprovals | None,
+async def _drive(agent: Agent, prompt: str | None, events: list[AgentEvent], live: _LiveApprovals | None,
                  display: bool, slots: _Slots) -> RunResult:
     """Feeds every event of the run to the view; puts the transcript in its place at the end."""
     view = live.view if live is not None else None
@@ -439,8 +439,9 @@ class _Placeholder:
 
 
 class _LiveApprovals:
-    """Connects one run's view to its agent: clicks to the approval broker, Stop to cancel, and
-    the view's first render to ``broker.interactive`` (see the module docs)."""
+    """Connects one run's view to its agent: clicks to the approval broker, Stop to cancel, the
+    steering box and Pause / Resume to ``agent.steer`` / ``pause`` / ``resume_run``, and the
+    view's first render to ``broker.interactive`` (see the module docs)."""
 
     def __init__(self, agent: Agent, loop: asyncio.AbstractEventLoop, render_grace: float) -> None:
         from .view import AgentView
@@ -452,7 +453,9 @@ class _LiveApprovals:
         self.broker = getattr(self.gate, "broker", None)
         self.rendered = asyncio.Event()
         self.rendered_flag = False
-        self.view = AgentView(on_decision=self.decide, on_stop=self.stop)
+        # Steering goes straight to the agent: its methods are safe from any thread.
+        self.view = AgentView(on_decision=self.decide, on_stop=self.stop, on_steer=agent.steer,
+                              on_pause=agent.pause, on_resume=agent.resume_run)
         self.view.on_msg(self._on_front_end_msg)
         self._approver: Any = None
         self._was_interactive = False

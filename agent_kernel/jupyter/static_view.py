@@ -27,7 +27,8 @@ from .items import utf16_length
 from .summary import RunSummary, format_cost, markdown_to_html, one_decimal
 from .transcript import Transcript
 
-__all__ = ["StaticTranscript", "activity_label", "phase_label", "render_html", "token_figures"]
+__all__ = ["StaticTranscript", "activity_label", "decision_label", "phase_label", "render_html",
+           "token_figures"]
 
 # -- the labels the live view uses too (widgets/agent_view.js) ----------------------------------
 
@@ -38,6 +39,10 @@ AGENT_STATUS_LABELS = {"running": "running", "done": "done", "error": "error",
 PHASE_LABELS = {"idle": "waiting to start", "running": "running", "finished": "finished",
                 "cancelled": "cancelled", "error": "error",
                 "interrupted": "interrupted (the journal ends here)"}
+PAUSED_LABEL = "paused — waiting at the turn boundary"
+PAUSING_LABEL = "pausing at the next turn boundary…"
+#: The heading of a message a person steered into the run.
+USER_LABEL = "You (steered in)"
 ACTIVITY_LABELS = {"model": "waiting for the model", "writing": "writing", "thinking": "thinking",
                    "tool_call": "writing a tool call"}
 
@@ -54,7 +59,7 @@ _COLORS = {
 _STATUS_COLORS = {"running": _COLORS["accent"], "done": _COLORS["ok"],
                   "awaiting_approval": _COLORS["warn"], "error": _COLORS["error"],
                   "rejected": _COLORS["error"]}
-_PHASE_COLORS = {"running": _COLORS["accent"], "waiting": _COLORS["warn"],
+_PHASE_COLORS = {"running": _COLORS["accent"], "waiting": _COLORS["warn"], "paused": _COLORS["warn"],
                  "finished": _COLORS["ok"], "error": _COLORS["error"],
                  "interrupted": _COLORS["warn"]}
 _S_ROOT = ("font-family: var(--jp-content-font-family, system-ui, -apple-system, 'Segoe UI', "
@@ -139,6 +144,10 @@ def phase_label(status: dict[str, Any], waiting: bool) -> str:
     running = phase == "running"
     if running and waiting:
         label = "waiting for your approval"
+    if running and status.get("pausing"):
+        label = PAUSING_LABEL
+    if running and status.get("paused"):
+        label = PAUSED_LABEL
     if running and status.get("stopping"):
         label = "stopping…"
     reason = status.get("reason")
@@ -150,7 +159,7 @@ def phase_label(status: dict[str, Any], waiting: bool) -> str:
 def activity_label(status: dict[str, Any], items: Iterable[dict[str, Any]],
                    waiting: bool) -> str:
     """What a running run is doing: the tools running, else the model's activity."""
-    if status.get("phase") != "running" or waiting or status.get("stopping"):
+    if status.get("phase") != "running" or waiting or status.get("stopping") or status.get("paused"):
         return ""
     tools = [item["name"] for item in items if item.get("kind") == "tool"
              and not item.get("agent") and item.get("status") == "running"]
@@ -264,11 +273,8 @@ def _draw_tool(node: _Node) -> str:
         reason = it.get("approval_reason")
         parts.append(f'<div style="font-weight: 600; color: {_COLORS["warn"]};">Approval needed'
                      f'{": " + _esc(reason) if reason else ""}</div>')
-    if it.get("decision"):
-        verb = "Rejected" if status == "rejected" else \
-            "Always allowed" if it["decision"] == "always_allow" else "Approved"
-        said = verb + (f" by {it['decided_by']}" if it.get("decided_by") else "") + \
-            (f": {it['reason']}" if it.get("reason") else "")
+    said = decision_label(it)
+    if said:
         parts.append(f'<div style="{_S_MUTED} font-size: 0.9em;">{_esc(said)}</div>')
     if node.children:
         parts.append(f'<div style="{_S_ITEMS} margin: 6px 0 2px;">'
@@ -286,6 +292,32 @@ def _draw_tool(node: _Node) -> str:
                                   f'<pre style="{_S_PRE}">{_esc(result)}</pre>'))
     parts.append("</div>")
     return "".join(parts)
+
+
+def decision_label(card: dict[str, Any]) -> str:
+    """What a tool card says of its approval: ``Approved by person``, ``Rejected by person: why``,
+    ``Rejected: timed out after 30 s``; empty while undecided."""
+    if not card.get("decision"):
+        return ""
+    if card.get("decided_by") == "timeout":
+        waited = card.get("timed_out_s")
+        waited = float(waited) if isinstance(waited, (int, float)) else 0.0
+        # Whole seconds, as Math.round; tenths under ten seconds, as toFixed(1).
+        said = f"{waited:.1f}" if waited < 10 else format_int(math.floor(waited + 0.5))
+        return f"Rejected: timed out after {said} s"
+    verb = "Rejected" if card.get("status") == "rejected" else \
+        "Always allowed" if card["decision"] == "always_allow" else "Approved"
+    return verb + (f" by {card['decided_by']}" if card.get("decided_by") else "") + \
+        (f": {card['reason']}" if card.get("reason") else "")
+
+
+def _draw_user(node: _Node) -> str:
+    return (f'<div class="ak-item ak-user" style="align-self: flex-end; max-width: 85%; '
+            f'border: 1px solid {_BORDER}; border-radius: 10px 10px 2px 10px; padding: 4px 10px; '
+            f'background: var(--jp-layout-color2, rgba(127, 127, 127, 0.12));">'
+            f'<div style="{_S_MUTED} font-size: 0.8em;">{USER_LABEL}</div>'
+            f'<div style="white-space: pre-wrap; word-break: break-word;">'
+            f'{_esc(node.item.get("text") or "")}</div></div>')
 
 
 def _draw_compaction(node: _Node) -> str:
@@ -364,14 +396,16 @@ def _draw_notice(node: _Node) -> str:
 
 
 _DRAWERS = {"text": _draw_text, "thinking": _draw_thinking, "tool": _draw_tool,
-            "compaction": _draw_compaction, "subagent": _draw_subagent, "notice": _draw_notice}
+            "compaction": _draw_compaction, "subagent": _draw_subagent, "notice": _draw_notice,
+            "user": _draw_user}
 
 
 def _draw_status(status: dict[str, Any], items: list[dict[str, Any]]) -> str:
     waiting = status.get("phase") == "running" and any(
         item.get("status") == "awaiting_approval" for item in items)
     phase = status.get("phase") or "idle"
-    dot = _PHASE_COLORS.get("waiting" if waiting else phase, _MUTED_COLOR)
+    held = phase == "running" and bool(status.get("paused"))
+    dot = _PHASE_COLORS.get("waiting" if waiting else "paused" if held else phase, _MUTED_COLOR)
     spans = [f'<span class="ak-phase" style="font-weight: 600; color: {_FG};">'
              f'<span aria-hidden="true" style="color: {dot};">● </span>'
              f'{_esc(phase_label(status, waiting))}</span>']

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterable
-from typing import Any, Protocol
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Protocol, TypeGuard
 
+from .. import payloads as p
 from ..events import AgentEvent, EventType
 from .items import (
     ANSWER_CAP,
@@ -35,6 +36,7 @@ from .items import (
     SubagentCard,
     TextBlock,
     ToolCard,
+    UserMessage,
     pretty_arguments,
     utf16_length,
 )
@@ -49,6 +51,7 @@ __all__ = [
     "ToolCard",
     "Transcript",
     "TranscriptObserver",
+    "UserMessage",
 ]
 
 _REJECTING = frozenset({"reject", "rejected", "deny", "denied"})
@@ -102,6 +105,7 @@ class Transcript:
         # whether a model call reported no price (the run's cost is then unknown).
         self._streamed_chars = 0
         self._cost_unknown = False
+        self._pause_notice: Notice | None = None  # the notice of the hold in progress
 
     # -- reading ---------------------------------------------------------------------------------
 
@@ -163,16 +167,17 @@ class Transcript:
         if handler is not None:
             handler(self, event, event.data)
 
-    def _on_run_start(self, event: AgentEvent, data: dict[str, Any]) -> None:
+    def _on_run_start(self, event: AgentEvent, data: p.RunStart) -> None:
         if event.agent_id is not None:
             return
         self.prompt = data.get("prompt")
         self._started = self._clock()
         self.duration_s = None
         self._set_status(phase="running", reason=None, model=data.get("model"),
-                         max_turns=data.get("max_iterations"), stopping=False, final_text=None)
+                         max_turns=data.get("max_iterations"), stopping=False, final_text=None,
+                         paused=False, pausing=False, queued=0)
 
-    def _on_iteration_start(self, event: AgentEvent, data: dict[str, Any]) -> None:
+    def _on_iteration_start(self, event: AgentEvent, data: p.IterationStart) -> None:
         self._last.pop(event.agent_id, None)  # text of a new turn starts a new block
         if event.agent_id is not None:
             return
@@ -181,7 +186,7 @@ class Transcript:
         self._set_status(turn=int(counter) + 1,
                          max_turns=turn_state.get("max_iterations", self.status.max_turns))
 
-    def _on_text(self, event: AgentEvent, data: dict[str, Any]) -> None:
+    def _on_text(self, event: AgentEvent, data: p.TextDelta | p.ThinkingDelta) -> None:
         text = data.get("text") or ""
         if not text:
             return
@@ -197,56 +202,67 @@ class Transcript:
             return
         self._add(TextBlock(self._new_id(), kind, event.agent_id, [text]))
 
-    def _on_tool_call_start(self, event: AgentEvent, data: dict[str, Any]) -> None:
+    def _on_tool_call_start(self, event: AgentEvent, data: p.ToolCallStart) -> None:
         self._tool_card(event, data.get("call_id", ""), data.get("name"))
         if event.agent_id is None:
             self._set_status(activity="tool_call")
 
-    def _on_llm_start(self, event: AgentEvent, data: dict[str, Any]) -> None:
+    def _on_llm_start(self, event: AgentEvent, data: p.LlmStart) -> None:
         if event.agent_id is None:
             self._set_status(activity="model")
 
-    def _on_context_assembled(self, event: AgentEvent, data: dict[str, Any]) -> None:
+    def _on_context_assembled(self, event: AgentEvent, data: p.ContextAssembled) -> None:
         total = data.get("total_tokens")
         if event.agent_id is None and isinstance(total, int):
             self._set_status(pending_input=total)
 
-    def _on_tool_call_ready(self, event: AgentEvent, data: dict[str, Any]) -> None:
+    def _on_tool_call_ready(self, event: AgentEvent, data: p.ToolCallReady) -> None:
         card = self._tool_card(event, data.get("call_id", ""), data.get("name"))
         arguments = data.get("arguments")
         card.raw_arguments = arguments if isinstance(arguments, dict) else None
         self._set(card, arguments=pretty_arguments(arguments if arguments is not None else {}))
 
-    def _on_approval_required(self, event: AgentEvent, data: dict[str, Any]) -> None:
+    def _on_approval_required(self, event: AgentEvent, data: p.ApprovalRequired) -> None:
         card = self._tool_card(event, data.get("call_id", ""), data.get("tool"))
         reason = data.get("reason")
         if data.get("server") and data.get("destructive"):  # an MCP tool's destructiveHint
             reason = f"{reason} · the MCP server {data['server']!r} marks this tool destructive"
-        changes: dict[str, Any] = {"status": "awaiting_approval", "approval_reason": reason}
+        # Approvals may carry a deadline; older journals and gates without one omit the keys.
+        expires, timeout = data.get("expires_at"), data.get("timeout_s")
+        card.approval_timeout_s = float(timeout) if _is_number(timeout) else None
+        changes: dict[str, Any] = {
+            "status": "awaiting_approval", "approval_reason": reason,
+            "expires_at": float(expires) if _is_number(expires) else None,
+        }
         if not card.arguments and data.get("arguments") is not None:
             card.raw_arguments = data["arguments"] if isinstance(data["arguments"], dict) else None
             changes["arguments"] = pretty_arguments(data["arguments"])
         self._set(card, **changes)
 
-    def _on_approval_decision(self, event: AgentEvent, data: dict[str, Any]) -> None:
+    def _on_approval_decision(self, event: AgentEvent, data: p.ApprovalDecision) -> None:
         card = self._tool_card(event, data.get("call_id", ""), None)
         decision = str(data.get("decision") or "")
         rejected = decision.lower() in _REJECTING
         status = "rejected" if rejected else ("queued" if card.status == "awaiting_approval"
                                                else card.status)
-        self._set(card, status=status, decision=decision, decided_by=data.get("decided_by"),
-                  reason=data.get("reason"))
+        changes: dict[str, Any] = {"status": status, "decision": decision,
+                                   "decided_by": data.get("decided_by"), "reason": data.get("reason")}
+        if data.get("decided_by") == "timeout":  # said as the timeout set, else as the wait measured
+            waited = data.get("wait_s")
+            changes["timed_out_s"] = card.approval_timeout_s if card.approval_timeout_s is not None \
+                else float(waited) if _is_number(waited) else 0.0
+        self._set(card, **changes)
 
-    def _on_tool_start(self, event: AgentEvent, data: dict[str, Any]) -> None:
+    def _on_tool_start(self, event: AgentEvent, data: p.ToolStart) -> None:
         card = self._tool_card(event, data.get("call_id", ""), data.get("name"))
         if card.status not in TERMINAL_STATUSES:
             self._set(card, status="running")
 
-    def _on_tool_progress(self, event: AgentEvent, data: dict[str, Any]) -> None:
+    def _on_tool_progress(self, event: AgentEvent, data: p.ToolProgress) -> None:
         card = self._tool_card(event, data.get("call_id", ""), None)
         self._set(card, progress=data.get("message"), fraction=data.get("fraction"))
 
-    def _on_tool_result(self, event: AgentEvent, data: dict[str, Any]) -> None:
+    def _on_tool_result(self, event: AgentEvent, data: p.ToolResult) -> None:
         card = self._tool_card(event, data.get("call_id", ""), data.get("name"))
         content = data.get("content")
         content = content if isinstance(content, str) else json.dumps(content, default=str)
@@ -256,16 +272,16 @@ class Transcript:
         self._set(card, status=status, is_error=is_error, result=content[:RESULT_CAP],
                   result_chars=len(content), duration_s=data.get("duration_s"), progress=None)
 
-    def _on_llm_complete(self, event: AgentEvent, data: dict[str, Any]) -> None:
+    def _on_llm_complete(self, event: AgentEvent, data: p.LlmComplete) -> None:
         top = event.agent_id is None
         extra: dict[str, Any] = {"usage_chars": self._streamed_chars}
         if top:  # the provider's figures replace the estimate of the call in flight
             extra.update(pending_input=None, activity=None)
         self._add_usage(data, model=data.get("model") if top else None, **extra)
 
-    def _add_usage(self, data: dict[str, Any], model: str | None = None, **extra: Any) -> None:
+    def _add_usage(self, data: p.LlmComplete | p.CompactionComplete, model: str | None = None, **extra: Any) -> None:
         """Adds one model call's tokens and cost (a response, or a compaction summary) to the status."""
-        usage = data.get("usage") or {}
+        usage: Mapping[str, Any] = data.get("usage") or {}
         cost = data.get("cost_usd")
         if cost is None:
             self._cost_unknown = True  # one unpriced call makes the total unknown
@@ -280,7 +296,7 @@ class Transcript:
             changes["model"] = model
         self._set_status(**changes)
 
-    def _on_retry(self, event: AgentEvent, data: dict[str, Any]) -> None:
+    def _on_retry(self, event: AgentEvent, data: p.Retry) -> None:
         message = f"Retrying (attempt {data.get('attempt', '?')})"
         if data.get("delay_s") is not None:
             message += f" in {float(data['delay_s']):.1f} s"
@@ -290,7 +306,7 @@ class Transcript:
             message += ". The partial output above was discarded."
         self._notice(event, "retry", "warning", message)
 
-    def _on_model_fallback(self, event: AgentEvent, data: dict[str, Any]) -> None:
+    def _on_model_fallback(self, event: AgentEvent, data: p.ModelFallback) -> None:
         message = f"Switched model from {data.get('from_model')} to {data.get('to_model')}"
         if data.get("reason"):
             message += f": {data['reason']}"
@@ -300,7 +316,7 @@ class Transcript:
         if event.agent_id is None and data.get("to_model"):
             self._set_status(model=data["to_model"])
 
-    def _discard_partial(self, event: AgentEvent, data: dict[str, Any]) -> bool:
+    def _discard_partial(self, event: AgentEvent, data: p.Retry | p.ModelFallback) -> bool:
         """After a failed model call: the next text starts a new block; a partial response's
         text is struck through and its unfinished tool calls are cancelled. True if partial."""
         last = self._last.pop(event.agent_id, None)
@@ -313,17 +329,17 @@ class Transcript:
                 self._set(card, status="cancelled")
         return True
 
-    def _on_stall(self, event: AgentEvent, data: dict[str, Any]) -> None:
+    def _on_stall(self, event: AgentEvent, data: p.StallDetected) -> None:
         message = f"No output from the model for {float(data.get('seconds') or 0):.0f} s"
         if data.get("action"):
             message += f"; {data['action']}"
         self._notice(event, "stall_detected", "warning", message)
 
-    def _on_compaction_start(self, event: AgentEvent, data: dict[str, Any]) -> None:
+    def _on_compaction_start(self, event: AgentEvent, data: p.CompactionStart) -> None:
         self._add(CompactionCard(self._new_id(), event.agent_id,
                                  tokens_before=data.get("tokens_before")))
 
-    def _on_compaction_complete(self, event: AgentEvent, data: dict[str, Any]) -> None:
+    def _on_compaction_complete(self, event: AgentEvent, data: p.CompactionComplete) -> None:
         card = next((item for item in reversed(self.items) if isinstance(item, CompactionCard)
                      and item.agent == event.agent_id and item.status == "running"), None)
         if card is None:
@@ -336,26 +352,50 @@ class Transcript:
         if data.get("usage"):  # the summary was a model call: it counts like one
             self._add_usage(data)
 
-    def _on_compaction_fallback(self, event: AgentEvent, data: dict[str, Any]) -> None:
-        reason = data.get("reason") or data.get("error")
+    def _on_compaction_fallback(self, event: AgentEvent, data: p.CompactionFallback) -> None:
+        reason = data.get("reason") or data.get("error")  # ``reason``: journals of older versions
         message = "Summarising failed; older messages were dropped instead"
         self._notice(event, "compaction_fallback", "warning",
                      message + (f": {reason}" if reason else ""))
 
-    def _on_max_iterations(self, event: AgentEvent, data: dict[str, Any]) -> None:
+    def _on_max_iterations(self, event: AgentEvent, data: p.MaxIterationsReached) -> None:
         self._notice(event, "max_iterations_reached", "warning",
                      "Reached the turn limit; the last answer was given without tools")
 
-    def _on_error(self, event: AgentEvent, data: dict[str, Any]) -> None:
+    def _on_error(self, event: AgentEvent, data: p.Error) -> None:
         kind = data.get("kind")
         message = str(data.get("message") or "error")
         self._notice(event, "error", "error", f"{kind}: {message}" if kind else message)
 
-    def _on_cancelled(self, event: AgentEvent, data: dict[str, Any]) -> None:
+    def _on_cancelled(self, event: AgentEvent, data: p.Cancelled) -> None:
         reason = data.get("reason")
         self._notice(event, "cancelled", "warning", f"Cancelled: {reason}" if reason else "Cancelled")
         if event.agent_id is None:
             self._set_status(phase="cancelled", stopping=False)
+
+    def _on_steer(self, event: AgentEvent, data: p.Steer) -> None:
+        self._add(UserMessage(self._new_id(), event.agent_id, str(data.get("text") or "")))
+        if event.agent_id is None and self.status.queued:
+            self._set_status(queued=self.status.queued - 1)
+
+    def _on_paused(self, event: AgentEvent, data: p.Paused) -> None:
+        waiting = data.get("steers")
+        message = "Paused at the turn boundary"
+        if isinstance(waiting, int) and waiting > 0:
+            message += f" ({waiting} steered message{'' if waiting == 1 else 's'} waiting)"
+        self._pause_notice = Notice(self._new_id(), event.agent_id, "paused", "info", message)
+        self._add(self._pause_notice)
+        if event.agent_id is None:
+            self._set_status(paused=True, pausing=False)
+
+    def _on_resumed(self, event: AgentEvent, data: p.Resumed) -> None:
+        held = data.get("paused_s")
+        notice, self._pause_notice = self._pause_notice, None
+        if notice is not None:
+            after = f"for {float(held):.1f} s " if _is_number(held) else ""
+            self._set(notice, message=f"Paused {after}at the turn boundary, then resumed")
+        if event.agent_id is None:
+            self._set_status(paused=False, pausing=False)
 
     def _on_mcp(self, event: AgentEvent, data: dict[str, Any]) -> None:
         """A resource attached to the prompt, or a server's question or sampling request, answered."""
@@ -377,7 +417,7 @@ class Transcript:
                 message += f" ({data['reason']})"
         self._notice(event, event.type.value, "info", message)
 
-    def _on_subagent_start(self, event: AgentEvent, data: dict[str, Any]) -> None:
+    def _on_subagent_start(self, event: AgentEvent, data: p.SubagentStart) -> None:
         card = self._subagent_card(event, data)
         prompt = str(data.get("prompt") or "")
         if len(prompt) > PROMPT_CAP:
@@ -386,7 +426,7 @@ class Transcript:
         self._set(card, prompt=prompt, model=data.get("model") or card.model,
                   task=task if isinstance(task, str) else None)
 
-    def _on_subagent_finish(self, event: AgentEvent, data: dict[str, Any]) -> None:
+    def _on_subagent_finish(self, event: AgentEvent, data: p.SubagentFinish) -> None:
         card = self._subagent_card(event, data)
         for tool in self.tool_cards:  # its calls still open when it stopped were cut off
             if tool.agent == card.agent_id and tool.status not in TERMINAL_STATUSES:
@@ -402,7 +442,7 @@ class Transcript:
                   turns=data.get("turns"), tool_calls=data.get("tool_calls"),
                   duration_s=data.get("duration_s"))
 
-    def _subagent_card(self, event: AgentEvent, data: dict[str, Any]) -> SubagentCard:
+    def _subagent_card(self, event: AgentEvent, data: p.SubagentStart | p.SubagentFinish) -> SubagentCard:
         """The card of the sub-agent ``event`` is about, made on first sight."""
         agent_id = str(data.get("agent_id") or event.agent_id or "")
         card = self._subagents.get(agent_id)
@@ -425,7 +465,7 @@ class Transcript:
                 self._last[card.agent] = before
         return card
 
-    def _on_run_finish(self, event: AgentEvent, data: dict[str, Any]) -> None:
+    def _on_run_finish(self, event: AgentEvent, data: p.RunFinish) -> None:
         if event.agent_id is not None:
             return
         reason = data.get("reason")
@@ -434,7 +474,7 @@ class Transcript:
         changes: dict[str, Any] = {
             "phase": _PHASE_BY_REASON.get(str(reason), "finished"),
             "reason": reason, "stopping": False, "final_text": data.get("text"),
-            "activity": None,
+            "activity": None, "paused": False, "pausing": False, "queued": 0,
         }
         for key in ("input_tokens", "output_tokens", "cost_usd"):
             if key in stats:
@@ -468,7 +508,19 @@ class Transcript:
             return
         self._cancel_open_items()
         self.duration_s = duration_s
-        self._set_status(phase="interrupted", reason="interrupted", stopping=False, activity=None)
+        self._set_status(phase="interrupted", reason="interrupted", stopping=False, activity=None,
+                         paused=False, pausing=False, queued=0)
+
+    def mark_pausing(self, pausing: bool = True) -> None:
+        """Shows that a pause was asked for (until the run holds), or that it was called off."""
+        if self.status.phase == "running":
+            self._set_status(pausing=pausing and not self.status.paused)
+
+    def mark_queued(self, count: int = 1) -> None:
+        """Counts ``count`` more (or, negative, fewer) steered messages waiting for the next turn
+        boundary."""
+        if self.status.phase == "running":
+            self._set_status(queued=max(0, self.status.queued + count))
 
     def add_notice(self, topic: str, level: str, message: str) -> None:
         """Appends a notice that no event carries (e.g. a click that could not be delivered)."""
@@ -513,7 +565,8 @@ class Transcript:
             self._observer.status_changed(changed)
 
 
-_Handler = Callable[[Transcript, AgentEvent, dict[str, Any]], None]
+# Each handler declares the payload it reads (``agent_kernel.payloads``); ``apply`` passes ``event.data``.
+_Handler = Callable[[Transcript, AgentEvent, Any], None]
 _HANDLERS: dict[EventType, _Handler] = {
     EventType.RUN_START: Transcript._on_run_start,
     EventType.ITERATION_START: Transcript._on_iteration_start,
@@ -544,4 +597,11 @@ _HANDLERS: dict[EventType, _Handler] = {
     EventType.MCP_RESOURCE: Transcript._on_mcp,
     EventType.MCP_SAMPLING: Transcript._on_mcp,
     EventType.MCP_ELICITATION: Transcript._on_mcp,
+    EventType.STEER: Transcript._on_steer,
+    EventType.PAUSED: Transcript._on_paused,
+    EventType.RESUMED: Transcript._on_resumed,
 }
+
+
+def _is_number(value: Any) -> TypeGuard[int | float]:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)

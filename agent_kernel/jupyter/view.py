@@ -27,6 +27,11 @@ The runner calls ``view.handle(event)`` for every event of a run. The view folds
   sub-agents whose calls have equal ids) and ``{"type": "stop"}`` call ``on_decision`` /
   ``on_stop``. A sub-agent's call is answered like any other: its approvals go through the top
   run's broker, so ``on_decision(call_id, ..., agent)`` is the same callback.
+* JS → Python ``{"type": "steer", "text"}``, ``{"type": "pause"}`` and ``{"type": "resume_run"}``
+  call ``on_steer(text)`` / ``on_pause`` / ``on_resume`` (``agent.steer`` / ``agent.pause`` /
+  ``agent.resume_run``). They come from a page, so they are checked here: blank text is ignored,
+  text past ``STEER_CAP`` and anything sent once the run has ended is refused with a notice in
+  the view. The run's own ``steer``, ``paused`` and ``resumed`` events then show what happened.
 
 Comm callbacks may arrive on another thread (a kernel subshell), so the transcript and the
 pending changes are guarded by one lock, and the callbacks given to the view must be thread-safe.
@@ -47,25 +52,33 @@ import traitlets
 import agent_kernel
 
 from ..events import AgentEvent, EventType
-from .items import TERMINAL_STATUSES, Item, TextBlock
+from .items import TERMINAL_STATUSES, Item, Notice, TextBlock
 from .protocol import TO_KERNEL, Batch, Snapshot, problem
 from .static_view import StaticTranscript
 from .summary import RunSummary
 from .transcript import Transcript
 
-__all__ = ["AgentView", "DecisionCallback", "StopCallback"]
+__all__ = ["STEER_CAP", "AgentView", "ControlCallback", "DecisionCallback", "SteerCallback", "StopCallback"]
 
 DecisionCallback = Callable[[str, str, "str | None", "str | None"], None]
 StopCallback = Callable[[], None]
+#: Called with a message for the running agent; returning False means no run took it.
+SteerCallback = Callable[[str], object]
+#: Pause and Resume: ``agent.pause`` and ``agent.resume_run``, whose return value is ignored.
+ControlCallback = Callable[[], object]
 
 #: Decisions the front-end may send.
 DECISIONS = frozenset({"approve", "reject", "always_allow"})
 #: Longest rejection reason accepted from the front-end (characters).
 REASON_CAP = 2_000
+#: Longest message to a running agent accepted from the front-end (characters).
+STEER_CAP = 4_000
 #: Events a person must see at once, so they are flushed without waiting for the timer: a
-#: request for approval (and the decision on one, see ``handle``), the top-level start and end.
+#: request for approval (and the decision on one, see ``handle``), the top-level start and end,
+#: and what answers a person steering the run (it holds, goes on, takes their message in).
 _URGENT_TOP_LEVEL = frozenset({EventType.RUN_START, EventType.CANCELLED, EventType.ERROR,
-                               EventType.RUN_FINISH})
+                               EventType.RUN_FINISH, EventType.PAUSED, EventType.RESUMED,
+                               EventType.STEER})
 
 
 def _static_file(name: str) -> Path:
@@ -86,6 +99,10 @@ class AgentView(anywidget.AnyWidget):
             is (None for the top-level agent). Must be thread-safe. Called at most once per
             call, and never for a call already decided or finished.
         on_stop: called with no arguments when a person clicks Stop. Must be thread-safe.
+        on_steer: called with the text a person sends to the running agent (stripped, at most
+            ``STEER_CAP`` characters); returning False says no run took it. Must be thread-safe.
+        on_pause, on_resume: called with no arguments for the Pause and Resume buttons. Must be
+            thread-safe.
         flush_interval: seconds between batches sent to the front-end.
         clock: a monotonic clock, injectable for tests.
 
@@ -111,11 +128,16 @@ class AgentView(anywidget.AnyWidget):
     elicitation = traitlets.Dict().tag(sync=True)
 
     def __init__(self, *, on_decision: DecisionCallback | None = None,
-                 on_stop: StopCallback | None = None, flush_interval: float = 0.045,
-                 clock: Callable[[], float] = time.monotonic, **kwargs: Any) -> None:
+                 on_stop: StopCallback | None = None, on_steer: SteerCallback | None = None,
+                 on_pause: ControlCallback | None = None, on_resume: ControlCallback | None = None,
+                 flush_interval: float = 0.045, clock: Callable[[], float] = time.monotonic,
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.on_decision = on_decision
         self.on_stop = on_stop
+        self.on_steer = on_steer
+        self.on_pause = on_pause
+        self.on_resume = on_resume
         self.flush_interval = flush_interval
         self._clock = clock
         self._lock = threading.RLock()
@@ -275,6 +297,12 @@ class AgentView(anywidget.AnyWidget):
             self._on_stop()
         elif kind == "elicitation":
             self._on_elicitation(content)
+        elif kind == "steer":
+            self._on_steer(content["text"])
+        elif kind == "pause":
+            self._on_pause()
+        elif kind == "resume_run":
+            self._on_resume()
 
     async def ask_elicitation(self, request: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
         """Shows an MCP server's question (``{id, server, message, schema}``) as a form and waits
@@ -362,6 +390,94 @@ class AgentView(anywidget.AnyWidget):
                 self.transcript.mark_stopping(False)
                 self.transcript.add_notice("error", "error", f"Could not stop the run: {exc}")
                 self.flush()
+
+
+    # -- steering ------------------------------------------------------------------------------
+
+    def _on_steer(self, text: str) -> None:
+        text = text.strip()
+        with self._lock:
+            if not text or self.on_steer is None:
+                return
+            if self._refused("send a message to it", text):
+                return
+            if len(text) > STEER_CAP:
+                self._note(f"Your message was not sent: it has {len(text):,} characters, more than the "
+                           f"{STEER_CAP:,} a message to a running agent may have. Shorten it, or ask "
+                           "in a new %%agent cell once the run ends.")
+                return
+            self.transcript.mark_queued()
+            self.flush()
+        try:
+            taken = self.on_steer(text)
+            problem_text = "no run was in progress to take it" if taken is False else None
+        except Exception as exc:  # the message must not vanish silently
+            problem_text = str(exc)
+        if problem_text is not None:
+            with self._lock:
+                self.transcript.mark_queued(-1)
+                self._note(f"Could not send your message ({_preview(text)}): {problem_text}.",
+                           level="error")
+
+    def _on_pause(self) -> None:
+        with self._lock:
+            status = self.transcript.status
+            if self.on_pause is None or self._refused("pause it"):
+                return
+            if status.paused or status.pausing:
+                return  # a repeated click
+            self.transcript.mark_pausing()
+            self.flush()
+        try:
+            self.on_pause()
+        except Exception as exc:
+            with self._lock:
+                self.transcript.mark_pausing(False)
+                self._note(f"Could not pause the run: {exc}", level="error")
+
+    def _on_resume(self) -> None:
+        with self._lock:
+            status = self.transcript.status
+            if self.on_resume is None or self._refused("resume it"):
+                return
+            if not (status.paused or status.pausing):
+                return  # not paused: nothing to do
+            self.transcript.mark_pausing(False)
+            self.flush()
+        try:
+            self.on_resume()
+        except Exception as exc:
+            with self._lock:
+                self._note(f"Could not resume the run: {exc}", level="error")
+
+    def _refused(self, what: str, text: str | None = None) -> bool:
+        """Whether the run is not in progress, in which case a notice says ``what`` was not done."""
+        phase = self.transcript.status.phase
+        if phase == "running":
+            return False
+        said = f" ({_preview(text)})" if text else ""
+        if phase == "idle":
+            self._note(f"The run has not started yet, so the view could not {what}{said}; "
+                       "try again once it is running.")
+        else:
+            self._note(f"The run has ended, so the view could not {what}{said}; "
+                       "ask in a new %%agent cell instead.")
+        return True
+
+    def _note(self, message: str, level: str = "warning") -> None:
+        """Shows ``message`` in the view at once (once, if a page repeats itself). Under the lock."""
+        last = self.transcript.items[-1] if self.transcript.items else None
+        if not (isinstance(last, Notice) and last.message == message):
+            self.transcript.add_notice("steer", level, message)
+        self.flush()
+        if self.transcript.status.phase not in ("idle", "running"):
+            self.close_run()  # the saved snapshot shows the notice too
+
+
+def _preview(text: str, limit: int = 60) -> str:
+    """``text`` quoted on one line, cut to ``limit`` characters."""
+    line = " ".join(text.split())
+    return f"“{line[:limit]}…”" if len(line) > limit else f"“{line}”"
 
 
 class _Changes:

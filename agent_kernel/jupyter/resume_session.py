@@ -1,0 +1,95 @@
+"""``%agent resume``: a session back from its journal, after a restart, with its pending approvals.
+
+After the kernel restarts (or dies) the conversation is still on disk. ``%agent resume`` makes it
+the current session again. When its last run was cut off inside a turn (a call waiting for
+approval, or running), it continues that run in a live view: the approval card shows again,
+Approve / Reject / Always (or ``%agent approve CALL_ID`` from any cell) answer it, and the run
+finishes without asking the model again (``Agent.continue_run``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..agent import Agent
+from ..errors import UserError
+from ..journal.journal import SESSIONS_DIR
+from .runner import run_cell
+
+if TYPE_CHECKING:
+    from .magics import AgentMagics
+
+__all__ = ["resume_session"]
+
+
+async def resume_session(magics: AgentMagics, rest: str) -> None:
+    """``%agent resume [SESSION]``: the session whose journal is ``SESSION`` (a session id or a
+    journal path; default: the most recently written journal) becomes the current session, and an
+    interrupted run is continued in a live view."""
+    current = magics.sessions.find()
+    if current is not None and current.running:
+        raise UserError("The current session is running a prompt; wait for it (%agent wait) or cancel it "
+                        "(%agent cancel), then %agent resume.")
+    path = _journal_path(magics, rest.strip().strip("'\""))
+    agent = _resumed_agent(magics, path)
+    magics.sessions.put(magics.sessions.current, agent)
+    interrupted = agent.interrupted
+    if interrupted is None:
+        turns = sum(1 for m in agent.messages if m.role == "assistant")
+        print(f"Resumed session {agent.session_id} ({turns} model answers); the next %%agent cell continues it.")
+        return
+    waiting = [p.call_id for p in agent.pending_approvals]
+    what = f"{len(waiting)} call(s) waiting for approval ({', '.join(waiting)})" if waiting else "tool calls left unfinished"
+    print(f"Resumed session {agent.session_id}: its last run stopped with {what}; continuing it.")
+    await run_cell(agent, None, render_grace=magics._render_grace())
+
+
+def _journal_path(magics: AgentMagics, name: str) -> Path:
+    """The journal ``name`` names (a session id, a file name or a path), else the newest one."""
+    from ..journal.resume import resolve_journal_path
+
+    folder = Path(magics.journal_dir).expanduser() if magics.journal_dir else Path.cwd() / SESSIONS_DIR
+    if name:
+        candidate = folder / (name if name.endswith(".jsonl") else f"{name}.jsonl")
+        return candidate if candidate.is_file() else resolve_journal_path(name)
+    journals = sorted(folder.glob("*.jsonl"), key=lambda path: path.stat().st_mtime, reverse=True) if folder.is_dir() else []
+    if not journals:
+        raise UserError(f"There is no journal to resume in {folder}. Run an %%agent cell first, or name one: "
+                        "%agent resume SESSION_ID (or a journal path).")
+    return journals[0]
+
+
+def _resumed_agent(magics: AgentMagics, path: Path) -> Agent:
+    """``Agent.resume`` with the notebook's settings: its tools by name, mode, namespace, and the
+    model ``%agent model`` set (else the one the journal recorded)."""
+    tools, missing = _resolve_tools(magics, _recorded_tools(path))
+    kwargs: dict[str, Any] = {"journal": path, "tools": tools, "permissions": magics.mode, "namespace": magics.user_ns}
+    if magics.model is not None:  # %agent model NAME chose one; else the journal's, when it can be rebuilt
+        kwargs["model"] = magics.resolve_model(magics.model)
+    agent = Agent.resume(path, **kwargs)
+    agent.tool_extras["namespace"] = magics.user_ns  # the python tool shares the notebook's variables
+    if missing:
+        print(f"Note: {', '.join(missing)} from the journal {'is' if len(missing) == 1 else 'are'} not defined in "
+              "this kernel, so a call to it fails; define it in a cell (or add the MCP server) and %agent resume again.")
+    return agent
+
+
+def _recorded_tools(path: Path) -> list[str]:
+    """The tool names the session's last run offered the model (its ``run_start``)."""
+    from ..journal.resume import scan
+
+    start = scan(path, keep=0).last_run_start
+    tools = start.data.get("tools") if start is not None else None
+    return [str(t) for t in tools] if isinstance(tools, list) else []
+
+
+def _resolve_tools(magics: AgentMagics, names: list[str]) -> tuple[list[Any], list[str]]:
+    tools: list[Any] = []
+    missing: list[str] = []
+    for name in names:
+        try:
+            tools += magics.resolve_tools([name])
+        except UserError:
+            missing.append(name)
+    return tools, missing
