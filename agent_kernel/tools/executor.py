@@ -84,11 +84,15 @@ class StreamingToolExecutor:
         self._queue: deque[PendingCall] = deque()
         self._running: set[PendingCall] = set()
         self._unsafe_running = False
+        # Calls without a result yet: ``done`` is asked on every wake-up of the loop, so it is
+        # a counter, not a scan of every call of the turn (quadratic in a turn of many calls).
+        self._open = 0
 
     def submit(self, call_id: str, name: str, arguments: dict[str, Any], *, parse_error: str | None = None) -> PendingCall:
         """Queues a call and starts it if the scheduling rules allow."""
         call = PendingCall(call_id, name, arguments, len(self.calls), self._is_safe(name), parse_error)
         self.calls.append(call)
+        self._open += 1
         self._queue.append(call)
         self._pump()
         return call
@@ -103,7 +107,7 @@ class StreamingToolExecutor:
     @property
     def done(self) -> bool:
         """True when every submitted call has a result."""
-        return all(c.result is not None for c in self.calls)
+        return self._open == 0
 
     @property
     def running(self) -> int:
@@ -146,6 +150,7 @@ class StreamingToolExecutor:
         except BaseException as exc:  # run_call turns tool failures into results; this is a bug guard
             call.result = ToolResult(f"{call.name} failed: {type(exc).__name__}: {exc}", is_error=True)
         finally:
+            self._open -= 1
             self._running.discard(call)
             if not call.safe:
                 self._unsafe_running = False
@@ -159,6 +164,7 @@ class StreamingToolExecutor:
             call = self._queue.popleft()
             call.abort_reason = reason
             call.result = ToolResult(f"Tool call not completed: {reason}.", is_error=True)
+            self._open -= 1
             if self._on_abort is not None:
                 self._on_abort(call)
         for call in list(self._running):
