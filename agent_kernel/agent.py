@@ -609,6 +609,9 @@ class Agent:
             raise UserError("Context management is off for this agent (context=None); create it with the default context to compact.")
         if self._context is not None:
             raise UserError("Cannot compact while a run is in progress; wait for it to finish.")
+        if self._interrupted is not None:
+            raise UserError("The last run stopped inside a turn with tool calls open (the process died): finish it "
+                            "with continue_run() (pending_approvals lists what waits), or send a new prompt, then compact.")
         _ = self.journal
         em = Emitter(self.session_id, new_id("r_"), self._seq, self._sinks, self._redact())
         em.turn = self.history[-1] if self.history else None

@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Collection
+from types import ModuleType
 from typing import Any
 
 from agent_kernel import Agent, AgentEvent, EventType
+from agent_kernel.messages import Message
+from agent_kernel.models.base import ModelRequest, ToolSpec
+
+#: The smallest request an adapter sends, and a tool for requests that offer one.
+HELLO = ModelRequest((Message.user("hello"),))
+ADD = ToolSpec("add", "Adds two numbers.", {"type": "object", "properties": {"a": {"type": "integer"}}})
 
 
 def make_agent(model: Any, tools: Any = (), **kwargs: Any) -> Agent:
@@ -24,3 +33,12 @@ def types(events: list[AgentEvent]) -> list[str]:
 def of_type(events: list[AgentEvent], t: EventType) -> list[AgentEvent]:
     """The events of one type."""
     return [e for e in events if e.type is t]
+
+
+def unmapped_exceptions(sdk: ModuleType, fixed: Collection[str], by_status: Collection[str]) -> list[str]:
+    """The exception classes ``sdk`` exports that ``models/sdk_errors.py`` does not map."""
+    # dir() rather than vars(): an SDK loads some attributes lazily, on first access.
+    public = [getattr(sdk, name) for name in dir(sdk) if not name.startswith("_")]
+    exported = {obj.__name__ for obj in public if inspect.isclass(obj) and issubclass(obj, BaseException)}
+    assert {"APIStatusError", "APIConnectionError"} <= exported, "the SDK no longer exports its base errors"
+    return sorted(exported - set(fixed) - set(by_status))

@@ -229,3 +229,11 @@ def test_a_process_killed_while_an_approval_waits_is_resumed_approved_and_comple
         assert len(server.requests) == 2 and server.rejected == []  # the call that asked was not repeated
         answer = server.bodies[1]["messages"][-1]["content"][0]
         assert (answer["type"], answer["tool_use_id"], answer["content"]) == ("tool_result", "toolu_1", "deployed staging")
+
+
+async def test_compacting_a_session_with_an_open_turn_says_how_to_finish_it_first(tmp_path: Path) -> None:
+    dead = await died_waiting(tmp_path, [tool_call("deploy", {"target": "staging"}, id="call_1"), "unused"])
+    agent = Agent.resume(dead, model=ScriptedModel([]), tools=[deploy])
+    with pytest.raises(UserError, match="continue_run"):
+        await agent.compact()
+    assert agent.interrupted is not None  # nothing was lost: the turn can still be finished

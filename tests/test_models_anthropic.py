@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import inspect
 import json
 
 import anthropic
@@ -28,11 +27,9 @@ from agent_kernel.models.base import (
 )
 from agent_kernel.models.sdk_errors import ANTHROPIC_BY_STATUS, ANTHROPIC_FIXED
 
-from .helpers import make_agent, of_type
+from .helpers import ADD, HELLO, make_agent, of_type, unmapped_exceptions
 from .sse import Server, anthropic_client, anthropic_response, anthropic_sse, collect, http, openai_chunk, openai_client, openai_sse
 
-HELLO = ModelRequest((Message.user("hello"),))
-ADD = ToolSpec("add", "Adds two numbers.", {"type": "object", "properties": {"a": {"type": "integer"}}})
 MUL = ToolSpec("mul", "Multiplies.", {"type": "object", "properties": {}})
 
 
@@ -313,12 +310,8 @@ async def test_closing_the_stream_early_closes_the_http_response() -> None:
 
 
 def test_every_exception_class_the_sdk_exports_is_mapped() -> None:
-    # dir() rather than vars(): the SDK loads some attributes lazily, on first access.
-    public = [getattr(anthropic, name) for name in dir(anthropic) if not name.startswith("_")]
-    exported = {obj.__name__ for obj in public if inspect.isclass(obj) and issubclass(obj, BaseException)}
-    assert {"APIStatusError", "APIConnectionError"} <= exported
-    unmapped = exported - set(ANTHROPIC_FIXED) - ANTHROPIC_BY_STATUS
-    assert not unmapped, f"add these anthropic exceptions to agent_kernel/models/sdk_errors.py: {sorted(unmapped)}"
+    unmapped = unmapped_exceptions(anthropic, ANTHROPIC_FIXED, ANTHROPIC_BY_STATUS)
+    assert not unmapped, f"add these anthropic exceptions to agent_kernel/models/sdk_errors.py: {unmapped}"
 
 
 # ---------------------------------------------------------------- configuration

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import inspect
 import json
 
 import openai
@@ -22,15 +21,13 @@ from agent_kernel.models.base import (
     ToolCallDelta,
     ToolCallEnd,
     ToolCallStart,
-    ToolSpec,
     Usage,
 )
 from agent_kernel.models.sdk_errors import OPENAI_BY_STATUS, OPENAI_FIXED
 
+from .helpers import ADD, HELLO, unmapped_exceptions
 from .sse import Server, collect, http, openai_chunk, openai_client, openai_sse
 
-HELLO = ModelRequest((Message.user("hello"),))
-ADD = ToolSpec("add", "Adds two numbers.", {"type": "object", "properties": {"a": {"type": "integer"}}})
 USAGE = {"prompt_tokens": 120, "completion_tokens": 30, "total_tokens": 150, "prompt_tokens_details": {"cached_tokens": 100}}
 LOCAL = "http://localhost:11434/v1"
 
@@ -333,12 +330,8 @@ def test_a_connection_lost_at_any_byte_is_retryable_unless_the_answer_was_comple
 
 
 def test_every_exception_class_the_sdk_exports_is_mapped() -> None:
-    # dir() rather than vars(): the SDK loads some attributes lazily, on first access.
-    public = [getattr(openai, name) for name in dir(openai) if not name.startswith("_")]
-    exported = {obj.__name__ for obj in public if inspect.isclass(obj) and issubclass(obj, BaseException)}
-    assert {"APIStatusError", "APIConnectionError"} <= exported
-    unmapped = exported - set(OPENAI_FIXED) - OPENAI_BY_STATUS
-    assert not unmapped, f"add these openai exceptions to agent_kernel/models/sdk_errors.py: {sorted(unmapped)}"
+    unmapped = unmapped_exceptions(openai, OPENAI_FIXED, OPENAI_BY_STATUS)
+    assert not unmapped, f"add these openai exceptions to agent_kernel/models/sdk_errors.py: {unmapped}"
 
 
 # ---------------------------------------------------------------- configuration

@@ -28,7 +28,6 @@ from agent_kernel.models.base import (
     ToolCallDelta,
     ToolCallEnd,
     ToolCallStart,
-    ToolSpec,
     Usage,
 )
 from agent_kernel.models.openai_responses import reasoning_item, reasoning_signature
@@ -41,10 +40,9 @@ from .fakes.responses_api import (
     responses_sse,
 )
 from .fakes.turns import turn
+from .helpers import ADD, HELLO
 from .sse import Server, collect, openai_client
 
-HELLO = ModelRequest((Message.user("hello"),))
-ADD = ToolSpec("add", "Adds two numbers.", {"type": "object", "properties": {"a": {"type": "integer"}}})
 LOCAL = "http://localhost:11434/v1"
 
 
