@@ -15,7 +15,7 @@ from typing import Any
 from playwright.sync_api import expect
 
 from .conftest import LabServer
-from .test_lab_approvals import Notebook, _open
+from .test_lab_approvals import _open
 
 SETUP = '''%load_ext agent_kernel
 from pathlib import Path
