@@ -203,6 +203,14 @@ async def measure(
     return min(raw_times), min(adapter_times), n_raw, n_adapter
 
 
+async def count_events(stream: Any) -> int:
+    """Reads a raw SDK stream to its end, as the adapter does, and counts its events."""
+    n = 0
+    async for _ in stream:
+        n += 1
+    return n
+
+
 async def bench_anthropic() -> tuple[float, float, int, int]:
     body, expected = anthropic_body(random.Random(1))
     client = anthropic.AsyncAnthropic(api_key="bench", max_retries=0, http_client=http.AsyncClient(transport=transport(body)))
@@ -210,10 +218,7 @@ async def bench_anthropic() -> tuple[float, float, int, int]:
     params = model.request_params(REQUEST)
 
     async def raw() -> int:
-        n = 0
-        async for _ in await client.messages.create(**params, stream=True):
-            n += 1
-        return n
+        return await count_events(await client.messages.create(**params, stream=True))
 
     return await measure(ROUNDS["anthropic"], raw, lambda: adapter_run(model, expected))
 
@@ -225,10 +230,7 @@ async def bench_openai() -> tuple[float, float, int, int]:
     params = model.request_params(REQUEST)
 
     async def raw() -> int:
-        n = 0
-        async for _ in await client.chat.completions.create(**params, stream=True):
-            n += 1
-        return n
+        return await count_events(await client.chat.completions.create(**params, stream=True))
 
     return await measure(ROUNDS["openai"], raw, lambda: adapter_run(model, expected))
 
@@ -240,10 +242,7 @@ async def bench_responses() -> tuple[float, float, int, int]:
     params = model.request_params(REQUEST)
 
     async def raw() -> int:
-        n = 0
-        async for _ in await client.responses.create(**params, stream=True):
-            n += 1
-        return n
+        return await count_events(await client.responses.create(**params, stream=True))
 
     return await measure(ROUNDS["responses"], raw, lambda: adapter_run(model, expected))
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from collections.abc import Collection
 from types import ModuleType
@@ -42,3 +43,18 @@ def unmapped_exceptions(sdk: ModuleType, fixed: Collection[str], by_status: Coll
     exported = {obj.__name__ for obj in public if inspect.isclass(obj) and issubclass(obj, BaseException)}
     assert {"APIStatusError", "APIConnectionError"} <= exported, "the SDK no longer exports its base errors"
     return sorted(exported - set(fixed) - set(by_status))
+
+
+class Overlap:
+    """Counts how many callers are inside ``visit`` at once; ``most`` is the highest count seen."""
+
+    def __init__(self) -> None:
+        self.running = 0
+        self.most = 0
+
+    async def visit(self) -> None:
+        """Enters, lets every other ready task run, and leaves."""
+        self.running += 1
+        self.most = max(self.most, self.running)
+        await asyncio.sleep(0)
+        self.running -= 1

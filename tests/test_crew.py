@@ -18,7 +18,7 @@ from agent_kernel.messages import Message
 from agent_kernel.models.base import ToolSpec
 from agent_kernel.models.scripted import FunctionModel, ScriptedModel, fail, text, tool_call
 
-from .helpers import make_agent, of_type, types
+from .helpers import Overlap, make_agent, of_type, types
 
 
 def echo(name: str, prefix: str = "") -> Any:
@@ -127,21 +127,16 @@ async def test_a_parallel_crew_overlaps_independent_tasks_and_joins_them_for_a_d
 
 
 async def test_max_parallel_bounds_the_tasks_running_at_once() -> None:
-    running = 0
-    most = 0
+    overlap = Overlap()
 
     async def work(messages: list[Message], tools: list[ToolSpec]) -> str:
-        nonlocal running, most
-        running += 1
-        most = max(most, running)
-        await asyncio.sleep(0)
-        running -= 1
+        await overlap.visit()
         return "ok"
 
     agent = make_agent(FunctionModel(work), name="w")
     crew = crew_of([agent], [Task(f"job {i}") for i in range(4)], mode="parallel", max_parallel=2)
     result = await crew.run()
-    assert most == 2 and [o.status for o in result.outputs.values()] == ["done"] * 4
+    assert overlap.most == 2 and [o.status for o in result.outputs.values()] == ["done"] * 4
 
 
 async def test_a_hierarchical_manager_delegates_to_workers_and_answers_each_task() -> None:

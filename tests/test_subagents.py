@@ -18,7 +18,7 @@ from agent_kernel.models.base import ToolSpec
 from agent_kernel.models.scripted import FunctionModel, ScriptedModel, fail, text, tool_call
 from agent_kernel.subagents import Subagent
 
-from .helpers import make_agent, of_type, types
+from .helpers import Overlap, make_agent, of_type, types
 
 
 @tool(read_only=True)
@@ -254,15 +254,10 @@ async def test_concurrency_safe_sub_agents_run_side_by_side() -> None:
 
 
 async def test_sub_agents_not_marked_concurrency_safe_run_one_at_a_time_in_order() -> None:
-    overlap = 0
-    running = 0
+    overlap = Overlap()
 
     async def respond(messages: list[Message], tools: list[ToolSpec]) -> str:
-        nonlocal overlap, running
-        running += 1
-        overlap = max(overlap, running)
-        await asyncio.sleep(0)
-        running -= 1
+        await overlap.visit()
         return messages[0].text
 
     parent = make_agent(
@@ -270,7 +265,7 @@ async def test_sub_agents_not_marked_concurrency_safe_run_one_at_a_time_in_order
         [make_agent(FunctionModel(respond), name="worker").as_tool()],
     )
     result = await parent.run("go")
-    assert overlap == 1
+    assert overlap.most == 1
     assert [e.data["prompt"] for e in of_type(result.events, EventType.SUBAGENT_START)] == ["A", "B"]
 
 
