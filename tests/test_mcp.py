@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -265,6 +266,32 @@ async def test_cancelling_a_call_sends_the_mcp_cancellation(everything: None, mo
         assert of_type(events, EventType.TOOL_RESULT)[0].data["is_error"]
     finally:
         await agent.__aexit__(None, None, None)
+
+
+def test_a_call_past_the_servers_call_timeout_is_cancelled_on_the_server_and_reported(everything: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
+
+    sent = threading.Event()
+    original = JSONRPCDispatcher._cancel_outbound
+
+    async def spy(self: Any, request_id: Any, reason: str, related: Any) -> None:
+        await original(self, request_id, reason, related)
+        sent.set()
+
+    monkeypatch.setattr(JSONRPCDispatcher, "_cancel_outbound", spy)
+    server = dataclasses.replace(everything_stdio(), call_timeout=0.5)
+    call = tool_call("mcp__ev__trigger-long-running-operation", {"duration": 60, "steps": 60})
+    with agent_with([server], [call], "It took too long.") as agent:
+        run = agent.run_sync("go")
+        result = result_of(run, "mcp__ev__trigger-long-running-operation")
+        assert result["is_error"] and "timed out after 0.5 s" in result["content"]
+        assert run.text == "It took too long."  # the run goes on; the model read why
+        assert sent.wait(30), "the MCP client never sent notifications/cancelled"
+
+
+def test_a_call_timeout_that_is_not_a_positive_number_is_refused() -> None:
+    with pytest.raises(UserError, match="call_timeout=0 for MCP server 'time' must be a positive number"):
+        MCPServer.stdio("time", "python", call_timeout=0)
 
 
 # ---- failures --------------------------------------------------------------------------------

@@ -54,6 +54,8 @@ class MCPServer:
         headers: extra HTTP headers, e.g. ``Authorization`` (http).
         permissions: a permission mode for this server's tools, or None for the agent's mode.
         startup_timeout: seconds to connect and list tools before the start counts as failed.
+        call_timeout: seconds one tool call may take; past it the call is cancelled (the server is
+            sent the MCP cancellation) and the model reads that it timed out. None: no limit.
         sampling: the server may ask the agent's model for completions without asking anyone.
     """
 
@@ -68,6 +70,7 @@ class MCPServer:
     permissions: str | None = None
     startup_timeout: float = 60.0
     sampling: bool = False
+    call_timeout: float | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _NAME.match(self.name):
@@ -77,6 +80,8 @@ class MCPServer:
             )
         if self.permissions is not None and self.permissions not in MODES:
             raise UserError(f"permissions={self.permissions!r} for MCP server {self.name!r} is not a mode; use one of {', '.join(MODES)}.")
+        if self.call_timeout is not None and (isinstance(self.call_timeout, bool) or not isinstance(self.call_timeout, (int, float)) or self.call_timeout <= 0):
+            raise UserError(f"call_timeout={self.call_timeout!r} for MCP server {self.name!r} must be a positive number of seconds or None.")
         if self.transport == "stdio" and not self.command:
             raise UserError(f"MCP server {self.name!r} needs a command to run, e.g. MCPServer.stdio({self.name!r}, 'python', '-m', 'mcp_server_time').")
         if self.transport == "http" and not (isinstance(self.url, str) and self.url.startswith(("http://", "https://"))):
@@ -93,6 +98,7 @@ class MCPServer:
         permissions: str | None = None,
         startup_timeout: float = 60.0,
         sampling: bool = False,
+        call_timeout: float | None = None,
     ) -> MCPServer:
         """A server run as a subprocess, spoken to over its stdin and stdout.
 
@@ -110,6 +116,7 @@ class MCPServer:
             permissions=permissions,
             startup_timeout=startup_timeout,
             sampling=sampling,
+            call_timeout=call_timeout,
         )
 
     @classmethod
@@ -122,6 +129,7 @@ class MCPServer:
         permissions: str | None = None,
         startup_timeout: float = 60.0,
         sampling: bool = False,
+        call_timeout: float | None = None,
     ) -> MCPServer:
         """A server reached over streamable HTTP at ``url`` (e.g. ``http://127.0.0.1:3001/mcp``).
 
@@ -131,7 +139,7 @@ class MCPServer:
         """
         return cls(
             name, "http", url=url, headers=dict(headers) if headers is not None else None, permissions=permissions,
-            startup_timeout=startup_timeout, sampling=sampling,
+            startup_timeout=startup_timeout, sampling=sampling, call_timeout=call_timeout,
         )
 
     @property

@@ -71,7 +71,8 @@ class MCPTool(Tool):
         permission_mode: the server's permission mode, or None for the agent's.
     """
 
-    def __init__(self, hub: MCPHub, server: str, remote: Any, permission_mode: str | None = None) -> None:
+    def __init__(self, hub: MCPHub, server: str, remote: Any, permission_mode: str | None = None,
+                 timeout: float | None = None) -> None:
         self._hub = hub
         self.server = server
         self.remote_name = str(remote.name)
@@ -90,7 +91,7 @@ class MCPTool(Tool):
         }
         self.read_only = bool(self.annotations["read_only"])
         self.concurrency_safe = self.read_only and bool(self.annotations["idempotent"])
-        self.timeout = None
+        self.timeout = timeout  # the server's call_timeout: the tool invoker cancels the call past it
         self.category = "mcp"
         self.permission_key = None
         self.permission_mode = permission_mode
