@@ -139,6 +139,14 @@ def test_a_tool_whose_schema_is_malformed_is_skipped_with_a_warning() -> None:
     assert registry.names == ["mcp__time__ok"]
     warning = next(data for kind, data in facts if kind is EventType.MCP_WARNING)
     assert warning["tool"] == "broken" and "not a valid JSON schema" in warning["message"]
+    # The person sees it in the run's view (and its saved transcript), not only in the journal.
+    from agent_kernel.events import AgentEvent
+    from agent_kernel.jupyter.transcript import Transcript
+
+    transcript = Transcript()
+    transcript.apply(AgentEvent(1, 0.0, "s", "r", None, None, 0, EventType.MCP_WARNING, warning))
+    [notice] = [item for item in transcript.items if item.kind == "notice"]
+    assert notice.level == "warning" and "'broken'" in notice.message and "not a valid JSON schema" in notice.message
 
 
 # ---- permissions ----------------------------------------------------------------------------

@@ -417,6 +417,11 @@ class Transcript:
                 message += f" ({data['reason']})"
         self._notice(event, event.type.value, "info", message)
 
+    def _on_mcp_warning(self, event: AgentEvent, data: p.McpWarning) -> None:
+        """A server's tool left out (its schema is malformed, say): the person sees which and why."""
+        self._notice(event, "mcp_warning", "warning",
+                     f"MCP server {data.get('server')!r}: skipped tool {data.get('tool')!r}: {data.get('message')}")
+
     def _on_subagent_start(self, event: AgentEvent, data: p.SubagentStart) -> None:
         card = self._subagent_card(event, data)
         prompt = str(data.get("prompt") or "")
@@ -595,6 +600,7 @@ _HANDLERS: dict[EventType, _Handler] = {
     EventType.SUBAGENT_FINISH: Transcript._on_subagent_finish,
     EventType.RUN_FINISH: Transcript._on_run_finish,
     EventType.MCP_RESOURCE: Transcript._on_mcp,
+    EventType.MCP_WARNING: Transcript._on_mcp_warning,
     EventType.MCP_SAMPLING: Transcript._on_mcp,
     EventType.MCP_ELICITATION: Transcript._on_mcp,
     EventType.STEER: Transcript._on_steer,
