@@ -710,6 +710,14 @@ class Agent:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """``close`` for async code (a notebook cell): returns once the MCP servers have stopped.
+
+        ``close()`` called on a running event loop can only schedule their stop, since blocking
+        the loop would freeze the kernel; await this instead.
+        """
         if self.mcp is not None:
             await self.mcp.aclose()  # stopping servers takes a moment; keep the loop free
         self.close()
