@@ -422,6 +422,41 @@ class Transcript:
         self._notice(event, "mcp_warning", "warning",
                      f"MCP server {data.get('server')!r}: skipped tool {data.get('tool')!r}: {data.get('message')}")
 
+    # Memory steps the person may want to see: what the agent was told, what it stored, its plan.
+
+    def _on_memory_loaded(self, event: AgentEvent, data: p.MemoryLoaded) -> None:
+        entries = int(data.get("entries") or 0)
+        read = [f"{entries} memor{'y' if entries == 1 else 'ies'}"] if entries else []
+        if data.get("agents_md"):
+            read.append("AGENTS.md")
+        if read:
+            self._notice(event, "memory_loaded", "info", f"Read {' and '.join(read)} into the system prompt")
+
+    def _on_memory_write_complete(self, event: AgentEvent, data: p.MemoryWriteComplete) -> None:
+        key, op = data.get("key"), data.get("op")
+        verb = "Forgot" if op == "forget" else ("Updated the memory" if data.get("existed") else "Remembered")
+        self._notice(event, "memory", "info", f"{verb} {key!r} (long-term memory: {int(data.get('entries') or 0)} held)")
+
+    def _on_memory_warning(self, event: AgentEvent, data: p.MemoryWarning) -> None:
+        self._notice(event, "memory_warning", "warning", str(data.get("message") or "The memory file could not be read."))
+
+    def _on_todo_update(self, event: AgentEvent, data: p.TodoUpdate) -> None:
+        todos = data.get("todos") or []
+        lines = "; ".join(f"{'✓' if t.get('status') == 'completed' else '…' if t.get('status') == 'in_progress' else '○'} "
+                          f"{t.get('content', '')}" for t in todos[:8])
+        more = f"; and {len(todos) - 8} more" if len(todos) > 8 else ""
+        self._notice(event, "todo", "info", f"Plan ({int(data.get('completed') or 0)}/{len(todos)} done): {lines}{more}")
+
+    def _on_system_reminder(self, event: AgentEvent, data: p.SystemReminder) -> None:
+        told = []
+        variables, files = data.get("variables") or [], data.get("files") or []
+        if variables:
+            told.append(f"{len(variables)} variable{'' if len(variables) == 1 else 's'} changed")
+        if files:
+            told.append(f"{len(files)} file{'' if len(files) == 1 else 's'} changed on disk")
+        if told:
+            self._notice(event, "reminder", "info", f"Told the agent: {', '.join(told)}")
+
     def _on_subagent_start(self, event: AgentEvent, data: p.SubagentStart) -> None:
         card = self._subagent_card(event, data)
         prompt = str(data.get("prompt") or "")
@@ -601,6 +636,11 @@ _HANDLERS: dict[EventType, _Handler] = {
     EventType.RUN_FINISH: Transcript._on_run_finish,
     EventType.MCP_RESOURCE: Transcript._on_mcp,
     EventType.MCP_WARNING: Transcript._on_mcp_warning,
+    EventType.MEMORY_LOADED: Transcript._on_memory_loaded,
+    EventType.MEMORY_WRITE_COMPLETE: Transcript._on_memory_write_complete,
+    EventType.MEMORY_WARNING: Transcript._on_memory_warning,
+    EventType.TODO_UPDATE: Transcript._on_todo_update,
+    EventType.SYSTEM_REMINDER: Transcript._on_system_reminder,
     EventType.MCP_SAMPLING: Transcript._on_mcp,
     EventType.MCP_ELICITATION: Transcript._on_mcp,
     EventType.STEER: Transcript._on_steer,
