@@ -524,6 +524,11 @@ class Agent:
                         self.history[-1] = self.history[-1].with_compacted()
                     yield event
         finally:
+            if not loop_started and interrupted is not None:
+                # A continued turn stopped before its calls ran: the journal's run_finish closes
+                # them (as replay does), so the conversation here closes them the same way.
+                self._interrupted = interrupted
+                self._close_interrupted()
             if not loop_started and em.turn is not None:
                 # The consumer stopped at run_start, before the loop began: record the end here.
                 em.emit(EventType.CANCELLED, {"reason": "the stream was closed before the run began", "phase": "idle"})

@@ -309,6 +309,19 @@ class ApprovalBroker:
             return False
         return True
 
+    def withdraw(self, call_id: str, *, agent_id: Any = ANY_AGENT) -> bool:
+        """Takes back the question for ``call_id`` (its deadline passed), cancelling its waiter.
+
+        Returns:
+            True if it was still pending; False if someone answered first (then that answer
+            stands and its waiter receives it).
+        """
+        entry = self._take(call_id, agent_id)
+        if entry is None:
+            return False
+        entry.future.cancel()
+        return True
+
     def forget(self, call_id: str, *, agent_id: Any = ANY_AGENT) -> None:
         """Removes ``call_id`` (of ``agent_id``); the gate calls this once it stops waiting,
         whatever the reason."""

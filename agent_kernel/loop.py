@@ -348,7 +348,9 @@ class _Loop:
             if block is not None:
                 executor.record(use.id, use.name, dict(use.input), ToolResult(block.content, block.is_error))
             else:
-                executor.submit(use.id, use.name, dict(use.input))
+                # Arguments that were not JSON are kept as {"_raw": text}: refused again, never run.
+                unparsed = set(use.input) == {"_raw"}
+                executor.submit(use.id, use.name, dict(use.input), parse_error="not a JSON object" if unparsed else None)
         self._completed, self._answer, self._stop_reason = message, message.text, "tool_use"
         return message
 

@@ -34,6 +34,7 @@ import contextlib
 import fnmatch
 import functools
 import inspect
+import math
 import re
 import time
 from collections.abc import Callable
@@ -428,11 +429,8 @@ class RuleGate:
         emit(EventType.APPROVAL_REQUIRED, required)
         started = time.monotonic()
         try:
-            if timeout is None:
-                approval, decided_by = await self._answer(info)
-            else:
-                approval, decided_by = await asyncio.wait_for(self._answer(info), timeout)
-        except TimeoutError:
+            approval, decided_by = await self._answer(info, None if timeout is None else started + timeout)
+        except _Expired:
             # Nobody answered in time: the call is refused, never run, and the model reads why.
             message = f"Nobody answered the approval for {info.key} within {timeout:g} s, so it was not run."
             emit(EventType.APPROVAL_DECISION, self._decision(request, "reject", "timeout", message, time.monotonic() - started))
@@ -466,14 +464,20 @@ class RuleGate:
         emit(EventType.APPROVAL_DECISION, data)
         return Authorization(True, run_with, decided_by=decided_by)
 
-    async def _answer(self, info: ApprovalRequest) -> tuple[Approval | None, str]:
-        """Asks the approver, then the policy, then a person; (None, "") when nobody can answer."""
+    async def _answer(self, info: ApprovalRequest, deadline: float | None = None) -> tuple[Approval | None, str]:
+        """Asks the approver, then the policy, then a person; (None, "") when nobody can answer.
+
+        Raises:
+            _Expired: ``deadline`` (``time.monotonic()``) passed before an answer.
+        """
         if self.approver is not None:
             approver = self.approver
             try:
                 answer = approver(info)
                 if inspect.isawaitable(answer):
-                    answer = await answer
+                    answer = await (answer if deadline is None else _until(answer, deadline))
+            except _Expired:
+                raise
             except Exception as exc:  # the callback's own bug: refuse the call, never run it
                 raise _ApproverFailed(approver, f"raised {type(exc).__name__}: {exc}", None) from exc
             if answer is not None:
@@ -488,6 +492,12 @@ class RuleGate:
         if self.broker.interactive:
             future = self.broker.request(info.call_id, info)
             try:
+                if deadline is not None:
+                    # Wait without cancelling the answer's future: a click that lands as the
+                    # deadline passes is either withdrawn (nobody answered) or kept, never lost.
+                    await asyncio.wait({future}, timeout=max(0.0, deadline - time.monotonic()))
+                    if not future.done() and self.broker.withdraw(info.call_id, agent_id=info.agent_id):
+                        raise _Expired
                 return await future, "person"
             finally:
                 self.broker.forget(info.call_id, agent_id=info.agent_id)
@@ -503,6 +513,18 @@ class RuleGate:
             "reason": reason,
             "wait_s": wait_s,
         }
+
+
+class _Expired(Exception):
+    """The approval timeout passed before anyone answered."""
+
+
+async def _until(awaitable: Any, deadline: float) -> Any:
+    """``awaitable``'s result, or ``_Expired`` once ``deadline`` (``time.monotonic()``) passes."""
+    try:
+        return await asyncio.wait_for(awaitable, max(0.0, deadline - time.monotonic()))
+    except (TimeoutError, asyncio.TimeoutError):  # one class from Python 3.11, two before
+        raise _Expired from None
 
 
 class _ApproverFailed(Exception):
@@ -614,7 +636,7 @@ def check_approval_timeout(timeout: float | None) -> float | None:
     """
     if timeout is None:
         return None
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
-        raise UserError(f"approval_timeout must be a positive number of seconds or None (got {timeout!r}).")
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < math.inf:
+        raise UserError(f"approval_timeout must be a positive, finite number of seconds or None (got {timeout!r}).")
     return float(timeout)
 

@@ -186,8 +186,10 @@ async def test_an_approval_nobody_answers_in_time_is_rejected_with_a_reason(tmp_
 
 
 def test_an_approval_timeout_must_be_a_positive_number() -> None:
-    with pytest.raises(UserError, match="approval_timeout must be a positive number"):
+    with pytest.raises(UserError, match="approval_timeout must be a positive, finite number"):
         make_agent(ScriptedModel([]), approval_timeout=0)
+    with pytest.raises(UserError, match="approval_timeout must be a positive, finite number"):
+        make_agent(ScriptedModel([]), approval_timeout=float("inf"))  # the journal could not hold it as JSON
     agent = make_agent(ScriptedModel([]))
     agent.approval_timeout = 30
     assert agent.approval_timeout == 30.0
@@ -237,3 +239,66 @@ async def test_compacting_a_session_with_an_open_turn_says_how_to_finish_it_firs
     with pytest.raises(UserError, match="continue_run"):
         await agent.compact()
     assert agent.interrupted is not None  # nothing was lost: the turn can still be finished
+
+
+async def test_arguments_that_were_not_json_are_refused_again_after_resume_never_run(tmp_path: Path) -> None:
+    replies = [[tool_call("deploy", {"target": "prod"}, id="c1"), tool_call("deploy", '{"target": tru', id="c2")], "unused"]
+    dead = await died_waiting(tmp_path, replies)
+    model = ScriptedModel(["Only prod."])
+    agent = Agent.resume(dead, model=model, tools=[deploy], approver=lambda r: True)
+    await agent.continue_run()
+    assert RAN == ["prod"]
+    refused = model.requests[0].messages[-1].tool_results[1]
+    assert refused.is_error and "not valid JSON" in refused.content
+
+
+async def test_a_call_with_effects_is_journaled_as_started_before_its_body_runs(tmp_path: Path) -> None:
+    dead = tmp_path / "dead.jsonl"
+
+    @tool(name="deploy")
+    async def deploy_and_die(target: str) -> str:
+        """Deploys, and the process dies inside the call (the journal is copied at that moment)."""
+        RAN.append(target)
+        shutil.copy(tmp_path / "live.jsonl", dead)  # no await before: the loop had no chance to drain
+        return "deployed"
+
+    agent = make_agent(ScriptedModel([tool_call("deploy", {"target": "prod"}, id="c1"), "Done."]), [deploy_and_die],
+                       journal=tmp_path / "live.jsonl", permissions="default", approver=lambda r: True)
+    await agent.run("deploy")
+    types_at_death = [e.type for e in read_events(dead)]
+    assert EventType.APPROVAL_DECISION in types_at_death and types_at_death[-1] is EventType.TOOL_START
+    resumed = Agent.resume(dead, model=ScriptedModel(["It may have deployed."]), tools=[deploy_and_die], approver=lambda r: True)
+    await resumed.continue_run()
+    assert RAN == ["prod"]  # answered as interrupted, not run a second time
+
+
+async def test_a_continued_run_stopped_at_its_start_closes_the_turn_as_the_journal_does(tmp_path: Path) -> None:
+    import contextlib
+
+    dead = await died_waiting(tmp_path, [tool_call("deploy", {"target": "staging"}, id="call_1"), "unused"])
+    agent = Agent.resume(dead, model=ScriptedModel(["Carrying on."]), tools=[deploy])
+    async with contextlib.aclosing(agent.stream(None)) as stream:
+        async for _ in stream:
+            break  # Stop pressed at once
+    assert agent.interrupted is None and RAN == []
+    await agent.run("carry on")
+    agent.close()
+    assert rebuild(read_events(dead)).messages == agent.messages
+
+
+async def test_an_answer_that_lands_as_the_deadline_passes_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent_kernel.approvals import ApprovalBroker
+
+    withdraw = ApprovalBroker.withdraw
+
+    def answered_first(broker: ApprovalBroker, call_id: str, **kwargs: object) -> bool:
+        broker.resolve(call_id, True)  # the click arrives just before the deadline takes the question back
+        return withdraw(broker, call_id, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ApprovalBroker, "withdraw", answered_first)
+    agent = make_agent(ScriptedModel([tool_call("deploy", {"target": "prod"}), "Deployed."]), [deploy], approval_timeout=0.01, permissions="default")
+    agent.approvals.interactive = True
+    result = await agent.run("deploy")
+    assert RAN == ["prod"]
+    [decision] = of_type(result.events, EventType.APPROVAL_DECISION)
+    assert (decision.data["decision"], decision.data["decided_by"]) == ("approve", "person")

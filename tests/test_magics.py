@@ -752,10 +752,35 @@ def test_resume_brings_back_a_session_whose_kernel_died_and_finishes_its_pending
     agent = cells.ns["agent"]
     assert agent.journal.path.name == "s_died.jsonl" and agent.interrupted is None
     assert agent.messages[-2].tool_results[0].content == "touched x" and agent.messages[-1].role == "assistant"
-    _, again = cells.run("%agent resume s_died")  # nothing left open: it just becomes the session
-    assert "the next %%agent cell continues it" in again.stdout and cells.ns["touched"] == ["x"]
+    _, again = cells.run("%agent resume s_died")  # the session holds it already: nothing runs again
+    assert "'default' already holds s_died.jsonl" in again.stdout and cells.ns["touched"] == ["x"]
 
 
 def test_resume_without_a_journal_says_how_to_get_one(cells: Cells) -> None:
     error = cells.error("%agent resume")
     assert "There is no journal to resume" in str(error) and "%agent resume SESSION_ID" in str(error)
+
+
+def test_resume_keeps_the_system_prompt_and_turns_the_session_ran_with(cells: Cells) -> None:
+    cells.run(STEERING)
+    cells.run(DIED_WAITING.replace('permissions="default")', 'permissions="default", system="You are Zed.", max_iterations=3)'))
+    cells.run("import os; os.environ['AGENT_KERNEL_APPROVAL'] = 'auto_approve'")  # the card's answer
+    try:
+        cells.run("name = 's_died'\n%agent resume {name}")  # the line expands as any magic's does
+    finally:
+        cells.run("del os.environ['AGENT_KERNEL_APPROVAL']")
+    cells.run("agent = %agent session")
+    agent = cells.ns["agent"]
+    assert (agent.system, agent.max_iterations) == ("You are Zed.", 3)
+
+
+def test_resuming_a_journal_another_session_holds_switches_to_that_session(cells: Cells) -> None:
+    cells.run("m = ScriptedModel(['One.', 'Two.', 'Three.'])")
+    cells.run("%%agent -m m --session other\nHi")
+    cells.run("%%agent -m m --session default\nHello")
+    other = cells.magics.sessions.get("other").agent
+    _, out = cells.run(f"%agent resume {other.session_id}")
+    assert "already holds" in out.stdout and cells.magics.sessions.current == "other"
+    cells.run("%%agent -m m\nStill there?")  # the session goes on: nothing fought over its journal
+    assert other.messages[-1].text == "Three."
+    assert cells.magics.sessions.get("default").agent.messages[-1].text == "Two."

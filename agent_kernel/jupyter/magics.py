@@ -572,7 +572,7 @@ class AgentMagics(Magics):
         if command == "resume":
             from .resume_session import resume_session
 
-            await resume_session(self, rest)
+            await resume_session(self, _expand(self.shell, rest))
             return None
         if command == "wait":
             # Silent whether or not anything was still running, so the cell's output is the same

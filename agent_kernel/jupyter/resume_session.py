@@ -32,6 +32,13 @@ async def resume_session(magics: AgentMagics, rest: str) -> None:
         raise UserError("The current session is running a prompt; wait for it (%agent wait) or cancel it "
                         "(%agent cancel), then %agent resume.")
     path = _journal_path(magics, rest.strip().strip("'\""))
+    holder = _session_holding(magics, path)
+    if holder is not None:  # open in this kernel already: a second Agent on one journal would fight over it
+        if holder.running:
+            raise UserError(f"Session {holder.name!r} holds that journal and is running a prompt; wait for it (%agent wait).")
+        magics.sessions.current = holder.name
+        print(f"Session {holder.name!r} already holds {path.name}; it is the current session now.")
+        return
     agent = _resumed_agent(magics, path)
     magics.sessions.put(magics.sessions.current, agent)
     interrupted = agent.interrupted
@@ -60,11 +67,23 @@ def _journal_path(magics: AgentMagics, name: str) -> Path:
     return journals[0]
 
 
+def _session_holding(magics: AgentMagics, path: Path) -> Any:
+    """The session of this kernel whose journal is ``path``, or None."""
+    for session in magics.sessions:
+        journal = session.agent._journal  # only an opened journal holds the file
+        if journal is not None and Path(journal.path).resolve() == path.resolve():
+            return session
+    return None
+
+
 def _resumed_agent(magics: AgentMagics, path: Path) -> Agent:
-    """``Agent.resume`` with the notebook's settings: its tools by name, mode, namespace, and the
-    model ``%agent model`` set (else the one the journal recorded)."""
-    tools, missing = _resolve_tools(magics, _recorded_tools(path))
-    kwargs: dict[str, Any] = {"journal": path, "tools": tools, "permissions": magics.mode, "namespace": magics.user_ns}
+    """``Agent.resume`` as the session last ran: its system prompt, turns and tools (by name, from
+    the notebook), with the notebook's mode and namespace, and the model ``%agent model`` set
+    (else the one the journal recorded)."""
+    recorded = _last_run_start(path)
+    tools, missing = _resolve_tools(magics, [str(t) for t in recorded.get("tools") or []])
+    kwargs: dict[str, Any] = {"journal": path, "tools": tools, "permissions": magics.mode, "namespace": magics.user_ns,
+                              "system": recorded.get("system"), "max_iterations": recorded.get("max_iterations") or magics.max_turns}
     if magics.model is not None:  # %agent model NAME chose one; else the journal's, when it can be rebuilt
         kwargs["model"] = magics.resolve_model(magics.model)
     agent = Agent.resume(path, **kwargs)
@@ -75,13 +94,12 @@ def _resumed_agent(magics: AgentMagics, path: Path) -> Agent:
     return agent
 
 
-def _recorded_tools(path: Path) -> list[str]:
-    """The tool names the session's last run offered the model (its ``run_start``)."""
+def _last_run_start(path: Path) -> dict[str, Any]:
+    """The data of the session's last ``run_start``: the system prompt, tools and turns it ran with."""
     from ..journal.resume import scan
 
     start = scan(path, keep=0).last_run_start
-    tools = start.data.get("tools") if start is not None else None
-    return [str(t) for t in tools] if isinstance(tools, list) else []
+    return dict(start.data) if start is not None else {}
 
 
 def _resolve_tools(magics: AgentMagics, names: list[str]) -> tuple[list[Any], list[str]]:

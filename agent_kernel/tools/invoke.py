@@ -117,6 +117,12 @@ class ToolInvoker:
             return self.answer(call, ToolResult(f"{name} was rejected before it ran: {reason}", is_error=True))
         started = time.time()
         em.later(EventType.TOOL_START, {"call_id": call.call_id, "name": name, "arguments": call.arguments, "started_at": started})
+        if not tool.concurrency_safe and em.agent_id is None:
+            # A call that may have effects is journaled as started (its approval too) before it
+            # runs: a process that dies inside it leaves that record, and a resumed run answers
+            # the call as interrupted instead of running it a second time. Such a call runs
+            # alone, after the response is whole, so stamping now keeps the stream in seq order.
+            em.settle()
         outcome = await self._run(tool, arguments, call)
         tampered = self._tampered(call)
         if tampered is not None:  # this call did it: the model reads that it was undone
