@@ -16,7 +16,7 @@ from agent_kernel.approvals import Approval
 from agent_kernel.context import SECTIONS, ContextManager
 from agent_kernel.errors import JournalError
 from agent_kernel.events import AgentEvent, EventType
-from agent_kernel.journal import Journal, TornLineWarning, columns, read_events
+from agent_kernel.journal import Journal, TornLineWarning, chunk_columns, columns, read_events
 from agent_kernel.journal.columns import SlowJournalWarning
 from agent_kernel.journal.frames import (
     EVENT_COLUMNS,
@@ -239,7 +239,7 @@ def test_the_fast_reader_gives_the_frame_the_event_list_gives(tmp_path: Path, mo
     events = many_deltas(3000)  # enough per type for the fast payload paths
     path = write(tmp_path / "j.jsonl", events)
     used: dict[str, int] = {"arrow": 0, "in place": 0}
-    read_json, plain_strings = columns.pa_json.read_json, columns._plain_strings
+    read_json, plain_strings = chunk_columns.pa_json.read_json, chunk_columns.plain_strings
 
     def counted_read_json(*args: Any, **kwargs: Any) -> Any:
         used["arrow"] += 1
@@ -253,9 +253,10 @@ def test_the_fast_reader_gives_the_frame_the_event_list_gives(tmp_path: Path, mo
     def no_line_by_line_reading(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("a canonical journal must not need the line-by-line reader")
 
-    monkeypatch.setattr(columns.pa_json, "read_json", counted_read_json)
-    monkeypatch.setattr(columns, "_plain_strings", counted_plain_strings)
-    monkeypatch.setattr(columns, "read_records", no_line_by_line_reading)
+    monkeypatch.setattr(chunk_columns.pa_json, "read_json", counted_read_json)
+    monkeypatch.setattr(chunk_columns, "plain_strings", counted_plain_strings)
+    monkeypatch.setattr(columns, "any_layout_chunks", no_line_by_line_reading)
+    monkeypatch.setattr(columns, "line_by_line_records", no_line_by_line_reading)
     fast = events_df(path)
     monkeypatch.undo()
     assert used["arrow"] and used["in place"]

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from agent_kernel.errors import JournalError
 from agent_kernel.events import AgentEvent, EventType
-from agent_kernel.journal import Journal, TornLineWarning, columns, format, read_events
+from agent_kernel.journal import Journal, TornLineWarning, chunk_columns, columns, format, line_scan, read_events
 from agent_kernel.journal.columns import SlowJournalWarning
 from agent_kernel.journal.frames import events_df, tool_calls_df, turns_df
 from agent_kernel.journal.journal import event_line, rewrite_journal
@@ -32,7 +32,13 @@ def write(path: Path, events: list[AgentEvent]) -> Path:
 
 
 def no_line_by_line_reading(*args: Any, **kwargs: Any) -> Any:
-    raise AssertionError("a journal in the writer's layout must not need the line-by-line reader")
+    raise AssertionError("a journal in the writer's layout must not need the slow reader")
+
+
+def forbid_slow_reading(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Makes the slow reader (``journal.slow_journal``) fail the test if it is used."""
+    monkeypatch.setattr(columns, "any_layout_chunks", no_line_by_line_reading)
+    monkeypatch.setattr(columns, "line_by_line_records", no_line_by_line_reading)
 
 
 # -- the layout -------------------------------------------------------------------------------
@@ -40,7 +46,7 @@ def no_line_by_line_reading(*args: Any, **kwargs: Any) -> Any:
 
 def test_every_event_type_fits_the_fast_readers_limits() -> None:
     # A type the fast reader cannot recognise sends every journal holding it to the slow path:
-    # raise format.MAX_TYPE_NAME (and the words columns._type_codes reads), or shorten the name.
+    # raise format.MAX_TYPE_NAME (and the words line_scan._type_codes reads), or shorten the name.
     assert format.unfit_type_names(kind.value for kind in EventType) == []
 
 
@@ -67,7 +73,7 @@ def test_the_writer_writes_the_layout_the_format_module_states(tmp_path: Path) -
 def test_a_journal_with_every_event_type_reads_fast(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     events = [AgentEvent(i, T0 + i, "s", "r", "t", None, 0, kind, {"k": i}) for i, kind in enumerate(EventType, 1)]
     path = write(tmp_path / "j.jsonl", events)
-    monkeypatch.setattr(columns, "read_records", no_line_by_line_reading)
+    forbid_slow_reading(monkeypatch)
     fast = events_df(path)
     monkeypatch.undo()
     assert fast["type"].tolist() == [kind.value for kind in EventType]
@@ -127,12 +133,52 @@ def test_a_type_with_flat_and_nested_payloads_reads_each_row_exactly(tmp_path: P
     events = [AgentEvent(i + 1, T0 + i, "s", "r", f"t{i // 700}", None, 0, EventType.TOOL_START, dict(shapes[i % len(shapes)]))
               for i in range(2800)]
     path = write(tmp_path / "j.jsonl", events)
-    monkeypatch.setattr(columns, "read_records", no_line_by_line_reading)
+    forbid_slow_reading(monkeypatch)
     fast = events_df(path)
     monkeypatch.undo()
     pd.testing.assert_frame_equal(fast, events_df(events))
     assert fast["arguments"].tolist()[:4] == [None, {"pattern": "x", "limit": [1, 2]}, {}, None]
     assert fast["started_at"].dtype == "float64" and fast["note"].notna().sum() == 700
+
+
+def mixed_events(count: int) -> list[AgentEvent]:
+    """Deltas, flat results and nested calls, with a type that turns from flat to nested midway."""
+    events = []
+    for i in range(1, count + 1):
+        if i % 3 == 0:
+            kind, data = EventType.TOOL_START, {"call_id": f"c{i}", "name": "grep", **({"arguments": {"pattern": "x"}} if i > count // 2 else {})}
+        elif i % 3 == 1:
+            kind, data = EventType.TOOL_RESULT, {"call_id": f"c{i}", "content": "line [1]\n" * 4, "is_error": False}
+        else:
+            kind, data = EventType.TEXT_DELTA, {"text": f"tok {i}"}
+        events.append(AgentEvent(i, T0 + i, "s", "r", f"t{i // 500}", None, i // 500, kind, data, None if i % 7 else "a_1"))
+    return events
+
+
+@pytest.mark.parametrize("layout", ["writer", "another tool"])
+def test_a_journal_read_in_many_small_chunks_gives_the_same_frame(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, layout: str) -> None:
+    events = mixed_events(6000)
+    path = write(tmp_path / "j.jsonl", events)
+    if layout != "writer":
+        path = reserialised(path, tmp_path / "other.jsonl", reorder=True)
+    monkeypatch.setattr(line_scan, "CHUNK", 16 << 10)  # dozens of chunks: shapes learnt, buffers reused
+    monkeypatch.setattr(chunk_columns, "_ARROW_MIN_ROWS", 16)  # so each chunk's types take every parser
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        df = events_df(path)
+    assert [type(w.message) for w in caught] == ([] if layout == "writer" else [SlowJournalWarning])
+    monkeypatch.undo()
+    pd.testing.assert_frame_equal(df, events_df(events))
+
+
+def test_a_rewritten_journal_with_a_blank_line_is_read_line_by_line(tmp_path: Path) -> None:
+    events = some_events(300)
+    path = reserialised(write(tmp_path / "j.jsonl", events), tmp_path / "other.jsonl", reorder=False)
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(lines[:100] + ["\n"] + lines[100:]))
+    with pytest.warns(SlowJournalWarning):
+        df = events_df(path)
+    pd.testing.assert_frame_equal(df, events_df(events))
 
 
 def test_rewrite_journal_makes_a_rewritten_journal_fast_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -141,7 +187,7 @@ def test_rewrite_journal_makes_a_rewritten_journal_fast_again(tmp_path: Path, mo
     copy = rewrite_journal(other, tmp_path / "again.jsonl")
     assert copy.read_bytes() == original.read_bytes()
     assert copy.stat().st_mode & 0o777 == 0o600
-    monkeypatch.setattr(columns, "read_records", no_line_by_line_reading)
+    forbid_slow_reading(monkeypatch)
     events_df(copy)  # no warning (they are errors here) and no line-by-line reading
     with pytest.raises(JournalError, match="exists"):
         rewrite_journal(other, copy)
@@ -261,3 +307,17 @@ def test_the_fast_reader_gives_the_plain_readers_frame_for_any_journal(tmp_path_
     assert kinds.count(TornLineWarning) == int(spec["torn"])
     # The writer's layout always takes the fast path; any other says so, once.
     assert kinds.count(SlowJournalWarning) == int(not canonical)
+
+
+def test_payloads_orjson_refuses_are_read_as_json_reads_them(tmp_path: Path) -> None:
+    # NaN and integers past 64 bits are valid for Python's json, not for orjson: same frame either way.
+    path = tmp_path / "odd.jsonl"
+    journal = Journal(path, session_id="s")
+    for seq in range(1, 301):
+        data = {"value": float("nan") if seq % 2 else 2**70, "nested": {"n": seq}}
+        journal.write(AgentEvent(seq, float(seq), "s", "r", "t", None, 0, EventType.TOOL_RESULT, data))
+    journal.close()
+    fast = events_df(path)
+    plain = events_df(read_events(path))
+    pd.testing.assert_frame_equal(fast, plain)
+    assert fast["value"].iloc[1] == 2**70

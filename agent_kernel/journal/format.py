@@ -1,15 +1,15 @@
 """journal.format — the byte layout of a journal line: what ``Journal`` writes and ``columns`` reads fast.
 
 The writer produces every event line in exactly one shape, and the vectorised reader
-(``journal.columns``) locates fields by that shape instead of parsing JSON. Both take the shape
-from here, so it is stated once::
+(``journal.columns``, with ``line_scan`` and ``chunk_columns``) locates fields by that shape
+instead of parsing JSON. Both take the shape from here, so it is stated once::
 
     {"seq":7,"ts":1700000000.25,"session_id":"s_1","run_id":"r_1","turn_id":"t_1",
      "parent_turn_id":null,"iteration":0,"agent_id":null,"type":"text_delta","data":{"text":"hi"}}\\n
 
 (one line in the file): compact separators, ASCII only (other characters ``\\u`` escaped), the
 keys in ``FIELD_ORDER``, ``data`` last. A line in any other shape is still a valid record; the
-reader just cannot take its fast path for that file (and says so, see ``columns``).
+reader just cannot take its fast path for that file (and says so, see ``slow_journal``).
 
 The fast reader's limits are here too. ``MAX_TYPE_NAME`` is the longest event type it
 recognises without a JSON parser; ``unfit_type_names`` lists any ``EventType`` value beyond a
@@ -62,7 +62,7 @@ LINE_END = "}\n"  # the record's closing brace, right after the payload's own
 
 # The one-string payload, {"key":"value"}: most lines of a session are per-token deltas of this
 # shape. The writer quotes such payloads itself (Journal.write) and the reader gathers values
-# that need no unescaping straight from the bytes (columns._plain_strings).
+# that need no unescaping straight from the bytes (chunk_columns.plain_strings).
 STRING_PAYLOAD_OPEN = '{"'  # then the key
 STRING_PAYLOAD_KEY_END = '":"'  # then the value's text
 STRING_PAYLOAD_CLOSE = '"}'  # the value's closing quote and the payload's brace

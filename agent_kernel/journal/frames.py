@@ -19,27 +19,16 @@ import glob as globbing
 import json
 import os
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 
 from ..errors import JournalError
 from ..events import AgentEvent, EventType
-from .columns import (
-    EVENT_TYPES,
-    ID_FIELDS,
-    EventColumns,
-    arrow_kind,
-    columns_from_events,
-    columns_from_file,
-    data_kind,
-    records_from_file,
-    worker_threads,
-)
+from .columns import columns_from_events, columns_from_file, records_from_file, small_pages
+from .event_frame import AGENT_COLUMNS, EVENT_COLUMNS, STRING, TIME, TYPE_DTYPE, events_frame, objects, utc
 from .journal import Journal
 from .resume import Conversation
 
@@ -60,26 +49,10 @@ __all__ = [
     "usage_df",
 ]
 
-STRING = pd.StringDtype("pyarrow")
-TIME = pd.DatetimeTZDtype("ns", "UTC")
-TYPE_DTYPE = pd.CategoricalDtype(list(EVENT_TYPES))
-_AGENT = {"agent_id": STRING, "parent_agent_id": STRING}
-
-EVENT_COLUMNS: dict[str, Any] = {
-    "seq": "int64",
-    "ts": TIME,
-    "session_id": STRING,
-    "run_id": STRING,
-    "turn_id": STRING,
-    "parent_turn_id": STRING,
-    **_AGENT,
-    "iteration": "int64",
-    "type": TYPE_DTYPE,
-}
 TURN_COLUMNS: dict[str, Any] = {
     "session_id": STRING,
     "run_id": STRING,
-    **_AGENT,
+    **AGENT_COLUMNS,
     "turn_counter": "int64",
     "turn_id": STRING,
     "parent_turn_id": STRING,
@@ -103,7 +76,7 @@ TOOL_CALL_COLUMNS: dict[str, Any] = {
     "session_id": STRING,
     "run_id": STRING,
     "turn_id": STRING,
-    **_AGENT,
+    **AGENT_COLUMNS,
     "call_id": STRING,
     "name": STRING,
     "index": "Int64",
@@ -123,7 +96,7 @@ MESSAGE_COLUMNS: dict[str, Any] = {
     "session_id": STRING,
     "run_id": STRING,
     "turn_id": STRING,
-    **_AGENT,
+    **AGENT_COLUMNS,
     "position": "int64",
     "seq": "int64",
     "ts": TIME,
@@ -142,7 +115,7 @@ USAGE_COLUMNS: dict[str, Any] = {
     "session_id": STRING,
     "run_id": STRING,
     "turn_id": STRING,
-    **_AGENT,
+    **AGENT_COLUMNS,
     "seq": "int64",
     "ts": TIME,
     "iteration": "int64",
@@ -203,28 +176,15 @@ def _session_source(source: Any) -> Any:
     return source if as_source is None else as_source()
 
 
-def _utc(seconds: Any) -> pd.DatetimeIndex:
-    """Seconds since the epoch (float, NaN for missing) as datetime64[ns, UTC]."""
-    values = np.asarray(seconds, dtype=np.float64)
-    nanos = np.where(np.isnan(values), 0, np.round(values * 1e9)).astype(np.int64)
-    index = pd.to_datetime(nanos, unit="ns", utc=True)
-    return index.where(~np.isnan(values), pd.NaT) if np.isnan(values).any() else index
-
-
-def _objects(values: list[Any]) -> np.ndarray:
-    # fromiter keeps lists and dicts as single objects (np.array would make them dimensions).
-    return np.fromiter(values, dtype=object, count=len(values))
-
-
 def _frame(rows: dict[str, list[Any]], columns: dict[str, Any]) -> pd.DataFrame:
     """A frame with exactly ``columns`` (name -> dtype) from column lists."""
     out: dict[str, Any] = {}
     for name, dtype in columns.items():
         values = rows[name]
         if dtype is TIME:
-            out[name] = _utc([np.nan if v is None else v for v in values])
+            out[name] = utc([np.nan if v is None else v for v in values])
         elif dtype == "object":
-            out[name] = _objects(values)
+            out[name] = objects(values)
         elif dtype == "float64":
             out[name] = np.asarray([np.nan if v is None else v for v in values], dtype=np.float64)
         elif dtype in ("int64", "bool"):
@@ -250,8 +210,8 @@ def events_df(source: Any) -> pd.DataFrame:
 
     A journal path is read by a vectorised reader, many times faster and leaner than
     ``pandas.read_json`` + ``json_normalize`` (figures: ``benchmarks/journal.py``). A file another
-    tool re-serialised is read line by line instead, with a ``SlowJournalWarning`` saying why and
-    how to make it fast (``rewrite_journal``).
+    tool re-serialised is read with ``json`` instead (the same frame, two to three times slower), with
+    a ``SlowJournalWarning`` saying why and how to make it fast (``rewrite_journal``).
 
     Example:
         >>> df = events_df(".agent_kernel/sessions/s_1234.jsonl")  # doctest: +SKIP
@@ -261,133 +221,9 @@ def events_df(source: Any) -> pd.DataFrame:
     if isinstance(source, Journal):
         source.flush()
         source = source.path
-    columns = columns_from_file(source) if _is_path(source) else columns_from_events(source_events(source, skip_deltas=False))
-    return _events_frame(columns)
-
-
-def _string_take(values: list[Any], codes: np.ndarray) -> pd.arrays.ArrowStringArray:
-    # large_string: what pandas stores, so wrapping the result copies nothing.
-    dictionary = pa.array([None if v is None else str(v) for v in values], pa.large_string())
-    return pd.arrays.ArrowStringArray(dictionary.take(pa.array(codes)))
-
-
-def _events_frame(columns: EventColumns) -> pd.DataFrame:
-    n = columns.length
-    groups = columns.groups
-    out: dict[str, Any] = {
-        "seq": columns.seq,
-        "ts": _utc(columns.ts),
-    }
-    for name in (*ID_FIELDS[:4], "agent_id", "parent_agent_id"):
-        out[name] = _string_take([g.get(name) for g in groups], columns.group)
-    iterations = np.asarray([int(g.get("iteration") or 0) for g in groups] or [0], np.int64)
-    out["iteration"] = iterations[columns.group] if n else np.empty(0, np.int64)
-    out["type"] = pd.Categorical.from_codes(columns.type_code, dtype=TYPE_DTYPE)
-    # Each data column is a fresh full-length array, and filling them (page faults included) is
-    # most of the time here; NumPy and Arrow release the GIL for it, so columns fill in parallel.
-    keys = sorted(columns.data, key=lambda key: -sum(len(piece.rows) for piece in columns.data[key]))
-    with ThreadPoolExecutor(worker_threads(), thread_name_prefix="journal-frame") as pool:
-        built = dict(zip(keys, pool.map(lambda key: _data_column(columns.data.pop(key), n), keys)))
-    for key in sorted(built):
-        out[f"data_{key}" if key in EVENT_COLUMNS else key] = built[key]
-    frame = pd.DataFrame(out, copy=False)
-    _fill_parent_agents(frame, columns)
-    return frame
-
-
-_SUBAGENT_START = EVENT_TYPES.index(EventType.SUBAGENT_START.value)
-
-
-def _missing(value: Any) -> bool:
-    """A missing cell of a data column (None, pd.NA or NaN); any other value, list or dict included, is present."""
-    return value is None or value is pd.NA or (isinstance(value, float) and value != value)
-
-
-def _fill_parent_agents(frame: pd.DataFrame, columns: EventColumns) -> None:
-    """Fills ``parent_agent_id`` from the ``subagent_start`` rows (an event names only its own agent).
-
-    A row's agent is one of its group's id fields, so the parent is looked up once per group and
-    spread like the id columns: mapping a million rows' strings was a fifth of the time spent
-    building the frame of a crew's journal (benchmarks/journal.py).
-    """
-    if "data_parent_agent_id" not in frame or "data_agent_id" not in frame:
-        return
-    starts = np.flatnonzero(columns.type_code == _SUBAGENT_START)
-    children = frame["data_agent_id"].iloc[starts].tolist()
-    parents = {child: None if _missing(parent) else parent
-               for child, parent in zip(children, frame["data_parent_agent_id"].iloc[starts].tolist()) if not _missing(child)}
-    frame["parent_agent_id"] = _string_take([parents.get(g.get("agent_id")) for g in columns.groups], columns.group)
-
-
-_ARROW_TYPES = {"bool": pa.bool_(), "int": pa.int64(), "float": pa.float64(), "str": pa.large_string()}
-
-
-def _data_column(pieces: list[Any], n: int) -> Any:
-    kinds = set()
-    for piece in pieces:
-        values = piece.values
-        kind = arrow_kind(values) if isinstance(values, pa.Array) else data_kind(values)
-        if kind != "null":
-            kinds.add(kind)
-    kind = "float" if kinds == {"int", "float"} else (kinds.pop() if len(kinds) == 1 else "object")
-    if kind == "object":
-        return _object_column(pieces, n)
-    arrow_type = _ARROW_TYPES[kind]
-    try:
-        arrays = [
-            p.values.cast(arrow_type) if isinstance(p.values, pa.Array) else pa.array(p.values, type=arrow_type)
-            for p in pieces
-        ]
-    except (pa.ArrowInvalid, OverflowError):  # an integer beyond int64: keep the Python values
-        return _object_column(pieces, n)
-    values = pa.concat_arrays(arrays)
-    rows = np.concatenate([p.rows for p in pieces])
-    if kind == "str":
-        return pd.arrays.ArrowStringArray(_spread_strings(values, rows, n))
-    # Numbers and booleans scatter into NumPy arrays with a missing-value mask.
-    present = values.is_valid().to_numpy(zero_copy_only=False)
-    filled = values.fill_null(False if kind == "bool" else 0).to_numpy(zero_copy_only=False)
-    missing = np.ones(n, bool)
-    missing[rows[present]] = False
-    if kind == "float":
-        out = np.full(n, np.nan)
-        out[rows[present]] = filled[present]
-        return out
-    out = np.zeros(n, bool if kind == "bool" else np.int64)
-    out[rows] = filled
-    return pd.arrays.BooleanArray(out, missing) if kind == "bool" else pd.arrays.IntegerArray(out, missing)
-
-
-def _spread_strings(values: pa.LargeStringArray, rows: np.ndarray, n: int) -> pa.LargeStringArray:
-    """A large_string array of ``n`` rows holding ``values`` at ``rows``, null elsewhere.
-
-    Built from its buffers: the offsets are the values' lengths placed at their rows and summed,
-    the bytes are the values' own, in row order. No n-long index or copy of a gather, which for a
-    column with a few values in a million rows is most of its cost.
-    """
-    if len(rows) > 1 and (rows[1:] < rows[:-1]).any():
-        order = np.argsort(rows, kind="stable")
-        values, rows = values.take(pa.array(order)), rows[order]
-    present = np.zeros(n, bool)
-    present[rows[values.is_valid().to_numpy(zero_copy_only=False)] if values.null_count else rows] = True
-    values = values.fill_null("")  # a JSON null holds no bytes; the validity bitmap says it is missing
-    _, own_offsets, data = values.buffers()
-    bounds = np.frombuffer(own_offsets, np.int64, len(values) + 1, values.offset * 8)
-    offsets = np.zeros(n + 1, np.int64)
-    offsets[rows + 1] = np.diff(bounds)
-    np.cumsum(offsets, out=offsets)
-    data = data[int(bounds[0]) : int(bounds[-1])]
-    validity = pa.py_buffer(np.packbits(present, bitorder="little"))
-    missing = n - int(np.count_nonzero(present))
-    return pa.Array.from_buffers(pa.large_string(), n, [validity, pa.py_buffer(offsets), data], null_count=missing)
-
-
-def _object_column(pieces: list[Any], n: int) -> np.ndarray:
-    out = np.full(n, None, dtype=object)
-    for piece in pieces:
-        values = piece.values.to_pylist() if isinstance(piece.values, pa.Array) else piece.values
-        out[piece.rows] = _objects(values)
-    return out
+    with small_pages():
+        columns = columns_from_file(source) if _is_path(source) else columns_from_events(source_events(source, skip_deltas=False))
+        return events_frame(columns)
 
 
 # -- the other frames ------------------------------------------------------------------------
