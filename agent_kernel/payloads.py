@@ -610,8 +610,9 @@ class MemoryLoaded(TypedDict):
     """At session start the long-term memory and AGENTS.md were read and added to the system prompt."""
 
     path: str  # the memory file
-    keys: list[str]  # the memories loaded, by key
+    keys: list[str]  # the memories loaded, by key, oldest first (the newest that fit)
     entries: int  # how many
+    left_out: int  # older memories not loaded, for want of room (the memory tool recalls them)
     agents_md: str | None  # the AGENTS.md read (None: there is none)
     chars: int  # characters added to the system prompt
     text: str  # the exact block added to the system prompt
@@ -655,7 +656,7 @@ class MemoryWarning(TypedDict):
     """The memory file could not be read; it was moved aside and memory started empty."""
 
     path: str  # the memory file
-    moved_to: str  # where the unreadable file is now
+    moved_to: str | None  # where the unreadable file is now (None: it could not be moved, memory is off until it is)
     message: str  # what went wrong and how to recover
 
 

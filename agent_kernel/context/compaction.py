@@ -16,13 +16,16 @@ With a session memory (``SessionSource``, the agent's ``memory.session``) a comp
 more things: when the running session-memory summary stands for exactly the messages before a
 cut and those are unchanged, it is used instead of a summary call (``source`` says which was
 used); and what the agent was working with (its todo list, the files it read recently, as they
-are now) is restored right behind the summary, within a token budget.
+are now) is restored right behind the summary, within a token budget. The restored block never
+makes the history larger than it was before the compaction, nor fills the room the kept messages
+leave, so a compaction is never followed by another one for its own sake.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -375,11 +378,14 @@ class Compactor:
             EventType.COMPACTION_START,
             {"tokens_before": tokens_before, "messages": len(history), "threshold": threshold, "trigger": trigger, "focus": focus},
         )
+        rebuild = functools.partial(
+            self._rebuilt, history=history, session=session, config=session_config, counter=counter, budget=budget,
+            measure=measure, tokens_before=tokens_before,
+        )
         if running is not None:
-            restored = self._restoration(session, session_config, counter, budget)
-            new_history = compacted_history(running.text, cut, history[cut:], _text(restored))
+            new_history, restored, tokens_after = rebuild(running.text, cut)
             result = CompactionResult(
-                new_history, running.text, cut, len(history) - cut, tokens_before, measure(new_history), False,
+                new_history, running.text, cut, len(history) - cut, tokens_before, tokens_after, False,
                 source="session_memory", restored=restored,
             )
             emit(EventType.COMPACTION_COMPLETE, result.event_data(trigger=trigger, model=getattr(model, "name", None)))
@@ -397,12 +403,11 @@ class Compactor:
                     emit(EventType.COMPACTION_RETRY, {"attempt": attempt + 1, "delay_s": delay, "error": error})
                     await self.sleep(delay)
                 continue
-            restored = self._restoration(session, session_config, counter, budget)
-            new_history = compacted_history(summary, cut, history[cut:], _text(restored))
+            new_history, restored, tokens_after = rebuild(summary, cut)
             name = getattr(model, "name", None)
             cost = pricing.cost(name, usage) if usage is not None and isinstance(name, str) else None
             result = CompactionResult(
-                new_history, summary, cut, len(history) - cut, tokens_before, measure(new_history), False, usage, cost,
+                new_history, summary, cut, len(history) - cut, tokens_before, tokens_after, False, usage, cost,
                 restored=restored,
             )
             emit(EventType.COMPACTION_COMPLETE, result.event_data(trigger=trigger, model=name))
@@ -412,9 +417,7 @@ class Compactor:
         assert error is not None
         fallback_cut = max(cut, window_cut(history, counter, int(budget * self.target_ratio)))
         notice = fallback_notice(fallback_cut, error)
-        restored = self._restoration(session, session_config, counter, budget)
-        new_history = compacted_history(notice, fallback_cut, history[fallback_cut:], _text(restored))
-        tokens_after = measure(new_history)
+        new_history, restored, tokens_after = rebuild(notice, fallback_cut)
         emit(EventType.COMPACTION_FALLBACK, {"messages_removed": fallback_cut, "tokens_after": tokens_after, "error": error})
         result = CompactionResult(
             new_history, notice, fallback_cut, len(history) - fallback_cut, tokens_before, tokens_after, True,
@@ -424,22 +427,52 @@ class Compactor:
         _compacted(session)
         return result
 
-    def _restoration(self, session: SessionSource | None, config: Any, counter: TokenCounter, budget: int) -> Any:
-        """What the session memory restores, within its budget and within what the window leaves.
+    def restoration_room(self, budget: int) -> int:
+        """Tokens the restored block may take at most with a history ``budget``.
 
-        The kept messages may fill ``target_ratio`` of the history budget; the restored block gets
-        at most 70% of the rest, so the summary fits too and the next turn does not compact again.
+        The kept messages may fill ``target_ratio`` of the budget; the restored block gets at most
+        70% of the rest, so the summary fits too and the next turn does not compact again.
         """
+        return int(budget * (1 - self.target_ratio) * 0.7)
+
+    def _rebuilt(
+        self,
+        summary: str,
+        cut: int,
+        *,
+        history: list[Message],
+        session: SessionSource | None,
+        config: Any,
+        counter: TokenCounter,
+        budget: int,
+        measure: Callable[[Sequence[Message]], int],
+        tokens_before: int,
+    ) -> tuple[list[Message], Any, int]:
+        """The history after a compaction, what was restored in it (or None), and its estimated tokens.
+
+        The restored block (the todo list and the files, see ``SessionSource.restoration``) gets
+        the smaller of its configured budget, ``restoration_room`` and what the history may grow
+        by before it is as large as it was; should it still come out larger (the estimates
+        differ), it is left out.
+        """
+        kept = history[cut:]
+        plain = compacted_history(summary, cut, kept)
+        plain_tokens = measure(plain)
         if session is None or config is None:
-            return None
-        room = int(budget * (1 - self.target_ratio) * 0.7)
+            return plain, None, plain_tokens
+        room = min(self.restoration_room(budget), tokens_before - plain_tokens)
+        if room <= 0:
+            return plain, None, plain_tokens
         if room < config.budget_tokens:
             config = dataclasses.replace(config, budget_tokens=room)
-        return session.restoration(config, counter.text, counter.chars_per_token)
-
-
-def _text(restored: Any) -> str | None:
-    return None if restored is None else str(restored.text)
+        restored = session.restoration(config, counter.text, counter.chars_per_token)
+        if restored is None:
+            return plain, None, plain_tokens
+        new_history = compacted_history(summary, cut, kept, str(restored.text))
+        tokens_after = measure(new_history)
+        if tokens_after > tokens_before:
+            return plain, None, plain_tokens
+        return new_history, restored, tokens_after
 
 
 def _compacted(session: SessionSource | None) -> None:

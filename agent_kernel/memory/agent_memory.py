@@ -13,6 +13,7 @@ see ``memory.session``) and the reminders told before each prompt (``memory.remi
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -114,7 +115,7 @@ class AgentMemory:
             self._startup = load_startup(self.long_term, Path(self._agent.working_dir))
             text = self.redact(self._startup.text)
             if text != self._startup.text:
-                self._startup = StartupMemory(text, self._startup.keys, self._startup.agents_md, self._startup.path, self._startup.problems)
+                self._startup = dataclasses.replace(self._startup, text=text)
         block = self._startup.text
         if not block:
             return system
@@ -124,7 +125,8 @@ class AgentMemory:
         """The events to journal as a run starts, each with the text it adds to the prompt (or None).
 
         ``memory_loaded`` (and a ``memory_warning`` per corrupt file) the first time the startup
-        block is used, then the ``system_reminder`` when there is something to remind of.
+        block is used, then the ``system_reminder`` when there is something to remind of. A
+        reminder that cannot be built is left out: it never ends a run.
         """
         out: list[tuple[EventType, dict[str, Any], str | None]] = []
         startup = self._startup
@@ -139,7 +141,10 @@ class AgentMemory:
                 builder = self._builder = ReminderBuilder(
                     self.reminders, self.namespace, lambda: self._agent.events, lambda: Path(self._agent.working_dir), lambda: self.session.todos
                 )
-            reminder = builder.build(self._agent.tools.names)
+            try:
+                reminder = builder.build(self._agent.tools.names)
+            except Exception:  # the namespace itself failed (a function returning it raised, say)
+                reminder, self._builder = None, None  # the next prompt starts afresh
             if reminder is not None:
                 data = reminder.event_data()
                 data["text"] = self.redact(reminder.text)

@@ -6,12 +6,20 @@ container by its length, anything else by its type. Values are never read or sho
 
 Detection is cheap, because it runs before every prompt over the whole namespace: each variable
 gets a signature (object identity, type, and shape or length), and only a variable whose
-signature moved is described. pandas and numpy are recognised by duck typing, so neither is
-imported here.
+signature moved is described. pandas and numpy are recognised by their types' modules and names,
+so neither is imported here.
+
+A notebook holds objects of every kind, some of which bite when asked about (settings that raise
+on any attribute until configured, lazy frames and querysets whose ``len()`` runs a query). So
+nothing here calls into an object it does not know: ``len()`` is asked only of the built-in
+containers (and their subclasses that keep the built-in length), shapes and dtypes only of
+pandas and numpy objects, attributes are looked up on the type, and anything that still raises
+describes the value by its type name alone. A reminder never fails because of a variable.
 """
 
 from __future__ import annotations
 
+import collections
 import operator
 import types
 from collections.abc import Callable, Mapping
@@ -25,6 +33,10 @@ IPYTHON_NAMES = frozenset({"In", "Out", "exit", "quit", "get_ipython"})
 
 _SKIPPED_TYPES = (types.ModuleType, types.FunctionType, types.BuiltinFunctionType, types.MethodType, type)
 _MAX_COLUMNS = 20
+_MAX_LABEL_CHARS = 60
+# The containers whose len() is asked: built in, so it costs nothing and runs no one's code.
+_LEN_TYPES = (list, tuple, dict, set, frozenset, str, bytes, bytearray, range, collections.deque)
+_SAFE_LENS = frozenset(kind.__len__ for kind in _LEN_TYPES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,43 +59,108 @@ class VariableChange:
 
 
 def visible(name: str, value: Any) -> bool:
-    """True for a person's own variable: not private, not IPython's, not a module, function or
-    class, and not one of agent_kernel's own objects (agents, tools, models)."""
-    return (
-        not name.startswith("_")
-        and name not in IPYTHON_NAMES
-        and not isinstance(value, _SKIPPED_TYPES)
-        and not type(value).__module__.startswith("agent_kernel")
-    )
+    """True for a person's own variable: a name that is an identifier, not private, not
+    IPython's, and a value that is not a module, function or class, nor one of agent_kernel's own
+    objects (agents, tools, models). Asks only the value's type, never the value."""
+    if not isinstance(name, str) or name[:1] == "_" or name in IPYTHON_NAMES or not name.isidentifier():
+        return False
+    kind = type(value)
+    if issubclass(kind, _SKIPPED_TYPES):
+        return False
+    module = _module(kind)
+    return not (module == "agent_kernel" or module.startswith("agent_kernel."))
 
 
 def describe(value: Any) -> str:
-    """The type and shape of ``value``, never its contents.
+    """The type and shape of ``value``, never its contents; never raises.
 
     Example:
         >>> describe([1, 2, 3])
         'list, len 3'
     """
     kind = type(value)
-    name = kind.__name__
-    module = kind.__module__.partition(".")[0]
-    if module == "pandas" and hasattr(value, "columns") and hasattr(value, "shape"):
-        rows, cols = value.shape
-        # Plain lists first: slicing pandas objects costs more than the whole description.
-        columns = [f"{column} ({dtype})" for column, dtype in zip(value.columns.tolist()[:_MAX_COLUMNS], value.dtypes.tolist()[:_MAX_COLUMNS])]
-        if cols > _MAX_COLUMNS:
-            columns.append(f"... {cols - _MAX_COLUMNS} more")
-        return f"{name}, {rows} rows x {cols} columns: {', '.join(columns)}"
-    if module == "pandas" and hasattr(value, "dtype") and hasattr(value, "shape"):
-        label = f", name {value.name!r}" if getattr(value, "name", None) is not None else ""
-        return f"{name}, length {value.shape[0]}, dtype {value.dtype}{label}"
-    shape = getattr(value, "shape", None)
-    if isinstance(shape, tuple) and hasattr(value, "dtype"):
-        return f"{name}, shape {shape}, dtype {value.dtype}"
     try:
-        return f"{name}, len {len(value)}"
-    except Exception:  # not sized: the type is all there is to say
+        name = kind.__name__
+        family = _family(kind)
+        if family == "frame":
+            rows, cols = value.shape
+            # Plain lists first: slicing pandas objects costs more than the whole description.
+            columns = [f"{_label(column)} ({dtype})" for column, dtype in zip(value.columns.tolist()[:_MAX_COLUMNS], value.dtypes.tolist()[:_MAX_COLUMNS])]
+            if cols > _MAX_COLUMNS:
+                columns.append(f"... {cols - _MAX_COLUMNS} more")
+            return f"{name}, {rows} rows x {cols} columns: {', '.join(columns)}"
+        if family in ("series", "index"):
+            label = value.name
+            shown = "" if label is None else f", name {label!r}" if type(label) is str and label == _label(label) else f", name {_label(label)}"
+            return f"{name}, length {value.shape[0]}, dtype {value.dtype}{shown}"
+        if family == "array":
+            return f"{name}, shape {tuple(value.shape)}, dtype {value.dtype}"
+        if getattr(kind, "__len__", None) in _SAFE_LENS:
+            return f"{name}, len {len(value)}"
         return name
+    except Exception:  # whatever went wrong, the type is all there is to say
+        return _type_name(kind)
+
+
+def _type_name(kind: type) -> str:
+    try:
+        return str(kind.__name__)
+    except Exception:  # a metaclass may make even this raise
+        return "object"
+
+
+def _module(kind: type) -> str:
+    """The module ``kind`` says it comes from ("" when it says nothing usable)."""
+    try:
+        module = kind.__module__
+    except Exception:
+        return ""
+    return module if isinstance(module, str) else ""
+
+
+_FAMILIES: dict[type, str | None] = {}  # a cache of _family, emptied when it grows large
+_UNKNOWN = "?"
+
+
+def _family(kind: type) -> str | None:
+    """What ``kind`` is to a reminder: ``frame``, ``series``, ``index`` (pandas), ``array``
+    (numpy), or None for anything else. Only the type and its bases are asked."""
+    family = _FAMILIES.get(kind, _UNKNOWN)
+    if family is _UNKNOWN:
+        if len(_FAMILIES) >= 1_024:
+            _FAMILIES.clear()
+        family = _FAMILIES[kind] = _find_family(kind)
+    return family
+
+
+def _find_family(kind: type) -> str | None:
+    try:
+        for base in kind.__mro__:
+            module = _module(base)
+            if module == "pandas" or module.startswith("pandas."):
+                family = _PANDAS_FAMILIES.get(base.__name__)
+                if family is not None:
+                    return family
+            elif (module == "numpy" or module.startswith("numpy.")) and base.__name__ == "ndarray":
+                return "array"
+    except Exception:  # a type that will not say what it derives from
+        return None
+    return None
+
+
+_PANDAS_FAMILIES = {"DataFrame": "frame", "Series": "series", "Index": "index"}
+
+
+def _label(label: Any) -> str:
+    """A column or series label as shown: plain values as they are, others by their type."""
+    if type(label) in (int, float, bool):
+        return str(label)
+    if type(label) is str:
+        text = label if label.isprintable() else repr(label)
+        return text if len(text) <= _MAX_LABEL_CHARS else text[: _MAX_LABEL_CHARS - 3] + "..."
+    if type(label) is tuple:  # a MultiIndex column
+        return "(" + ", ".join(_label(part) for part in label) + ")"
+    return _type_name(type(label))
 
 
 class NamespaceWatcher:
@@ -158,7 +235,7 @@ class NamespaceWatcher:
         found: list[tuple[str, str, Any]] = []  # name, change, value
         for name in rebound:
             value = snapshot[name]
-            if name[:1] == "_" or not visible(name, value):
+            if not visible(name, value):
                 if name in shown:  # a variable rebound to something not shown (a function, say)
                     self._forget(name)
                     found.append((name, "removed", None))
@@ -209,14 +286,20 @@ _SIZED = frozenset({list, dict, set, bytearray})
 
 
 def _array_signature(value: Any) -> tuple[Any, ...] | None:
-    """What changes when a frame or an array changes in place (None: not one)."""
-    kind = type(value)
-    module = kind.__module__.partition(".")[0]
-    if module == "pandas":
-        # Attributes pandas does not define cost a slow __getattr__: ask only for real ones.
-        if kind.__name__ == "DataFrame":
+    """What changes when a frame, a series, an index or an array changes in place (None: not one,
+    or it could not be told). Only attributes these types define are read (pandas' own
+    ``__getattr__`` is slow, and an accessor's would give a fresh object each time)."""
+    try:
+        kind = type(value)
+        family = _FAMILIES.get(kind, _UNKNOWN)  # _family, inlined: this runs for every frame before every prompt
+        if family is _UNKNOWN:
+            family = _family(kind)
+        if family is None:
+            return None
+        if family == "frame":
             return (value.shape, id(value.columns))
-        return (getattr(value, "shape", None), id(getattr(value, "index", None)))
-    if module == "numpy":
-        return (getattr(value, "shape", None), getattr(value, "dtype", None))
-    return None
+        if family == "series":
+            return (value.shape, id(value.index), value.dtype)
+        return (value.shape, value.dtype)
+    except Exception:  # a broken object: it is not followed in place
+        return None

@@ -11,6 +11,10 @@ since the last prompt that it may care about:
 Nothing changed, no block. The block joins the prompt's user message and is journaled as a
 ``system_reminder`` event, which ``journal.resume.Conversation`` applies the same way, so a
 resumed agent holds the same messages as the live one.
+
+Names, column labels, file paths and todo items are not the kernel's own text: the block's tags
+are made inert inside them (``memory.tags``), so none can close the block early. Describing a
+variable never raises and never calls into an object it does not know (``memory.namespace``).
 """
 
 from __future__ import annotations
@@ -24,12 +28,10 @@ from typing import Any
 from ..errors import UserError
 from ..events import AgentEvent, EventType
 from .namespace import NamespaceWatcher, VariableChange
-from .session import TodoItem
+from .session import TodoItem, format_todos
+from .tags import REMINDER_TAG, neutralise
 
 __all__ = ["REMINDER_TAG", "Reminder", "ReminderBuilder", "Reminders"]
-
-#: The tag around a reminder.
-REMINDER_TAG = "system-reminder"
 
 _FILE_TOOLS = frozenset({"read_file", "write_file", "edit_file"})
 
@@ -187,11 +189,11 @@ class ReminderBuilder:
                                 + "\n".join(f"- {path}" for path in files))
         todos = self._todos() if config.todos else []
         if todos:
-            sections.append("Your todo list:\n" + "\n".join(f"- [{t.status}] {t.content}" for t in todos))
+            sections.append("Your todo list:\n" + format_todos(todos))
         if not sections:
             return None
         lead = "What changed in the notebook since the last message (from the notebook, not written by the user):"
-        text = f"<{REMINDER_TAG}>\n{lead}\n\n" + "\n\n".join(sections) + f"\n</{REMINDER_TAG}>"
+        text = f"<{REMINDER_TAG}>\n{lead}\n\n" + neutralise("\n\n".join(sections)) + f"\n</{REMINDER_TAG}>"
         return Reminder(text, variables, files, len(todos))
 
 

@@ -5,7 +5,8 @@ Three things of one session live here:
 * the agent's todo/plan list (``todo_write`` sets it; a ``todo_update`` event journals each
   version);
 * the files the agent read recently, found in the session's events (``read_file`` results),
-  whose current contents are restored after a compaction, newest first, within a token budget;
+  whose current contents are restored after a compaction, newest first, within a token budget
+  that the todo list counts in too (a compaction must leave the history smaller than it was);
 * the session-memory summary: between turns, when the conversation has grown enough since the
   last one, a model brings a running summary up to date (``session_memory_update``). A
   compaction whose cut falls where that summary ends uses it instead of asking for a new one.
@@ -31,8 +32,11 @@ from ..events import AgentEvent, EventType
 from ..messages import Message
 from ..models import pricing
 from ..models.base import MessageEnd, Model, ModelRequest, TextDelta, Usage
+from .tags import FILE_TAG, RESTORED_TAG, attribute, neutralise
 
 __all__ = [
+    "MAX_TODOS",
+    "MAX_TODO_CHARS",
     "RESTORED_TAG",
     "Restoration",
     "SessionMemory",
@@ -43,11 +47,11 @@ __all__ = [
     "fingerprint",
 ]
 
-#: The tag around what is restored after a compaction.
-RESTORED_TAG = "restored-context"
-
 TodoStatus = Literal["pending", "in_progress", "completed"]
 TODO_STATUSES: tuple[str, ...] = ("pending", "in_progress", "completed")
+#: Items a todo list holds at most, and characters an item holds at most (``todo_write``).
+MAX_TODOS = 50
+MAX_TODO_CHARS = 500
 
 Emit = Callable[[EventType, dict[str, Any]], Any]
 
@@ -61,7 +65,8 @@ class SessionMemoryConfig:
 
     Attributes:
         restore: after every compaction, add the todo list and the recently read files.
-        budget_tokens: tokens the restored files may take together (50,000).
+        budget_tokens: tokens the restored block may take: the todo list and the files together
+            (50,000).
         per_file_tokens: tokens one restored file may take; a longer one is cut (10,000).
         summary: keep a session-memory summary up to date between turns (a model call each
             time the conversation grows by ``update_tokens``), so a compaction can use it
@@ -139,12 +144,16 @@ class Restoration:
     Attributes:
         text: the marked block added behind the summary.
         files: ``{"path", "tokens", "cut"}`` of each restored file, newest read first.
-        todos: items of the todo list restored.
+        todos: items of the todo list restored (a list too long for the budget is cut).
     """
 
     text: str
     files: list[dict[str, Any]]
     todos: int
+
+
+_RESTORED_LEAD = "The conversation was compacted; this restores what you were working with."
+_FILES_HEADING = "Files you read recently, as they are on disk now (newest first):"
 
 
 def fingerprint(messages: Sequence[Message]) -> str:
@@ -156,8 +165,34 @@ def fingerprint(messages: Sequence[Message]) -> str:
     return digest.hexdigest()[:32]
 
 
-def _format_todos(todos: Sequence[TodoItem]) -> str:
-    return "\n".join(f"- [{item.status}] {item.content}" for item in todos)
+def format_todos(todos: Sequence[TodoItem]) -> str:
+    """The todo list as the model reads it: one line per item, tags made inert (``memory.tags``)."""
+    return neutralise("\n".join(f"- [{item.status}] {' '.join(item.content.split())}" for item in todos))
+
+
+def _todo_part(todos: Sequence[TodoItem], budget: int, count: Callable[[str], int]) -> tuple[str, int]:
+    """The todo list's part of the restored block within ``budget`` tokens, and the items in it.
+
+    A list too long keeps its unfinished items first, in order, as many as fit; the rest are
+    counted. ("", 0) when not even the heading fits.
+    """
+    def part(items: Sequence[TodoItem], dropped: int) -> str:
+        more = f"\n- ... {dropped} more items (finished ones first left out)" if dropped else ""
+        return f"Your todo list:\n{format_todos(items)}{more}"
+
+    text = part(todos, 0)
+    if count(text) <= budget:
+        return text, len(todos)
+    unfinished = [t for t in todos if t.status != "completed"]
+    low, high = 0, len(unfinished)  # the longest prefix of the unfinished items that fits
+    while low < high:
+        mid = (low + high + 1) // 2
+        if count(part(unfinished[:mid], len(todos) - mid)) <= budget:
+            low = mid
+        else:
+            high = mid - 1
+    text = part(unfinished[:low], len(todos) - low)
+    return (text, low) if count(text) <= budget else ("", 0)
 
 
 class SessionMemory:
@@ -273,22 +308,30 @@ class SessionMemory:
             return None
         todos = self.todos
         parts: list[str] = []
-        if todos:
-            parts.append(f"Your todo list:\n{_format_todos(todos)}")
+        # The block's frame and headings count too: the budget is what the block may add.
+        remaining = config.budget_tokens - count(f"<{RESTORED_TAG}>\n{_RESTORED_LEAD}\n\n\n\n{_FILES_HEADING}\n</{RESTORED_TAG}>")
+        restored_todos = 0
+        if todos and remaining > 0:
+            todo_text, restored_todos = _todo_part(todos, remaining, count)
+            if todo_text:
+                parts.append(todo_text)
+                remaining -= count(todo_text)
         files: list[dict[str, Any]] = []
-        remaining = config.budget_tokens
         file_parts: list[str] = []
         for path in self.recent_reads():
             if remaining <= 0:
                 break
-            limit = min(config.per_file_tokens, remaining)
+            opening = f'<{FILE_TAG} path="{attribute(path)}"'
+            limit = min(config.per_file_tokens, remaining - count(f'{opening} cut="true">\n\n</{FILE_TAG}>'))
+            if limit <= 0:
+                continue
             found = self._read_now(path, max(1, int(limit * chars_per_token)))
             if found is None:
                 continue
             text, cut = found
             # A cut file says so: the model reads the rest with read_file if it needs it.
             attrs = ' cut="true"' if cut else ""
-            block = f'<file path="{path}"{attrs}>\n{text}\n</file>'
+            block = f'{opening}{attrs}>\n{neutralise(text)}\n</{FILE_TAG}>'
             tokens = count(block)
             if tokens > remaining:
                 continue  # a smaller, older file may still fit
@@ -296,15 +339,14 @@ class SessionMemory:
             file_parts.append(block)
             files.append({"path": path, "tokens": tokens, "cut": cut})
         if file_parts:
-            parts.append("Files you read recently, as they are on disk now (newest first):\n" + "\n".join(file_parts))
+            parts.append(f"{_FILES_HEADING}\n" + "\n".join(file_parts))
         if not parts:
             return None
-        lead = "The conversation was compacted; this restores what you were working with."
-        text = f"<{RESTORED_TAG}>\n{lead}\n\n" + "\n\n".join(parts) + f"\n</{RESTORED_TAG}>"
+        text = f"<{RESTORED_TAG}>\n{_RESTORED_LEAD}\n\n" + "\n\n".join(parts) + f"\n</{RESTORED_TAG}>"
         if self._redact is not None:
             # The journal keeps the block redacted; the history must hold the same text.
             text = self._redact(text)
-        return Restoration(text, files, len(todos))
+        return Restoration(text, files, restored_todos)
 
     # -- the session-memory summary ---------------------------------------------------------
 

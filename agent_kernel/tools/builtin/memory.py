@@ -5,7 +5,8 @@ mode; remembering and forgetting change a file that outlives the session, so the
 mode asks first and ``plan`` mode refuses them. The permission key is ``action:key`` (or
 ``recall:query``), so rules such as ``memory(recall:*)`` or ``memory(remember:*)`` name one kind
 of call. Each step is journaled (``memory_recall``, ``memory_write_start``, ``memory_saved``,
-``memory_write_complete``).
+``memory_write_complete``). What the model asks to remember is stored with the agent's secrets
+redacted, as the journal holds it: a file that outlives the session never keeps a secret in clear.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ def _memory(action: Literal["remember", "recall", "forget"], ctx: ToolContext, k
 
     Args:
         action: remember (keep content under key), recall (find memories matching query; empty: all), or forget (remove key).
-        key: a short name for the memory, such as "preferred-units" (remember and forget).
+        key: a short name for the memory, one line without < or >, such as "preferred-units" (remember and forget).
         content: the fact to keep (remember).
         query: words to look for in keys and contents (recall).
     """
@@ -42,8 +43,11 @@ def _memory(action: Literal["remember", "recall", "forget"], ctx: ToolContext, k
                 return f"No memory matches {query!r}." if query else "Memory is empty."
             return "\n".join(f"- {e.key}: {e.content}" for e in found)
         if action == "remember":
-            entry = store.remember(key, content, emit=emit)
+            redact = agent_memory.redact
+            entry = store.remember(redact(key) if isinstance(key, str) else key, redact(content) if isinstance(content, str) else content, emit=emit)
             return f"Remembered {entry.key!r}."
+        if isinstance(key, str):
+            key = agent_memory.redact(key)  # as it was stored
         if store.forget(key, emit=emit):
             return f"Forgot {key.strip()!r}."
         known = ", ".join(e.key for e in store.entries()) or "none"

@@ -4,6 +4,9 @@ The model writes its whole list each time; the list lives on the agent
 (``agent.memory.todos``), is journaled as a ``todo_update`` event, appears in the reminder before
 each prompt, and is restored after every compaction. It changes nothing outside the agent, so it
 is read-only for the permission modes (plan mode included).
+
+The list goes into every reminder, so it is bounded: at most ``MAX_TODOS`` items of at most
+``MAX_TODO_CHARS`` characters, each one line (a longer list is an error the model reads).
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import ToolError
-from ...memory.session import TODO_STATUSES, TodoItem
+from ...memory.session import MAX_TODO_CHARS, MAX_TODOS, TODO_STATUSES, TodoItem
 from ..tool import Tool, ToolContext
 
 __all__ = ["todo_write"]
@@ -23,17 +26,29 @@ def _todo_write(todos: list[dict[str, Any]], ctx: ToolContext) -> str:
     soon as they are done.
 
     Args:
-        todos: the items, each {"content": "what to do", "status": "pending" | "in_progress" | "completed"}.
+        todos: the items (at most 50), each {"content": "what to do" (one line, at most 500 characters), "status": "pending" | "in_progress" | "completed"}.
     """
     memory = ctx.extras.get("memory")
     if memory is None:
         raise ToolError("todo_write needs an Agent's memory to keep the list in; it runs only inside an Agent.")
+    if not isinstance(todos, list):
+        raise ToolError("todos is a list of items, each {\"content\": \"what to do\", \"status\": \"pending\"}.")
+    if len(todos) > MAX_TODOS:
+        raise ToolError(
+            f"a todo list holds at most {MAX_TODOS} items of at most {MAX_TODO_CHARS} characters each (got {len(todos)} items); "
+            "group small steps into one item, or plan the next steps only."
+        )
     items: list[TodoItem] = []
     for number, raw in enumerate(todos, 1):
-        content = str(raw.get("content", "")).strip() if isinstance(raw, dict) else ""
+        content = " ".join(str(raw.get("content", "")).split()) if isinstance(raw, dict) else ""  # one line
         status = raw.get("status", "pending") if isinstance(raw, dict) else None
         if not content:
             raise ToolError(f"todo item {number} has no content; each item is {{\"content\": \"what to do\", \"status\": \"pending\"}}.")
+        if len(content) > MAX_TODO_CHARS:
+            raise ToolError(
+                f"todo item {number} is {len(content):,} characters long; an item holds at most {MAX_TODO_CHARS} characters "
+                f"and a list at most {MAX_TODOS} items. Say what to do in one line; keep the details in files or notes."
+            )
         if status not in TODO_STATUSES:
             raise ToolError(f"todo item {number} has status {status!r}; use one of {', '.join(TODO_STATUSES)}.")
         items.append(TodoItem(content, status))
