@@ -363,3 +363,14 @@ def test_an_approval_card_counts_its_deadline_down_then_reads_timed_out(make_vie
     assert page.inner_text(".ak-tool .ak-badge") == "rejected"
     assert browser.errors == []
     page.close()
+
+
+def test_a_run_that_cannot_take_messages_says_so_when_one_is_sent(make_view):
+    ev = Events()
+    view = make_view(clock=Clock())  # a crew's view: no steering callbacks
+    start(view, ev)
+
+    front_end(view, {"type": "steer", "text": "Also cover winter"})
+
+    [note] = notices(view)
+    assert "cannot take messages while it runs" in note and "new %%agent cell" in note

@@ -453,9 +453,10 @@ class _LiveApprovals:
         self.broker = getattr(self.gate, "broker", None)
         self.rendered = asyncio.Event()
         self.rendered_flag = False
-        # Steering goes straight to the agent: its methods are safe from any thread.
-        self.view = AgentView(on_decision=self.decide, on_stop=self.stop, on_steer=agent.steer,
-                              on_pause=agent.pause, on_resume=agent.resume_run)
+        # Steering goes straight to the agent: its methods are safe from any thread. A crew has
+        # none (its members run their own loops), and its view says so when asked.
+        self.view = AgentView(on_decision=self.decide, on_stop=self.stop, on_steer=getattr(agent, "steer", None),
+                              on_pause=getattr(agent, "pause", None), on_resume=getattr(agent, "resume_run", None))
         self.view.on_msg(self._on_front_end_msg)
         self._approver: Any = None
         self._was_interactive = False

@@ -397,7 +397,11 @@ class AgentView(anywidget.AnyWidget):
     def _on_steer(self, text: str) -> None:
         text = text.strip()
         with self._lock:
-            if not text or self.on_steer is None:
+            if not text:
+                return
+            if self.on_steer is None:
+                self._note("This run cannot take messages while it runs (a crew's members run on their own); "
+                           "ask in a new %%agent cell once it ends.")
                 return
             if self._refused("send a message to it", text):
                 return
