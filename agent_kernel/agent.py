@@ -12,13 +12,11 @@ import dataclasses
 import itertools
 import os
 import time
-from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, Generic, TypeVar, cast, overload
+from typing import Any
 
-from typing_extensions import Self
-
+from .agent_parts import DEFAULT, LoopSetting, build_context_manager, build_permissions, open_journal, otel_sink, resolve_model_arg
 from .approvals import ApprovalRequest
 from .blocking import run_blocking
 from .emitter import Emitter, EventRecorder, EventSink
@@ -27,131 +25,20 @@ from .events import AgentEvent, EventType
 from .hooks import Hooks
 from .journal.event_log import DEFAULT_KEEP_EVENTS, EventLog
 from .journal.journal import SESSIONS_DIR
-from .journal.resume import INTERRUPTED_RESULT, Interrupted
+from .journal.resume import Interrupted
 from .loop import LoopConfig, tt
 from .memory import AgentMemory, Reminders
 from .messages import Message, TextBlock
-from .models.base import Model, Usage
+from .models.base import Model
 from .redaction import Redactor
+from .result import RunResult
 from .state import ExecutionContext, LoopState, LoopStateMachine, LoopStats, TerminationReason, TurnState, new_id
 from .text import encodable
 from .tools.output import DEFAULT_TOOL_RESULT_LIMIT
 from .tools.registry import ToolRegistry
 from .tools.tool import Tool
 
-__all__ = ["Agent", "RunResult"]
-
-
-class _Default:
-    def __repr__(self) -> str:
-        return "<default>"
-
-
-DEFAULT: Any = _Default()
-
-
-def run_finish_of(events: Sequence[AgentEvent]) -> tuple[AgentEvent, LoopStats]:
-    """The ``run_finish`` of the run the first event belongs to, and its ``LoopStats``.
-
-    Raises:
-        ValueError: the events hold no ``run_finish`` of that run (it has not ended).
-    """
-    run_id = events[0].run_id if events else None
-    finish = next((e for e in reversed(events) if e.type is EventType.RUN_FINISH and e.run_id == run_id), None)
-    if finish is None:
-        raise ValueError("these events hold no run_finish for their run; the run has not ended yet")
-    stats = finish.data.get("stats", {})
-    return finish, LoopStats(**{k: v for k, v in stats.items() if k in LoopStats.__dataclass_fields__})
-
-
-@dataclass
-class RunResult:
-    """What one run produced.
-
-    Attributes:
-        text: the final answer (the last assistant text).
-        termination_reason: why the run ended.
-        turns: model turns taken.
-        usage: tokens summed over the run's model calls.
-        cost_usd: cost in USD, or None when a model's price is unknown.
-        events: every event of the run, in order. With a journal this reads the run from its
-            agent's memory while held there, else back from the journal (``Agent(keep_events=)``).
-        stats: the run's ``LoopStats``.
-        error: the error message when the run ended with ERROR.
-    """
-
-    text: str
-    termination_reason: TerminationReason
-    turns: int
-    usage: Usage
-    cost_usd: float | None
-    events: Sequence[AgentEvent] = field(repr=False)
-    stats: LoopStats = field(repr=False)
-    session_id: str = ""
-    run_id: str = ""
-    error: str | None = None
-
-    def __repr__(self) -> str:
-        text = self.text if len(self.text) <= 60 else self.text[:57] + "..."
-        return f"{type(self).__name__}(text={text!r}, termination_reason={self.termination_reason.value!r}, turns={self.turns})"
-
-    @classmethod
-    def from_events(cls, events: Sequence[AgentEvent]) -> Self:
-        """Builds the result of the run whose events these are (from its ``run_finish``).
-
-        The run is the one the first event belongs to; a sub-agent's events in the list are kept
-        in ``events`` but do not decide the result.
-
-        Raises:
-            ValueError: the events hold no ``run_finish`` of that run (it has not ended).
-        """
-        finish, stats = run_finish_of(events)
-        data = finish.data
-        return cls(
-            text=data.get("text", ""),
-            termination_reason=TerminationReason(data["reason"]),
-            turns=stats.turns,
-            usage=Usage(stats.input_tokens, stats.output_tokens, stats.cache_read_tokens, stats.cache_write_tokens),
-            cost_usd=stats.cost_usd,
-            events=list(events),
-            stats=stats,
-            session_id=finish.session_id,
-            run_id=finish.run_id,
-            error=data.get("error"),
-            **cls._extra_fields(finish),
-        )
-
-    @classmethod
-    def _extra_fields(cls, finish: AgentEvent) -> dict[str, Any]:
-        """What a subclass reads from ``run_finish`` beyond the common fields."""
-        return {}
-
-    @property
-    def tool_calls(self) -> list[dict[str, Any]]:
-        """The run's tool results as dicts (``call_id``, ``name``, ``content``, ``is_error``, ...)."""
-        # A sub-agent's calls are in ``events`` too (tagged with its agent_id); these are the run's own.
-        return [e.data for e in self.events if e.type is EventType.TOOL_RESULT and e.run_id == self.run_id]
-
-
-
-T = TypeVar("T")
-
-
-class _LoopSetting(Generic[T]):
-    """An ``Agent`` attribute kept in its ``LoopConfig`` (``agent.stall_timeout`` is ``agent.config.stall_timeout``)."""
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.name = name
-
-    @overload
-    def __get__(self, agent: None, owner: type) -> _LoopSetting[T]: ...
-    @overload
-    def __get__(self, agent: Agent, owner: type | None = None) -> T: ...
-    def __get__(self, agent: Agent | None, owner: type | None = None) -> T | _LoopSetting[T]:
-        return self if agent is None else cast(T, getattr(agent.config, self.name))
-
-    def __set__(self, agent: Agent, value: T) -> None:
-        setattr(agent.config, self.name, value)
+__all__ = ["Agent", "RunResult"]  # RunResult lives in .result; imported from here too
 
 
 class Agent:
@@ -221,18 +108,18 @@ class Agent:
     result_type = RunResult
 
     # Settings of the loop, kept in ``self.config`` (see ``LoopConfig`` for their meaning).
-    model = _LoopSetting[Model]()
-    tools = _LoopSetting[ToolRegistry]()
-    system = _LoopSetting[str | None]()
-    fallback_model = _LoopSetting[Model | None]()
-    max_retries = _LoopSetting[int]()
-    retry_base_delay = _LoopSetting[float]()
-    retry_max_delay = _LoopSetting[float]()
-    stall_timeout = _LoopSetting[float | None]()
-    on_stall = _LoopSetting[str]()
-    max_parallel_tools = _LoopSetting[int]()
-    model_options = _LoopSetting[dict[str, Any]]()
-    tool_result_limit = _LoopSetting[int | None]()
+    model = LoopSetting[Model]()
+    tools = LoopSetting[ToolRegistry]()
+    system = LoopSetting[str | None]()
+    fallback_model = LoopSetting[Model | None]()
+    max_retries = LoopSetting[int]()
+    retry_base_delay = LoopSetting[float]()
+    retry_max_delay = LoopSetting[float]()
+    stall_timeout = LoopSetting[float | None]()
+    on_stall = LoopSetting[str]()
+    max_parallel_tools = LoopSetting[int]()
+    model_options = LoopSetting[dict[str, Any]]()
+    tool_result_limit = LoopSetting[int | None]()
 
     def __init__(
         self,
@@ -276,10 +163,10 @@ class Agent:
         # The loop's settings live in one LoopConfig; the attributes of the same names (model,
         # tools, system, stall_timeout, ...) read and write it, and each run gets a copy.
         self.config = LoopConfig(
-            model=_resolve_model(model),
+            model=resolve_model_arg(model),
             tools=ToolRegistry(tools),
             system=system,
-            fallback_model=None if fallback_model is None else _resolve_model(fallback_model),
+            fallback_model=None if fallback_model is None else resolve_model_arg(fallback_model),
             max_retries=max_retries,
             retry_base_delay=retry_base_delay,
             retry_max_delay=retry_max_delay,
@@ -295,10 +182,10 @@ class Agent:
         self.working_dir = Path(working_dir) if working_dir is not None else Path.cwd()
         self.hooks = hooks
         self.on_state_change = on_state_change
-        self.permissions = _build_permissions(permissions, approver)
+        self.permissions = build_permissions(permissions, approver)
         if approval_timeout is not None:
             self.approval_timeout = approval_timeout
-        self.context_manager = _build_context_manager(context, self.model)
+        self.context_manager = build_context_manager(context, self.model)
         # Watches os.environ: secrets are found by name and by value, keys set later included.
         self.redactor = Redactor.from_environ()
         self.messages: list[Message] = []
@@ -330,10 +217,10 @@ class Agent:
         self._journal_spec = journal
         self._journal: Any = None
         self._sinks: list[EventSink] = [EventRecorder(self.events)]
-        self._otel_sink = _otel_sink() if otel else None
+        self._otel_sink = otel_sink() if otel else None
         if self._otel_sink is not None:
             self._sinks.append(self._otel_sink)
-        if journal is not None and not isinstance(journal, (str, os.PathLike, _Default)):
+        if journal is not None and journal is not DEFAULT and not isinstance(journal, (str, os.PathLike)):
             self._attach_journal(journal)
         self._context: ExecutionContext | None = None
         self._start_turn: TurnState | None = None  # where a fork's next run begins
@@ -402,7 +289,7 @@ class Agent:
     def journal(self) -> Any:
         """The journal events are recorded in (opened on first use), or None when off."""
         if self._journal is None and self._journal_spec is not None:
-            self._attach_journal(_open_journal(self._journal_spec, self.session_id, self.working_dir))
+            self._attach_journal(open_journal(self._journal_spec, self.session_id, self.working_dir))
         return self._journal
 
     def _attach_journal(self, journal: Any) -> None:
@@ -499,7 +386,9 @@ class Agent:
             yield em.emit(EventType.RUN_START, start)
             if interrupted is not None:
                 self._interrupted = None  # from here on the run owns the turn
-                for event in _interrupted_call_results(interrupted, em):
+                from .continuation import interrupted_call_results
+
+                for event in interrupted_call_results(interrupted, em):
                     yield event
             for kind, data in mcp_facts:
                 yield em.emit(kind, data)
@@ -782,32 +671,9 @@ class Agent:
             >>> agent = Agent.resume("s_1a2b3c4d5e6f", model="offline")  # doctest: +SKIP
             >>> agent.run_sync("Carry on.")  # doctest: +SKIP
         """
-        from .journal import Journal, read_header, resolve_journal_path
-        from .journal.resume import scan
+        from .continuation import restore
 
-        path = resolve_journal_path(session_id_or_path, agent_kwargs.get("working_dir"))
-        # One pass, line by line: a long session's journal never has to fit in memory.
-        found = scan(path, agent_kwargs.get("keep_events", DEFAULT_KEEP_EVENTS))
-        messages, _, last_seq = found.resumed
-        session_id = found.session_id or path.stem
-        if "model" not in agent_kwargs:
-            agent_kwargs["model"] = _recorded_model([found.last_run_start] if found.last_run_start is not None else [])
-        if agent_kwargs.get("journal", DEFAULT) is DEFAULT:
-            agent_kwargs["journal"] = Journal(path, session_id=session_id)
-        agent = cls(session_id=session_id, **agent_kwargs)
-        if found.interrupted is not None:
-            # The process died inside a turn: its tool calls stay open for continue_run, which
-            # asks again where an approval was pending; a new prompt closes them instead.
-            messages = messages[:-1]
-            agent._interrupted = found.interrupted
-        agent.messages[:] = messages
-        agent.history[:] = found.turn_states
-        agent.events.load(found.tail, found.total)  # the tail in memory; the rest is read back from the journal
-        agent._seq = itertools.count(last_seq + 1)
-        header = read_header(path)
-        if header is not None and isinstance(header.get("forked_from"), dict):
-            agent.forked_from = header["forked_from"]  # a fork stays one when resumed
-        return agent
+        return restore(cls, session_id_or_path, agent_kwargs)
 
     def fork(
         self,
@@ -842,48 +708,9 @@ class Agent:
             >>> fork = agent.fork(at=2, model="openai:gpt-4.1")  # doctest: +SKIP
             >>> await fork.continue_run()  # doctest: +SKIP
         """
-        import dataclasses
+        from .continuation import fork_of
 
-        from .journal import Journal, session_path
-        from .journal.resume import fork_point, rebuild, replace_tool_results, turn_history
-
-        if self._context is not None:
-            raise UserError("Cannot fork while a run is in progress; wait for it or call agent.cancel() first.")
-        point = fork_point(list(self.events), at)
-        session_id = new_id("s_")
-        forked_from = {"session_id": self.session_id, "run_id": point.run_id, "turn_id": point.turn_state.turn_id, "iteration": point.turn_state.turn_counter}
-        if journal is DEFAULT or isinstance(journal, (str, os.PathLike)):
-            path = session_path(session_id, overrides.get("working_dir", self.working_dir)) if journal is DEFAULT else Path(journal)
-            journal = Journal(path, session_id=session_id, metadata={"forked_from": forked_from})
-        cfg = self.config
-        settings: dict[str, Any] = {
-            "tools": list(self.tools), "system": self.system, "max_iterations": self.max_iterations, "hooks": self.hooks,
-            "context": None if self.context_manager is None else DEFAULT, "working_dir": self.working_dir, "name": self.name,
-            "fallback_model": cfg.fallback_model, "max_retries": cfg.max_retries, "retry_base_delay": cfg.retry_base_delay,
-            "retry_max_delay": cfg.retry_max_delay, "stall_timeout": cfg.stall_timeout, "on_stall": cfg.on_stall,
-            "max_parallel_tools": cfg.max_parallel_tools, "model_options": dict(cfg.model_options),
-            "tool_result_limit": cfg.tool_result_limit, "on_state_change": self.on_state_change,
-            "memory": self.memory.enabled, "reminders": self.memory.reminders or False, "namespace": self.memory.namespace,
-        }
-        fork = type(self)(model if model is not None else self.model, session_id=session_id, journal=journal, **{**settings, **overrides})
-        if "permissions" not in overrides and "approver" not in overrides:
-            fork.permissions = self.permissions  # the same gate: the same rules and the same person asked
-        fork.tool_extras.update(self.tool_extras)
-        fork.tool_extras["memory"] = fork.memory  # the fork keeps its own todo list and reminders
-        # The history before the turn, as this session recorded it, under the fork's session id.
-        events = [dataclasses.replace(e, session_id=session_id) for e in replace_tool_results(point.events, replace_result or {})]
-        if fork.journal is not None:
-            for event in events:
-                fork.journal.write(event)
-            fork.journal.flush()
-        fork.events.load(events)
-        fork.messages[:] = rebuild(events).messages
-        fork.history[:] = turn_history(events)
-        fork._seq = itertools.count((events[-1].seq if events else 0) + 1)
-        turn = point.turn_state
-        fork._start_turn = TurnState(turn.turn_counter, new_id("t_"), fork.max_iterations, False, turn.parent_turn_id, turn.metadata)
-        fork.forked_from = forked_from
-        return fork
+        return fork_of(self, at, model, journal, replace_result, overrides)
 
     @property
     def interrupted(self) -> Interrupted | None:
@@ -896,7 +723,9 @@ class Agent:
         """Tool calls waiting for a decision: those of a turn ``Agent.resume`` found interrupted
         (``continue_run`` asks again), else those a person is being asked about now."""
         if self._interrupted is not None:
-            return [_request_of(data) for data in self._interrupted.approvals]
+            from .continuation import request_of
+
+            return [request_of(data) for data in self._interrupted.approvals]
         broker = self.approvals
         return [entry.request for entry in broker.pending] if broker is not None else []
 
@@ -953,83 +782,3 @@ class Agent:
         from .journal import timeline
 
         return timeline(self.events)
-
-
-def _interrupted_call_results(interrupted: Interrupted, em: Emitter) -> list[AgentEvent]:
-    """``tool_result`` events for the interrupted turn's calls that had started and never
-    finished: they are answered with an error, not run again (they may have had effects)."""
-    recorded = interrupted.answered
-    return [
-        em.emit(EventType.TOOL_RESULT, {
-            "call_id": use.id, "name": use.name, "content": recorded[use.id].content, "is_error": True, "synthetic": True,
-            "duration_s": None, "started_at": None, "ended_at": None,
-        })
-        for use in interrupted.message.tool_uses
-        if use.id in recorded and recorded[use.id].content == INTERRUPTED_RESULT
-    ]
-
-
-def _request_of(data: Mapping[str, Any]) -> ApprovalRequest:
-    """The ``ApprovalRequest`` an ``approval_required`` event recorded."""
-    key = str(data.get("key") or data.get("tool"))
-    return ApprovalRequest(
-        str(data.get("call_id")), str(data.get("tool")), dict(data.get("arguments") or {}), key,
-        data.get("rule"), str(data.get("reason", "")), None, full_key=key,
-    )
-
-
-def _resolve_model(model: str | Model | None) -> Model:
-    if model is not None and not isinstance(model, str):
-        if not hasattr(model, "stream"):
-            raise UserError(f"{model!r} is not a model: pass a model string such as 'anthropic:claude-sonnet-4-6', 'offline', or an object with a stream() method.")
-        return model
-    from .models.registry import resolve_model
-
-    return resolve_model(model)
-
-
-def _build_permissions(permissions: Any, approver: Callable[..., Any] | None) -> Any:
-    from .permissions import build_gate
-
-    return build_gate(permissions, approver)
-
-
-def _build_context_manager(context: Any, model: Model) -> Any:
-    if context is None:
-        return None
-    if context is DEFAULT:
-        from .context import ContextManager
-
-        return ContextManager()
-    return context
-
-
-def _otel_sink() -> EventSink:
-    from .journal.otel import OtelSink  # imports OpenTelemetry: only when asked for
-
-    return OtelSink()
-
-
-def _recorded_model(events: Sequence[AgentEvent]) -> str | None:
-    """The model string of the last recorded run, when one can rebuild it (not scripted ones)."""
-    for event in reversed(events):
-        if event.type is EventType.RUN_START:
-            provider, name = event.data.get("provider"), event.data.get("model")
-            if provider == "offline":
-                return "offline"
-            if provider in ("anthropic", "openai") and name:
-                return f"{provider}:{name}"
-            return None
-    return None
-
-
-def _open_journal(journal: Any, session_id: str, working_dir: Path) -> Any:
-    if journal is None:
-        return None
-    from .journal import Journal
-
-    if journal is DEFAULT:
-        return Journal.for_session(session_id, working_dir)
-    if isinstance(journal, (str, os.PathLike)):
-        return Journal(Path(journal), session_id=session_id)
-    return journal

@@ -28,7 +28,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from .agent import DEFAULT, Agent, RunResult, _open_journal
+from .agent import Agent, RunResult
+from .agent_parts import DEFAULT, open_journal
 from .blocking import run_blocking
 from .emitter import Emitter, EventRecorder, EventSink
 from .errors import UserError
@@ -218,7 +219,7 @@ class Crew:
         self.events: list[AgentEvent] = []
         self.stats = LoopStats()
         self._seq = itertools.count(1)
-        self._journal = _open_journal(journal, self.session_id, self.working_dir)
+        self._journal = open_journal(journal, self.session_id, self.working_dir)
         self._sinks: list[EventSink] = [EventRecorder(self.events)] + ([self._journal] if self._journal is not None else [])
         self._run: _Run | None = None
 

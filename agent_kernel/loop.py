@@ -22,14 +22,13 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Coroutine, Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, TypeVar
 
 from .emitter import Emitter
 from .errors import ModelError, StopRun, UserError
 from .events import AgentEvent, EventType
 from .hooks import HOOK_CONTEXT_TAG, HookError, HookOutcome, HookPoint, Hooks
+from .loop_config import CONTINUE_INSTRUCTION, FINAL_TURN_INSTRUCTION, LoopConfig
 from .messages import Message, TextBlock, ToolResultBlock
 from .models.base import (
     MessageEnd,
@@ -47,8 +46,6 @@ from .state import ExecutionContext, LoopState, TerminationReason, TurnState
 from .streaming import NAMELESS_TOOL, ResponseBuilder, Watchdog, backoff, parse_arguments
 from .tools.executor import ABORT_FALLBACK, ABORT_RETRY, ABORT_USER, PendingCall, StreamingToolExecutor
 from .tools.invoke import ToolInvoker
-from .tools.output import DEFAULT_TOOL_RESULT_LIMIT
-from .tools.registry import ToolRegistry
 from .tools.tool import ToolResult
 
 ABORT_FINAL = "tools are disabled for the final answer"
@@ -59,56 +56,8 @@ __all__ = ["CONTINUE_INSTRUCTION", "FINAL_TURN_INSTRUCTION", "LoopConfig", "tt"]
 
 T = TypeVar("T")
 
-CONTINUE_INSTRUCTION = (
-    "Your last response was cut off by the output token limit. Continue exactly where it stopped, "
-    "without repeating anything."
-)
-
-FINAL_TURN_INSTRUCTION = (
-    "You have reached the maximum number of turns for this request, so tools are now disabled. "
-    "Answer now from what you already have: summarise what you found and what remains to be done."
-)
-
 # Stop reasons that end a response normally; anything else (max_tokens, refusal, ...) is reported.
 _NORMAL_STOPS = frozenset({"end_turn", "stop", "tool_use", "tool_calls", "stop_sequence", "pause_turn"})
-
-
-@dataclass
-class LoopConfig:
-    """How the loop calls the model and runs tools (fixed for a run).
-
-    Attributes:
-        model: the model to call.
-        tools: the tools offered.
-        system: the system prompt.
-        fallback_model: takes over when the model reports overload.
-        max_retries: retries of a retryable model failure before giving up.
-        retry_base_delay: first backoff in seconds (doubles each retry, with jitter).
-        retry_max_delay: cap on one backoff.
-        stall_timeout: seconds without a stream event before ``stall_detected`` (None: off).
-        on_stall: ``retry``, ``abort`` or ``fallback``.
-        max_parallel_tools: concurrency-safe calls running at once.
-        model_options: passed to the model in every request (``max_tokens``, ...).
-        tool_result_limit: characters of one tool result sent to the model; the whole output
-            goes to a file in ``tool_output_dir`` (None: no cap).
-        tool_output_dir: where capped tool outputs are kept in full.
-        max_continuations: times a response cut off by ``max_tokens`` is asked to go on.
-    """
-
-    model: Model
-    tools: ToolRegistry = field(default_factory=ToolRegistry)
-    system: str | None = None
-    fallback_model: Model | None = None
-    max_retries: int = 4
-    retry_base_delay: float = 1.0
-    retry_max_delay: float = 30.0
-    stall_timeout: float | None = 30.0
-    on_stall: str = "retry"
-    max_parallel_tools: int = 10
-    model_options: dict[str, Any] = field(default_factory=dict)
-    tool_result_limit: int | None = DEFAULT_TOOL_RESULT_LIMIT
-    tool_output_dir: Path | None = None
-    max_continuations: int = 3
 
 
 class _Interrupted(Exception):

@@ -1,0 +1,93 @@
+"""agent_parts — how ``Agent``'s arguments become its parts: model, gate, context, journal.
+
+Kept apart from ``agent`` so the class reads as what an agent does; ``crew`` and ``continuation``
+build agents' parts the same way.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
+
+from .errors import UserError
+
+if TYPE_CHECKING:
+    from .agent import Agent
+    from .emitter import EventSink
+    from .models.base import Model
+
+__all__ = ["DEFAULT", "LoopSetting", "build_context_manager", "build_permissions", "open_journal", "otel_sink", "resolve_model_arg"]
+
+
+class _Default:
+    def __repr__(self) -> str:
+        return "<default>"
+
+
+DEFAULT: Any = _Default()
+
+
+T = TypeVar("T")
+
+
+class LoopSetting(Generic[T]):
+    """An ``Agent`` attribute kept in its ``LoopConfig`` (``agent.stall_timeout`` is ``agent.config.stall_timeout``)."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, agent: None, owner: type) -> LoopSetting[T]: ...
+    @overload
+    def __get__(self, agent: Agent, owner: type | None = None) -> T: ...
+    def __get__(self, agent: Agent | None, owner: type | None = None) -> T | LoopSetting[T]:
+        return self if agent is None else cast(T, getattr(agent.config, self.name))
+
+    def __set__(self, agent: Agent, value: T) -> None:
+        setattr(agent.config, self.name, value)
+
+
+def resolve_model_arg(model: str | Model | None) -> Model:
+    if model is not None and not isinstance(model, str):
+        if not hasattr(model, "stream"):
+            raise UserError(f"{model!r} is not a model: pass a model string such as 'anthropic:claude-sonnet-4-6', 'offline', or an object with a stream() method.")
+        return model
+    from .models.registry import resolve_model
+
+    return resolve_model(model)
+
+
+def build_permissions(permissions: Any, approver: Callable[..., Any] | None) -> Any:
+    from .permissions import build_gate
+
+    return build_gate(permissions, approver)
+
+
+def build_context_manager(context: Any, model: Model) -> Any:
+    if context is None:
+        return None
+    if context is DEFAULT:
+        from .context import ContextManager
+
+        return ContextManager()
+    return context
+
+
+def otel_sink() -> EventSink:
+    from .journal.otel import OtelSink  # imports OpenTelemetry: only when asked for
+
+    return OtelSink()
+
+
+def open_journal(journal: Any, session_id: str, working_dir: Path) -> Any:
+    if journal is None:
+        return None
+    from .journal import Journal
+
+    if journal is DEFAULT:
+        return Journal.for_session(session_id, working_dir)
+    if isinstance(journal, (str, os.PathLike)):
+        return Journal(Path(journal), session_id=session_id)
+    return journal
