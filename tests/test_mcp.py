@@ -250,7 +250,9 @@ def test_progress_notifications_become_tool_progress_events(everything: None) ->
         assert "completed" in result_of(run, "mcp__ev__trigger-long-running-operation")["content"]
 
 
-async def test_cancelling_a_call_sends_the_mcp_cancellation(everything: None, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def cancellations(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+    """Set once the MCP client sends ``notifications/cancelled`` for a call."""
     from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 
     sent = threading.Event()
@@ -261,6 +263,11 @@ async def test_cancelling_a_call_sends_the_mcp_cancellation(everything: None, mo
         sent.set()
 
     monkeypatch.setattr(JSONRPCDispatcher, "_cancel_outbound", spy)
+    return sent
+
+
+async def test_cancelling_a_call_sends_the_mcp_cancellation(everything: None, cancellations: threading.Event) -> None:
+    sent = cancellations
     call = tool_call("mcp__ev__trigger-long-running-operation", {"duration": 60, "steps": 60})
     agent = agent_with([everything_stdio()], [call], "done")
     try:
@@ -276,17 +283,8 @@ async def test_cancelling_a_call_sends_the_mcp_cancellation(everything: None, mo
         await agent.__aexit__(None, None, None)
 
 
-def test_a_call_past_the_servers_call_timeout_is_cancelled_on_the_server_and_reported(everything: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
-
-    sent = threading.Event()
-    original = JSONRPCDispatcher._cancel_outbound
-
-    async def spy(self: Any, request_id: Any, reason: str, related: Any) -> None:
-        await original(self, request_id, reason, related)
-        sent.set()
-
-    monkeypatch.setattr(JSONRPCDispatcher, "_cancel_outbound", spy)
+def test_a_call_past_the_servers_call_timeout_is_cancelled_on_the_server_and_reported(everything: None, cancellations: threading.Event) -> None:
+    sent = cancellations
     server = dataclasses.replace(everything_stdio(), call_timeout=0.5)
     call = tool_call("mcp__ev__trigger-long-running-operation", {"duration": 60, "steps": 60})
     with agent_with([server], [call], "It took too long.") as agent:

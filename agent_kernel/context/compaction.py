@@ -39,6 +39,7 @@ from .tokens import TokenCounter
 
 __all__ = [
     "SECTIONS",
+    "ask_for_summary",
     "CompactionResult",
     "Compactor",
     "Emit",
@@ -250,6 +251,26 @@ class CompactionResult:
         return None if self.restored is None else str(self.restored.text)
 
 
+async def ask_for_summary(model: Model, prompt: str) -> tuple[str, Usage | None]:
+    """One summary call (no tools, ``SUMMARY_SYSTEM``): the text and the call's usage.
+
+    Raises:
+        ValueError: the model answered with no text (any model error is raised as it is).
+    """
+    request = ModelRequest(messages=(Message.user(prompt),), system=SUMMARY_SYSTEM)
+    parts: list[str] = []
+    usage: Usage | None = None
+    async for event in model.stream(request):
+        if isinstance(event, TextDelta):
+            parts.append(event.text)
+        elif isinstance(event, MessageEnd):
+            usage = event.usage
+    text = "".join(parts).strip()
+    if not text:
+        raise ValueError("the summariser returned no text")
+    return text, usage
+
+
 class Compactor:
     """Summarises older history with a model, with retries and a sliding-window fallback.
 
@@ -315,18 +336,7 @@ class Compactor:
         # Leave the summariser room for its instructions and its answer.
         max_chars = int(window * 0.6 * counter.chars_per_token) if window else None
         transcript = render_transcript(messages, max_block_chars=self.max_block_chars, max_chars=max_chars)
-        request = ModelRequest(messages=(Message.user(summary_prompt(transcript, focus)),), system=SUMMARY_SYSTEM)
-        parts: list[str] = []
-        usage: Usage | None = None
-        async for event in model.stream(request):
-            if isinstance(event, TextDelta):
-                parts.append(event.text)
-            elif isinstance(event, MessageEnd):
-                usage = event.usage
-        summary = "".join(parts).strip()
-        if not summary:
-            raise ValueError("the summariser returned no text")
-        return summary, usage
+        return await ask_for_summary(model, summary_prompt(transcript, focus))
 
     async def compact(
         self,

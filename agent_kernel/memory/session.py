@@ -26,12 +26,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from ..context.compaction import SECTIONS, SUMMARY_SYSTEM, is_valid_cut, render_transcript
+from ..context.compaction import SECTIONS, ask_for_summary, is_valid_cut, render_transcript
 from ..errors import UserError
 from ..events import AgentEvent, EventType
 from ..messages import Message
 from ..models import pricing
-from ..models.base import MessageEnd, Model, ModelRequest, TextDelta, Usage
+from ..models.base import Model, Usage
 from .tags import FILE_TAG, RESTORED_TAG, attribute, neutralise
 
 __all__ = [
@@ -408,26 +408,16 @@ class SessionMemory:
             return None
         transcript = render_transcript(history[start:cut], max_block_chars=max_block_chars)
         prompt = update_prompt(previous.text if valid and previous is not None else None, transcript)
-        request = ModelRequest(messages=(Message.user(prompt),), system=SUMMARY_SYSTEM)
-        parts: list[str] = []
-        usage: Usage | None = None
         name = getattr(model, "name", None)
         try:
-            async for event in model.stream(request):
-                if isinstance(event, TextDelta):
-                    parts.append(event.text)
-                elif isinstance(event, MessageEnd):
-                    usage = event.usage
-            text = "".join(parts).strip()
-            if not text:
-                raise ValueError("the summariser returned no text")
+            text, usage = await ask_for_summary(model, prompt)
         except Exception as exc:  # a failed update costs nothing but freshness: compaction still works
             emit(
                 EventType.SESSION_MEMORY_UPDATE,
                 {"summary": "", "messages_covered": start, "messages_added": 0, "fingerprint": "", "model": name,
-                 "usage": usage.to_dict() if usage is not None else None, "cost_usd": None, "error": f"{type(exc).__name__}: {exc}"},
+                 "usage": None, "cost_usd": None, "error": f"{type(exc).__name__}: {exc}"},
             )
-            return SummaryUpdate(usage, None)
+            return SummaryUpdate(None, None)
         cost = pricing.cost(name, usage) if usage is not None and isinstance(name, str) else None
         self._summary = SessionSummary(text, cut, fingerprint(history[:cut]))
         self._summary_known = True
