@@ -705,7 +705,9 @@ function toolItem(model, item, store) {
     setTimeout(() => {
       if (current.status === "awaiting_approval" && performance.now() - sentAt >= 4000) {
         for (const b of [approve, reject, always]) b.disabled = false;
-        ask.textContent = "No answer from the kernel yet. " + (current.approval_reason || "");
+        ask.textContent = "No answer from the kernel yet. If it was restarted, reload this page: until then " +
+          "JupyterLab may deliver clicks to the kernel that is gone. The run keeps waiting; you can also answer " +
+          "with %agent approve " + current.call_id + " in another cell. " + (current.approval_reason || "");
       }
     }, 4000);
   };
