@@ -35,6 +35,7 @@ from ..state import TurnState
 from .assembler import Component, ContextAssembler, Priority
 from .compaction import CompactionResult, Compactor, Emit, SessionSource, compacted_history, window_cut, with_summary
 from .micro import MicroCompactor, MicroResult, placeholder
+from .session_config import SessionMemoryConfig
 from .tokens import TokenCounter, reported_input_tokens
 
 __all__ = ["DEFAULT_CONTEXT_WINDOW", "ContextManager", "PreparedContext"]
@@ -62,7 +63,7 @@ class ContextManager:
         calibrate: False keeps the estimates uncalibrated (reproducible figures in tests).
         target_ratio: the share of the threshold the kept messages may fill after a compaction.
         session_memory: what a compaction restores and whether a running summary is kept: a
-            ``memory.SessionMemoryConfig`` (default: restore the todo list and recently read
+            ``SessionMemoryConfig`` (default: restore the todo list and recently read
             files within 50,000 tokens; no running summary), True for the defaults, or False
             for neither.
         sleep: the sleep used between retries (injectable for tests).
@@ -369,8 +370,6 @@ class ContextManager:
 
 def _session_config(value: Any) -> Any:
     """``ContextManager(session_memory=...)`` as a ``SessionMemoryConfig``, or None for off."""
-    from ..memory.session import SessionMemoryConfig  # the memory layer sits beside this one
-
     if value is True:
         return SessionMemoryConfig()
     if value is False or value is None:
