@@ -24,7 +24,7 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from ..context.compaction import SECTIONS, ask_for_summary, is_valid_cut, render_transcript
 from ..context.session_config import SessionMemoryConfig
@@ -32,6 +32,7 @@ from ..events import AgentEvent, EventType
 from ..messages import Message
 from ..models import pricing
 from ..models.base import Model, Usage
+from ..tools.builtin.todo import MAX_TODO_CHARS, MAX_TODOS, TODO_STATUSES, TodoItem
 from .tags import FILE_TAG, RESTORED_TAG, attribute, neutralise
 
 __all__ = [
@@ -47,39 +48,10 @@ __all__ = [
     "fingerprint",
 ]
 
-TodoStatus = Literal["pending", "in_progress", "completed"]
-TODO_STATUSES: tuple[str, ...] = ("pending", "in_progress", "completed")
-#: Items a todo list holds at most, and characters an item holds at most (``todo_write``).
-MAX_TODOS = 50
-MAX_TODO_CHARS = 500
-
 Emit = Callable[[EventType, dict[str, Any]], Any]
 
 # Tools whose successful results mean the agent has seen a file as it then was.
 _READ_TOOL = "read_file"
-
-
-@dataclass(frozen=True, slots=True)
-class TodoItem:
-    """One item of the agent's todo/plan list.
-
-    Attributes:
-        content: what is to be done.
-        status: ``pending``, ``in_progress`` or ``completed``.
-    """
-
-    content: str
-    status: TodoStatus = "pending"
-
-    def to_dict(self) -> dict[str, str]:
-        """The item as journaled."""
-        return {"content": self.content, "status": self.status}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> TodoItem:
-        """An item from a ``todo_update`` event."""
-        status = data.get("status", "pending")
-        return cls(str(data.get("content", "")), status if status in TODO_STATUSES else "pending")
 
 
 @dataclass(frozen=True, slots=True)

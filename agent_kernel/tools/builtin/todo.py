@@ -11,13 +11,43 @@ The list goes into every reminder, so it is bounded: at most ``MAX_TODOS`` items
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from ...errors import ToolError
-from ...memory.session import MAX_TODO_CHARS, MAX_TODOS, TODO_STATUSES, TodoItem
 from ..tool import Tool, ToolContext
 
-__all__ = ["todo_write"]
+__all__ = ["MAX_TODOS", "MAX_TODO_CHARS", "TODO_STATUSES", "TodoItem", "TodoStatus", "todo_write"]
+
+
+TodoStatus = Literal["pending", "in_progress", "completed"]
+TODO_STATUSES: tuple[str, ...] = ("pending", "in_progress", "completed")
+#: Items a todo list holds at most, and characters an item holds at most (``todo_write``).
+MAX_TODOS = 50
+MAX_TODO_CHARS = 500
+
+
+@dataclass(frozen=True, slots=True)
+class TodoItem:
+    """One item of the agent's todo/plan list.
+
+    Attributes:
+        content: what is to be done.
+        status: ``pending``, ``in_progress`` or ``completed``.
+    """
+
+    content: str
+    status: TodoStatus = "pending"
+
+    def to_dict(self) -> dict[str, str]:
+        """The item as journaled."""
+        return {"content": self.content, "status": self.status}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TodoItem:
+        """An item from a ``todo_update`` event."""
+        status = data.get("status", "pending")
+        return cls(str(data.get("content", "")), status if status in TODO_STATUSES else "pending")
 
 
 def _todo_write(todos: list[dict[str, Any]], ctx: ToolContext) -> str:
