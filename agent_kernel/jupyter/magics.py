@@ -344,8 +344,9 @@ class AgentMagics(Magics):
                 raise
             return self.new_agent(previous, {**sticky, "model": overrides["model"]})
 
-    def _render_grace(self) -> float:
-        """No kernel, no front-end: nothing can render a view, so approvals need not wait for one."""
+    def render_grace(self) -> float:
+        """Seconds an approval waits for a run's view to render (``runner.start_run``): none
+        without a kernel, since no front-end can render a view there."""
         return RENDER_GRACE_S if getattr(self.shell, "kernel", None) is not None else 0.0
 
     def _start(self, parsed: _Cell, *, detached: bool, on_end: Callable[[RunHandle], None] | None = None) -> RunHandle:
@@ -361,7 +362,7 @@ class AgentMagics(Magics):
 
         try:
             return start_run(agent, parsed.prompt, quiet=parsed.quiet, detached=detached,
-                             on_end=ended, render_grace=self._render_grace())
+                             on_end=ended, render_grace=self.render_grace())
         except BaseException:
             self.apply_settings(agent, saved)
             raise

@@ -49,7 +49,7 @@ async def resume_session(magics: AgentMagics, rest: str) -> None:
     waiting = [p.call_id for p in agent.pending_approvals]
     what = f"{len(waiting)} call(s) waiting for approval ({', '.join(waiting)})" if waiting else "tool calls left unfinished"
     print(f"Resumed session {agent.session_id}: its last run stopped with {what}; continuing it.")
-    await run_cell(agent, None, render_grace=magics._render_grace())
+    await run_cell(agent, None, render_grace=magics.render_grace())
 
 
 def _journal_path(magics: AgentMagics, name: str) -> Path:
