@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import gc
+import warnings
+import weakref
+from typing import Any
 
+import pytest
+
+from agent_kernel import Agent
 from agent_kernel.models.transport import LoopBound
 
 
@@ -50,3 +57,47 @@ def test_a_client_the_user_gave_is_used_on_every_loop_and_never_closed() -> None
         return clients.get()
 
     assert asyncio.run(use()) is given and asyncio.run(use()) is given
+
+
+def test_a_client_closed_at_its_loops_shutdown_is_not_kept_for_the_next_loop() -> None:
+    clients = LoopBound(Client)
+
+    async def use() -> None:
+        clients.get()
+
+    for _ in range(5):  # five run_sync calls on one agent
+        asyncio.run(use())
+    assert len(clients._closers) == 1  # only the last loop's, already finished; none piles up
+
+
+@pytest.mark.parametrize("adapter", ["anthropic", "openai-chat"])
+async def test_an_agent_dropped_while_its_loop_runs_closes_its_pooled_connection(adapter: str) -> None:
+    # A notebook cell that builds a new Agent over the old one: the old one is freed by the cycle
+    # collector, which must not tear down its pooled socket unclosed ("unclosed transport").
+    from agent_kernel.models.anthropic import AnthropicModel
+    from agent_kernel.models.openai import OpenAIModel
+
+    from .conformance import collect
+    from .fakes.server import FakeProvider
+    from .fakes.turns import turn
+
+    with FakeProvider() as server:
+        server.script(turn("Hello."))
+        if adapter == "anthropic":
+            model: Any = AnthropicModel("claude-sonnet-4-6", base_url=server.url, api_key="sk-ant-test")
+        else:
+            model = OpenAIModel("gpt-4.1", base_url=server.url + "/v1", api_key="sk-test")
+        agent = Agent(model, journal=None)
+        agent.cycle = agent  # type: ignore[attr-defined]  # freed only by the cycle collector, as agents are
+        await collect(agent, "hi")  # leaves a keep-alive connection in the client's pool
+        client = weakref.ref(model.client)
+        del agent, model
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            gc.collect()
+        assert [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)] == []
+        for _ in range(1_000):  # the loop closes the client in a task of its own
+            if (c := client()) is None or c.is_closed():
+                break
+            await asyncio.sleep(0)
+        assert client() is None or client().is_closed()  # type: ignore[union-attr]

@@ -10,6 +10,14 @@ after every ``run_sync``), its client is closed on it, so no pooled connection o
 unclosed: each client is paired with a suspended async generator the loop knows about, and a
 loop's shutdown closes every such generator (``loop.shutdown_asyncgens``), which closes the client.
 
+**A dropped adapter closes its clients too.** An agent dropped while its loop runs (a notebook
+cell that builds a new ``Agent`` over the old one) is usually freed by the cycle collector, which
+runs the finalizers of everything it frees at once: the pooled sockets would be torn down there,
+unclosed, before the client could close them. So the generators are not held by the adapter
+alone: a ``weakref.finalize`` holds them until the adapter is gone and then lets go, outside the
+garbage, and each running loop closes its abandoned generator (and with it the client) as it
+closes any other.
+
 **Stream activity.** The SDKs swallow keep-alive traffic (Anthropic's ``ping`` events, SSE
 comment lines), so an adapter never sees it, yet a server that sends it is alive. Adapters hook
 ``watch_stream_activity`` onto their HTTP client; the loop registers ``on_stream_activity`` for
@@ -49,6 +57,10 @@ class LoopBound(Generic[C]):
         # Each loop's client, with the generator that closes it when the loop shuts down.
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[C, Any]] = weakref.WeakKeyDictionary()
         self._last: C | None = given
+        # Keeps each client's closing generator out of this object's garbage (see the module's
+        # docstring); released when this object is freed.
+        self._closers: list[Any] = []
+        weakref.finalize(self, self._closers.clear).atexit = False
 
     def get(self) -> C:
         """The client of the running loop (or, outside any loop, the last one handed out)."""
@@ -65,6 +77,8 @@ class LoopBound(Generic[C]):
         if entry is None:
             client = self._make()
             entry = self._clients[loop] = (client, _closed_at_shutdown(client))
+            # A loop's shutdown finishes its generator (``ag_frame`` is then None): keep only the rest.
+            self._closers[:] = [g for g in self._closers if g.ag_frame is not None] + [entry[1]]
         self._last = entry[0]
         return entry[0]
 
