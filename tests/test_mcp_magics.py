@@ -177,3 +177,24 @@ def test_help_explains_the_resource_and_prompt_options(ev: InteractiveShell) -> 
     _, shown = run(ev, "%agent help")
     assert "--resource SERVER:URI" in shown.stdout and "--prompt SERVER:NAME" in shown.stdout
     assert "KEY=VALUE" in shown.stdout
+
+
+def test_mcp_add_timeout_cancels_a_call_that_takes_longer_and_the_model_reads_why(ip: InteractiveShell) -> None:
+    missing = everything_missing()
+    if missing:
+        pytest.fail(missing)
+    _, added = run(ip, f"%agent mcp add ev --timeout 0.5 -- {NODE} {EVERYTHING} stdio")
+    assert "Added MCP server 'ev' (stdio, calls cancelled after 0.5 s)" in added.stdout
+    slow = '{"duration": 60, "steps": 60}'
+    run(ip, f"slow = ScriptedModel([[tool_call('mcp__ev__trigger-long-running-operation', {slow})], 'It took too long.'])")
+    run(ip, "%%agent -m slow --mode bypass\nRun the long operation.")
+    agent = loaded_magics(ip).sessions.get().agent
+    (result,) = [e.data for e in agent.events if e.type.value == "tool_result"]
+    assert result["is_error"] and "timed out after 0.5 s" in result["content"]
+
+
+@pytest.mark.parametrize("value", ["0", "-3", "soon", "inf", ""])
+def test_mcp_add_refuses_a_timeout_that_is_not_a_positive_number_of_seconds(ip: InteractiveShell, value: str) -> None:
+    error = str(error_of(ip, f"%agent mcp add time --timeout {value!r} -- python -m mcp_server_time"))
+    assert "%agent mcp add time --timeout" in error and "give a positive number of seconds, as in --timeout 30" in error
+    assert ip.run_cell("%agent mcp").result.empty  # nothing was added

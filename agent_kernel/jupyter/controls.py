@@ -80,7 +80,7 @@ HELP = (
     ("%agent replay [SESSION]", "show each recorded run of a session again"),
     ("%agent show [RUN]", "the transcript of one run (a run id, or last), rebuilt from its journal"),
     ("%agent reset", "a new conversation in the session, same settings"),
-    ("%agent mcp", "the session's MCP servers; mcp add NAME -- COMMAND ... adds one"),
+    ("%agent mcp", "the session's MCP servers; mcp add NAME [--timeout S] -- COMMAND ... adds one"),
 )
 
 
@@ -267,7 +267,8 @@ def cmd_tools(magics: AgentMagics, rest: str) -> pd.DataFrame | None:
 
 def cmd_mcp(magics: AgentMagics, rest: str) -> pd.DataFrame | None:
     """``%agent mcp``: the session's MCP servers; ``%agent mcp add NAME -- COMMAND ARGS...`` or
-    ``%agent mcp add NAME URL`` adds one (it starts on the next run)."""
+    ``%agent mcp add NAME URL`` adds one (it starts on the next run). ``--timeout SECONDS`` after
+    the name cancels any of its tool calls that takes longer."""
     import shlex
 
     from ..mcp import MCPServer
@@ -278,24 +279,41 @@ def cmd_mcp(magics: AgentMagics, rest: str) -> pd.DataFrame | None:
         session = magics.sessions.find()
         hub = session.agent.mcp if session is not None else None
         return pd.DataFrame(hub.status() if hub is not None else [], columns=columns)
-    usage = "Usage: %agent mcp add NAME -- COMMAND ARGS... (a stdio server) or %agent mcp add NAME URL (streamable HTTP)."
+    usage = ("Usage: %agent mcp add NAME [--timeout SECONDS] -- COMMAND ARGS... (a stdio server) "
+             "or %agent mcp add NAME [--timeout SECONDS] URL (streamable HTTP).")
     if words[0] != "add" or len(words) < 3:
         raise UserError(f"%agent mcp {rest}: not understood. {usage}")
-    name = words[1]
-    if words[2] == "--":
-        if len(words) < 4:
+    name, target = words[1], words[2:]
+    call_timeout = None
+    if target[0] == "--timeout":
+        call_timeout = _seconds(f"%agent mcp add {name} --timeout", target[1] if len(target) > 1 else "", usage)
+        target = target[2:]
+    if target and target[0] == "--":
+        if len(target) < 2:
             raise UserError(f"%agent mcp add {name} --: give the command to run after --. {usage}")
-        server = MCPServer.stdio(name, words[3], *words[4:])
-    elif len(words) == 3 and words[2].startswith(("http://", "https://")):
-        server = MCPServer.http(name, words[2])
+        server = MCPServer.stdio(name, target[1], *target[2:], call_timeout=call_timeout)
+    elif len(target) == 1 and target[0].startswith(("http://", "https://")):
+        server = MCPServer.http(name, target[0], call_timeout=call_timeout)
     else:
         raise UserError(f"%agent mcp add {name}: put -- before a command, or give one http(s):// URL. {usage}")
     session = magics.sessions.find()
     if session is None:
         session = magics.sessions.put(magics.sessions.current, magics.new_agent(None, {}))
     session.agent.add_mcp(server)
-    print(f"Added MCP server {name!r} ({server.transport}) to session {session.name!r}; it starts on the next run.")
+    limit = "" if call_timeout is None else f", calls cancelled after {call_timeout:g} s"
+    print(f"Added MCP server {name!r} ({server.transport}{limit}) to session {session.name!r}; it starts on the next run.")
     return None
+
+
+def _seconds(option: str, text: str, usage: str) -> float:
+    """``text`` as a positive number of seconds, or a UserError naming ``option``."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = float("nan")
+    if not seconds > 0 or seconds == float("inf"):
+        raise UserError(f"{option} {text}: give a positive number of seconds, as in --timeout 30. {usage}")
+    return seconds
 
 
 def cmd_sessions(magics: AgentMagics, rest: str) -> pd.DataFrame:

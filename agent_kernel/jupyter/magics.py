@@ -549,7 +549,7 @@ class AgentMagics(Magics):
         ``sessions``. Its record as DataFrames: ``events``, ``turns`` (or ``history``), ``calls``
         (tool calls), ``usage`` (model calls), and ``timeline``. Runs: ``compact [FOCUS]``,
         ``wait``, ``cancel``, ``replay [SESSION]``, ``show [RUN]``, ``reset``, ``mcp`` (MCP servers; ``mcp add
-        NAME -- COMMAND ARGS...`` or ``mcp add NAME URL`` adds one). A run in progress: ``say TEXT``
+        NAME [--timeout S] -- COMMAND ARGS...`` or ``mcp add NAME [--timeout S] URL`` adds one). A run in progress: ``say TEXT``
         (``agent.steer``), ``pause``, ``resume-run``, ``approvals``, ``approve CALL_ID``,
         ``reject CALL_ID REASON``. After a restart: ``resume [SESSION]`` (the session back from its journal,
         a run cut off while an approval waited continued in a live view).
