@@ -59,7 +59,8 @@ class EventType(str, Enum):
     # mcp_error {server, phase (connect|call), message, stderr_tail}, followed by an ``error``
     # event of kind "mcp"; mcp_elicitation {server, message, schema, action, content, reason};
     # mcp_resource {server, uri, mime_type, chars, capped} (a resource attached to a prompt);
-    # mcp_sampling {server, messages, system_prompt, max_tokens, action, model, text, usage, reason}.
+    # mcp_sampling {server, messages, system_prompt, max_tokens, action, model, text, usage, cost_usd,
+    # stop_reason, duration_s, reason}.
     MCP_CONNECT = "mcp_connect"
     MCP_TOOLS_LISTED = "mcp_tools_listed"
     MCP_WARNING = "mcp_warning"

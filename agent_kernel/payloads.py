@@ -599,7 +599,10 @@ class McpSampling(TypedDict, total=False):
     action: str  # accept (the model answered) or decline
     model: str | None  # the model that answered (accept only)
     text: str | None  # the answer sent back (accept only)
-    usage: UsageDict | None  # the model call's tokens (accept only)
+    usage: UsageDict | None  # the model call's tokens (accept only; None: the model reported none)
+    cost_usd: float | None  # its cost, added to the run's (None: declined, or the price is unknown)
+    stop_reason: str | None  # why the model stopped (accept only)
+    duration_s: float | None  # how long the model took (accept only)
     reason: str | None  # why it was declined, or which option allowed it
 
 

@@ -509,6 +509,49 @@ def test_a_server_allowed_to_sample_is_answered_by_the_agents_model_and_the_exch
     assert sampled["usage"]["output_tokens"] > 0
 
 
+def test_a_sampling_call_counts_in_the_runs_tokens_and_cost_and_in_every_usage_table(everything: None, tmp_path: Path) -> None:
+    # The real Anthropic SDK against the strict fake endpoint: each model call reports its usage.
+    import pandas as pd
+
+    from agent_kernel.journal import sql, turns_df, usage_df
+    from agent_kernel.models import pricing
+    from agent_kernel.models.anthropic import AnthropicModel
+    from agent_kernel.models.base import Usage
+
+    from .fakes.server import FakeProvider
+    from .fakes.turns import turn
+
+    journal = tmp_path / "s.jsonl"
+    ask = {"prompt": "Say hi", "maxTokens": 20}
+    with FakeProvider() as provider:
+        provider.script(
+            turn(calls=[("c1", "mcp__ev__trigger-sampling-request", ask)], usage={"input_tokens": 100, "output_tokens": 10}),
+            turn("Hi from the model.", usage={"input_tokens": 30, "output_tokens": 5}),  # the server's sample
+            turn("done", usage={"input_tokens": 200, "output_tokens": 3}),
+        )
+        model = AnthropicModel("claude-sonnet-4-6", base_url=provider.url, api_key="sk-ant-test")
+        with Agent(model, mcp=[everything_stdio(sampling=True)], permissions="bypass", journal=journal, context=None) as agent:
+            run = agent.run_sync("go")
+        assert not provider.rejected
+    assert '"text": "Hi from the model."' in result_of(run, "mcp__ev__trigger-sampling-request")["content"]
+    (sampled,) = of_type(run.events, EventType.MCP_SAMPLING)
+    one = pricing.cost("claude-sonnet-4-6", Usage(30, 5))
+    assert one is not None and sampled.data["cost_usd"] == pytest.approx(one)
+    assert sampled.data["usage"]["input_tokens"] == 30 and sampled.data["stop_reason"] == "end_turn" and sampled.data["duration_s"] >= 0
+    # The run's totals are its three model calls: two turns and the sample.
+    assert (run.usage.input_tokens, run.usage.output_tokens, run.stats.llm_calls) == (330, 18, 3)
+    every = pricing.cost("claude-sonnet-4-6", Usage(330, 18))
+    assert run.cost_usd == pytest.approx(every)
+    usage = usage_df(journal)
+    assert list(usage["purpose"]) == ["turn", "sampling", "turn"] and list(usage["input_tokens"]) == [100, 30, 200]
+    assert usage["cost_usd"].sum() == pytest.approx(every)
+    turns = turns_df(journal)
+    assert turns["input_tokens"].sum() == 330 and turns["llm_calls"].sum() == 3 and turns["cost_usd"].sum() == pytest.approx(every)
+    by_sql = sql("SELECT purpose, input_tokens, cost_usd FROM usage ORDER BY seq", journal)
+    pd.testing.assert_frame_equal(by_sql, usage[["purpose", "input_tokens", "cost_usd"]], check_dtype=False)
+    assert sql("SELECT sum(llm_calls) AS n, sum(input_tokens) AS t FROM turns", journal).iloc[0].tolist() == [3, 330]
+
+
 def test_sampling_is_declined_by_default_headless_and_the_server_is_told_how_to_allow_it(everything: None) -> None:
     with agent_with([everything_stdio()], [SAMPLE], "done", permissions="bypass") as agent:
         run = agent.run_sync("go")
@@ -596,6 +639,9 @@ def test_the_live_view_notes_each_sampling_request_and_how_it_was_answered(every
         view.apply(event)
     notes = [item.message for item in view.items if getattr(item, "topic", None) == "mcp_sampling"]
     assert notes == ["MCP server 'ev' asked the model (scripted) for a completion: answered, 1 token out"]
+    # The status line counts the sample among the run's tokens, as the run's totals do.
+    assert view.status.output_tokens == run.usage.output_tokens and view.status.input_tokens == run.usage.input_tokens
+    assert run.stats.llm_calls == 3
 
 
 async def test_the_live_view_shows_an_elicitation_as_a_form_and_the_persons_answer_resolves_it() -> None:

@@ -412,7 +412,8 @@ def turns_df(source: Any) -> pd.DataFrame:
     streaming, a compaction summary written in the turn included); ``tool_s`` (wall time with at
     least one tool running, so parallel calls count once); ``approval_wait_s``; ``input_tokens``, ``output_tokens``, ``cache_read_tokens``,
     ``cache_write_tokens`` int64; ``cost_usd`` float64 (NaN if a price was unknown);
-    ``llm_calls`` (model calls, summaries included, so tokens and cost match ``usage_df``),
+    ``llm_calls`` (model calls, summaries and MCP sampling included, so tokens and cost match
+    ``usage_df``; a sampling call's time is in ``tool_s``, the call that asked),
     ``tool_calls`` int64; ``ended_by`` string: ``recursion`` (tools ran, the loop
     went on), the ``run_finish`` reason (``end_turn``, ``max_turns``, ...), ``max_iterations``,
     ``cancelled`` or ``error``; missing while the turn runs.
@@ -452,7 +453,8 @@ def turns_df(source: Any) -> pd.DataFrame:
             duration = _number(data.get("duration_s")) if kind is EventType.LLM_COMPLETE else None
             if duration is None and event.turn_id in llm_started:
                 duration = event.ts - llm_started[event.turn_id]
-            turn["model_s"] += duration or 0.0
+            if kind is not EventType.MCP_SAMPLING:  # sampling runs inside a tool call: tool_s has its time
+                turn["model_s"] += duration or 0.0
             turn["llm_calls"] += 1
             usage = data.get("usage") or {}
             for key in turn["usage"]:
@@ -501,18 +503,21 @@ def turns_df(source: Any) -> pd.DataFrame:
 
 
 def _is_model_call(event: AgentEvent) -> bool:
-    """A model's answer: a turn's response, or a compaction summary a model wrote (it has usage)."""
+    """A model's answer: a turn's response, a compaction summary a model wrote (it has usage), or
+    a completion an MCP server asked the model for (sampling) and got."""
     kind = event.type
-    return kind is EventType.LLM_COMPLETE or (kind is EventType.COMPACTION_COMPLETE and bool(event.data.get("usage")))
+    return (kind is EventType.LLM_COMPLETE or (kind is EventType.COMPACTION_COMPLETE and bool(event.data.get("usage")))
+            or (kind is EventType.MCP_SAMPLING and event.data.get("action") == "accept"))
 
 
 def usage_df(source: Any) -> pd.DataFrame:
-    """One row per model call: each ``llm_complete``, and each compaction summary a model wrote.
+    """One row per model call: each ``llm_complete``, each compaction summary a model wrote, and
+    each completion an MCP server asked the model for (sampling) and got.
 
     Columns: ``session_id``, ``run_id``, ``turn_id``, ``agent_id``, ``parent_agent_id`` string;
     ``seq`` int64; ``ts`` datetime64[ns, UTC]; ``iteration`` int64; ``purpose`` string
-    (``turn`` or ``compaction``); ``model``, ``stop_reason`` string (no stop reason for a
-    summary); ``input_tokens``, ``output_tokens``, ``cache_read_tokens``, ``cache_write_tokens``
+    (``turn``, ``compaction`` or ``sampling``); ``model``, ``stop_reason`` string (no stop reason
+    for a summary); ``input_tokens``, ``output_tokens``, ``cache_read_tokens``, ``cache_write_tokens``
     int64; ``cost_usd`` float64 (NaN when the price is unknown); ``duration_s`` float64.
     """
     rows: dict[str, list[Any]] = {name: [] for name in USAGE_COLUMNS}
@@ -527,6 +532,7 @@ def usage_df(source: Any) -> pd.DataFrame:
         data = event.data
         usage = data.get("usage") or {}
         summary = event.type is EventType.COMPACTION_COMPLETE
+        sampling = event.type is EventType.MCP_SAMPLING
         since = started.pop(event.agent_id, None) if summary else None
         values = {
             "session_id": event.session_id,
@@ -536,7 +542,7 @@ def usage_df(source: Any) -> pd.DataFrame:
             "seq": event.seq,
             "ts": event.ts,
             "iteration": event.iteration,
-            "purpose": "compaction" if summary else "turn",
+            "purpose": "compaction" if summary else "sampling" if sampling else "turn",
             "model": data.get("model"),
             "stop_reason": None if summary else data.get("stop_reason"),
             "input_tokens": int(usage.get("input_tokens") or 0),

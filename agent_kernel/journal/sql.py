@@ -218,7 +218,8 @@ CREATE TEMP VIEW tool_calls AS
     LEFT JOIN _parents p ON p._file = e._file AND p.child = e.agent_id
     LEFT JOIN _overlaps o ON o._file = e._file AND o.run_id = e.run_id AND o.call_id = e.call_id;
 
--- Model calls: every llm_complete, and each compaction summary a model wrote (it has usage).
+-- Model calls: every llm_complete, each compaction summary a model wrote (it has usage), and each
+-- completion an MCP server asked the model for and got (sampling).
 CREATE TEMP VIEW _model_rows AS
     SELECT *,
         type = 'compaction_complete' AS _summary,
@@ -231,21 +232,23 @@ CREATE TEMP VIEW _model_rows AS
         last_value(CASE WHEN type = 'compaction_complete' AND json_type(data, '$.usage') = 'OBJECT'
                         AND len(json_keys(data, '$.usage')) > 0 THEN seq END IGNORE NULLS) OVER _agent AS _csummary_seq
     FROM _core
-    WHERE type IN ('llm_start', 'compaction_start', 'llm_complete', 'compaction_complete')
+    WHERE type IN ('llm_start', 'compaction_start', 'llm_complete', 'compaction_complete', 'mcp_sampling')
     WINDOW _agent AS (PARTITION BY _file, agent_id ORDER BY seq ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING);
 
 CREATE TEMP VIEW _model_calls AS
     SELECT *,
         CASE WHEN type = 'llm_complete' THEN coalesce(_num(data, '$.duration_s'), ts - _turn_llm_start)
+             WHEN type = 'mcp_sampling' THEN 0.0  -- it ran inside a tool call, whose time tool_s has
              ELSE ts - _turn_llm_start END AS _model_s,
         _num(data, '$.cost_usd') AS _cost
     FROM _model_rows
     WHERE type = 'llm_complete'
-       OR (type = 'compaction_complete' AND json_type(data, '$.usage') = 'OBJECT' AND len(json_keys(data, '$.usage')) > 0);
+       OR (type = 'compaction_complete' AND json_type(data, '$.usage') = 'OBJECT' AND len(json_keys(data, '$.usage')) > 0)
+       OR (type = 'mcp_sampling' AND data->>'$.action' = 'accept');
 
 CREATE TEMP VIEW usage AS
     SELECT {_WHO}, e.seq, _time(e.ts) AS ts, e.iteration,
-        CASE WHEN e._summary THEN 'compaction' ELSE 'turn' END AS purpose,
+        CASE WHEN e._summary THEN 'compaction' WHEN e.type = 'mcp_sampling' THEN 'sampling' ELSE 'turn' END AS purpose,
         e.data->>'$.model' AS model,
         CASE WHEN e._summary THEN NULL ELSE e.data->>'$.stop_reason' END AS stop_reason,
         _int(e.data, '$.usage.input_tokens') AS input_tokens,

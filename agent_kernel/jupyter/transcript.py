@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Protocol, TypeGuard
+from typing import Any, Protocol, TypeGuard, cast
 
 from .. import payloads as p
 from ..events import AgentEvent, EventType
@@ -279,8 +279,9 @@ class Transcript:
             extra.update(pending_input=None, activity=None)
         self._add_usage(data, model=data.get("model") if top else None, **extra)
 
-    def _add_usage(self, data: p.LlmComplete | p.CompactionComplete, model: str | None = None, **extra: Any) -> None:
-        """Adds one model call's tokens and cost (a response, or a compaction summary) to the status."""
+    def _add_usage(self, data: p.LlmComplete | p.CompactionComplete | p.McpSampling, model: str | None = None, **extra: Any) -> None:
+        """Adds one model call's tokens and cost (a response, a compaction summary, or a completion
+        an MCP server asked for) to the status."""
         usage: Mapping[str, Any] = data.get("usage") or {}
         cost = data.get("cost_usd")
         if cost is None:
@@ -405,6 +406,7 @@ class Transcript:
             message = f"Attached @{server}:{data.get('uri')} ({int(data.get('chars') or 0):,} characters{capped})"
         elif event.type is EventType.MCP_SAMPLING:
             if data.get("action") == "accept":
+                self._add_usage(cast(p.McpSampling, data))  # the run's tokens and cost, as its own model calls
                 out = int((data.get("usage") or {}).get("output_tokens") or 0)
                 message = (f"MCP server {server!r} asked the model ({data.get('model')}) for a completion: answered, "
                            f"{out:,} token{'' if out == 1 else 's'} out")

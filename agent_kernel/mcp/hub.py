@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import time
 import weakref
 from collections.abc import Awaitable, Callable, Iterable
@@ -35,6 +36,9 @@ from typing import Any, Literal
 from ..blocking import SHORT_LIVED_LOOP
 from ..errors import ToolError, UserError, did_you_mean
 from ..events import EventType
+from ..models import pricing
+from ..models.base import Usage
+from ..state import LoopStats
 from ..tools.output import cap_tool_output
 from ..tools.registry import ToolRegistry
 from ..tools.tool import ToolContext
@@ -110,6 +114,9 @@ class MCPHub:
         #: Facts of steps taken between runs (a server started to render a prompt), for the next run.
         self._backlog: list[Fact] = []
         self._emitters: dict[str, tuple[asyncio.AbstractEventLoop, Emit]] = {}
+        #: The totals of the run that last called each server: a sampling call it answers is one
+        #: of its model calls (tokens and cost), as a sub-agent's are.
+        self._payers: dict[str, LoopStats] = {}
         self._reported: dict[str, int] = {}  # the connection generation whose start was recorded
         #: Connections left on a loop no caller can reach any more; stopped on ``close``.
         self._abandoned: list[Connection] = []
@@ -338,6 +345,9 @@ class MCPHub:
                 raise ToolError(f"{connection.error} The call did not run; it will be retried on a new connection next time.")
         if emit is not _ignore:
             self._emitters[server] = (asyncio.get_running_loop(), emit)
+        stats = getattr(getattr(context, "run", None), "stats", None)
+        if isinstance(stats, LoopStats):
+            self._payers[server] = stats
         try:
             return await self._on(connection, connection.call_tool(tool, arguments, progress))
         except MCPConnectionError as exc:
@@ -466,6 +476,21 @@ class MCPHub:
             else:
                 loop.call_soon_threadsafe(emit, kind, data)
 
+    def _charge(self, server: str, usage: Usage | None, cost: float | None) -> None:
+        """Adds a sampling call's tokens and cost to the totals of the run that called ``server``
+        (on that run's loop, where its totals are kept)."""
+        stats = self._payers.get(server)
+        target = self._emitters.get(server)
+        if stats is None:
+            return
+        add = functools.partial(stats.add_usage, (usage or Usage()).to_dict(), cost)
+        loop = target[0] if target is not None else None
+        if loop is None or _running_loop() is loop:
+            add()
+            return
+        with contextlib.suppress(RuntimeError):  # the caller's loop has closed
+            loop.call_soon_threadsafe(add)
+
     # -- sampling ---------------------------------------------------------------------------
 
     async def _sample(self, server: MCPServer, params: Any) -> Any:
@@ -485,6 +510,9 @@ class MCPHub:
             "model": None,
             "text": None,
             "usage": None,
+            "cost_usd": None,
+            "stop_reason": None,
+            "duration_s": None,
         }
         if server.sampling:
             allowed, reason = True, f"MCPServer({server.name!r}, sampling=True) allows it"
@@ -509,10 +537,16 @@ class MCPHub:
         if allowed and model is None:
             allowed, reason = False, "this agent has no model to answer with"
         if allowed:
+            started = time.monotonic()
             try:
                 text, stop, usage = await self._on_caller(server.name, ask_model(model, params))
-                record.update(action="accept", model=str(getattr(model, "name", None)), text=text, usage=usage)
-                answer = sampling_result(text, str(getattr(model, "name", "")), stop)
+                model_name = str(getattr(model, "name", ""))
+                # No usage reported (llama.cpp streams none): the cost is unknown, not free.
+                cost = None if usage is None else pricing.cost(model_name, usage)
+                record.update(action="accept", model=model_name or None, text=text, usage=None if usage is None else usage.to_dict(),
+                              cost_usd=cost, stop_reason=stop, duration_s=time.monotonic() - started)
+                self._charge(server.name, usage, cost)
+                answer = sampling_result(text, model_name, stop)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # a model error is the server's answer, not the run's failure

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..messages import Message, TextBlock
-from ..models.base import MessageEnd, ModelRequest, TextDelta
+from ..models.base import MessageEnd, ModelRequest, TextDelta, Usage
 from .content import block_text
 
 __all__ = ["ask_model", "request_summary", "sampling_result"]
@@ -38,8 +38,9 @@ def request_summary(params: Any) -> list[str]:
     return lines
 
 
-async def ask_model(model: Any, params: Any) -> tuple[str, str, dict[str, Any] | None]:
-    """Asks ``model`` for the completion the request wants: its text, stop reason and usage."""
+async def ask_model(model: Any, params: Any) -> tuple[str, str, Usage | None]:
+    """Asks ``model`` for the completion the request wants: its text, stop reason and usage (None:
+    the model reported none)."""
     messages = tuple(Message(m.role, (TextBlock(_text(m.content)),)) for m in params.messages)
     options = {"max_tokens": int(params.max_tokens)} if getattr(params, "max_tokens", None) else {}
     request = ModelRequest(messages=messages, system=getattr(params, "system_prompt", None), options=options)
@@ -49,8 +50,7 @@ async def ask_model(model: Any, params: Any) -> tuple[str, str, dict[str, Any] |
         if isinstance(event, TextDelta):
             parts.append(event.text)
         elif isinstance(event, MessageEnd):
-            stop = event.stop_reason
-            usage = event.usage.to_dict() if event.usage is not None else None
+            stop, usage = event.stop_reason, event.usage
     return "".join(parts), stop, usage
 
 
