@@ -550,6 +550,19 @@ def test_a_sampling_call_counts_in_the_runs_tokens_and_cost_and_in_every_usage_t
     by_sql = sql("SELECT purpose, input_tokens, cost_usd FROM usage ORDER BY seq", journal)
     pd.testing.assert_frame_equal(by_sql, usage[["purpose", "input_tokens", "cost_usd"]], check_dtype=False)
     assert sql("SELECT sum(llm_calls) AS n, sum(input_tokens) AS t FROM turns", journal).iloc[0].tolist() == [3, 330]
+    # In OpenTelemetry the sample is a chat span under the tool call that the server was serving.
+    from agent_kernel.journal import export_otel
+
+    from .test_otel import memory_provider, tree
+
+    provider, exporter = memory_provider()
+    export_otel(journal, provider)
+    spans = exporter.get_finished_spans()
+    assert tree(spans) == [(0, "invoke_agent"), (1, "chat claude-sonnet-4-6"), (1, "execute_tool mcp__ev__trigger-sampling-request"),
+                           (2, "chat claude-sonnet-4-6"), (1, "chat claude-sonnet-4-6")]
+    (sample,) = [span for span in spans if (span.attributes or {}).get("agent_kernel.purpose") == "sampling"]
+    assert sample.attributes is not None and sample.attributes["gen_ai.usage.input_tokens"] == 30
+    assert sample.attributes["agent_kernel.mcp.server"] == "ev" and sample.attributes["agent_kernel.cost_usd"] == pytest.approx(one)
 
 
 def test_sampling_is_declined_by_default_headless_and_the_server_is_told_how_to_allow_it(everything: None) -> None:

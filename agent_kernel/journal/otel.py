@@ -10,7 +10,9 @@ emitter writes it, so a live run and an exported journal give the same span tree
 * ``chat {model}`` per model call, from ``llm_start`` to ``llm_complete`` (a call that failed and
   was retried ends at the ``retry`` with ``error.type``);
 * ``execute_tool {name}`` per tool call, from ``tool_start`` to ``tool_result`` (the tool's own
-  ``started_at`` / ``ended_at`` when recorded); a failed call has ``error.type`` and an error status.
+  ``started_at`` / ``ended_at`` when recorded); a failed call has ``error.type`` and an error status;
+* ``chat {model}`` for each completion an MCP server asked the model for (``mcp_sampling``,
+  accepted), a child of the server's call in flight, with ``agent_kernel.purpose = sampling``.
 
 Span times are the events' ``ts`` (the spans of an exported journal sit where the run happened,
 not when it was exported). Attributes: ``gen_ai.operation.name``, ``gen_ai.provider.name``,
@@ -75,6 +77,7 @@ class _Run:
     sub: bool = False  # ended by subagent_finish rather than run_finish
     chat: Span | None = None
     tools: dict[str, Span] = field(default_factory=dict)
+    tool_names: dict[str, str] = field(default_factory=dict)  # the open calls' tool names
     failed: bool = False
 
 
@@ -93,6 +96,7 @@ HANDLED = frozenset(
         EventType.RUN_FINISH,
         EventType.SUBAGENT_START,
         EventType.SUBAGENT_FINISH,
+        EventType.MCP_SAMPLING,
     }
 )
 
@@ -151,6 +155,7 @@ class SpanBuilder:
             self._fail(span, reason)
             span.end(end_time=ts)
         run.tools.clear()
+        run.tool_names.clear()
 
     # -- events -----------------------------------------------------------------------------
 
@@ -229,6 +234,7 @@ class SpanBuilder:
         elif kind is EventType.TOOL_START:
             call_id = str(data.get("call_id"))
             name = data.get("name") if isinstance(data.get("name"), str) else None
+            run.tool_names[call_id] = name or ""
             run.tools[call_id] = self._start(
                 f"execute_tool {name}" if name else "execute_tool",
                 _ns(data.get("started_at"), event.ts),
@@ -244,6 +250,7 @@ class SpanBuilder:
         elif kind is EventType.TOOL_RESULT:
             call_id = str(data.get("call_id"))
             span = run.tools.pop(call_id, None)
+            run.tool_names.pop(call_id, None)
             name = data.get("name") if isinstance(data.get("name"), str) else None
             if span is None:  # a call that never ran (refused, or cut short before it began)
                 span = self._start(
@@ -257,6 +264,9 @@ class SpanBuilder:
                 content = data.get("content")
                 self._fail(span, "cancelled" if data.get("synthetic") else "tool_error", content[:200] if isinstance(content, str) else None)
             span.end(end_time=_ns(data.get("ended_at"), event.ts))
+        elif kind is EventType.MCP_SAMPLING:
+            if data.get("action") == "accept":
+                self._sampling(run, event, ts)
         elif kind is EventType.CANCELLED:
             run.span.set_attribute("error.type", "cancelled")
         elif kind is EventType.RUN_FINISH:
@@ -283,6 +293,37 @@ class SpanBuilder:
                 self._fail(run.span, "error", str(data.get("error") or ""))
             run.span.end(end_time=ts)
             del self._runs[event.run_id]
+
+    def _sampling(self, run: _Run, event: AgentEvent, ts: int) -> None:
+        """A ``chat`` span for a completion an MCP server asked for, under the server's call in
+        flight (the latest one to that server; the run's span when none is open)."""
+        data = event.data
+        server = data.get("server")
+        prefix = f"mcp__{server}__"
+        calls = [span for call_id, span in run.tools.items() if run.tool_names.get(call_id, "").startswith(prefix)]
+        parent = calls[-1] if calls else run.span
+        duration = data.get("duration_s")
+        took = duration if isinstance(duration, (int, float)) and not isinstance(duration, bool) and duration >= 0 else 0.0
+        model = data.get("model") if isinstance(data.get("model"), str) else None
+        given = data.get("usage")
+        usage: dict[str, Any] = given if isinstance(given, dict) else {}
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": run.provider or "unknown",
+            "gen_ai.request.model": model,
+            "gen_ai.response.model": model,
+            "gen_ai.conversation.id": event.session_id,
+            "gen_ai.usage.input_tokens": usage.get("input_tokens"),
+            "gen_ai.usage.output_tokens": usage.get("output_tokens"),
+            "agent_kernel.cost_usd": data.get("cost_usd"),
+            "agent_kernel.purpose": "sampling",
+            "agent_kernel.mcp.server": server if isinstance(server, str) else None,
+        }
+        if isinstance(data.get("stop_reason"), str):
+            attributes["gen_ai.response.finish_reasons"] = [data["stop_reason"]]
+        clean = {k: v for k, v in attributes.items() if isinstance(v, (str, int, float, list)) and not isinstance(v, bool)}
+        span = self._start(f"chat {model}" if model else "chat", ts - int(took * _NS), parent, SpanKind.CLIENT, clean)
+        span.end(end_time=ts)
 
     def finish(self) -> None:
         """Ends every span still open at the last event's time (a run cut off mid-way)."""
