@@ -82,6 +82,23 @@ def test_descriptions_never_hold_values() -> None:
     assert describe(types.SimpleNamespace(a=1)) == "SimpleNamespace"
 
 
+def test_a_frame_of_every_kind_of_column_is_described_with_the_dtypes_pandas_gives() -> None:
+    mixed = pd.DataFrame({
+        "n": range(3), "cat": pd.Categorical(["x", "y", "x"]), "when": pd.date_range("2026", periods=3, tz="UTC"),
+        "maybe": pd.array([1, None, 3], dtype="Int64"), "s": ["a", "b", "c"], "f": [1.0, 2.0, 3.0],
+    })
+    mixed.insert(0, "first", 2.5)  # a column inserted ahead of the others' blocks
+    frames = [mixed, mixed[["f", "n", "s"]], pd.DataFrame([[1, "x"]], columns=["a", "a"]), pd.DataFrame(),
+              pd.DataFrame(np.zeros((2, 2)), columns=pd.MultiIndex.from_tuples([("a", 1), ("b", 2)]))]
+    for frame in frames:
+        described = describe(frame)
+        dtypes = [str(dtype) for dtype in frame.dtypes]
+        assert described.startswith(f"DataFrame, {frame.shape[0]} rows x {frame.shape[1]} columns")
+        assert all(f"({dtype})" in described for dtype in dtypes)
+    assert describe(mixed).endswith("first (float64), n (int64), cat (category), when (datetime64[us, UTC]), maybe (Int64), s (str), f (float64)")
+    assert describe(frames[1]) == "DataFrame, 3 rows x 3 columns: f (float64), n (int64), s (str)"
+
+
 async def test_a_file_the_agent_read_that_changed_on_disk_is_reported_once(tmp_path: Path) -> None:
     data = tmp_path / "data.csv"
     data.write_text("a,b\n1,2\n")

@@ -85,7 +85,7 @@ def describe(value: Any) -> str:
         if family == "frame":
             rows, cols = value.shape
             # Plain lists first: slicing pandas objects costs more than the whole description.
-            columns = [f"{_label(column)} ({dtype})" for column, dtype in zip(value.columns.tolist()[:_MAX_COLUMNS], value.dtypes.tolist()[:_MAX_COLUMNS])]
+            columns = [f"{_label(column)} ({dtype})" for column, dtype in zip(value.columns.tolist()[:_MAX_COLUMNS], _frame_dtypes(value, cols)[:_MAX_COLUMNS])]
             if cols > _MAX_COLUMNS:
                 columns.append(f"... {cols - _MAX_COLUMNS} more")
             return f"{name}, {rows} rows x {cols} columns: {', '.join(columns)}"
@@ -100,6 +100,19 @@ def describe(value: Any) -> str:
         return name
     except Exception:  # whatever went wrong, the type is all there is to say
         return _type_name(kind)
+
+
+def _frame_dtypes(frame: Any, cols: int) -> list[Any]:
+    """A DataFrame's column dtypes, in order. Its block manager has them at once; ``frame.dtypes``
+    builds a Series of them first, which costs a hundred times more (this runs before every prompt
+    for each new or changed frame)."""
+    try:
+        dtypes = frame._mgr.get_dtypes()
+        if len(dtypes) == cols:
+            return list(dtypes)
+    except Exception:  # another pandas, or a frame that keeps its columns otherwise
+        pass
+    return list(frame.dtypes)
 
 
 def _type_name(kind: type) -> str:
