@@ -10,7 +10,9 @@ between prompts as a notebook's do:
 * medium namespace: 100 variables (5 DataFrames, 5 arrays, lists, scalars), 5 change per prompt;
 * large namespace: 1,000 variables (50 DataFrames, 50 arrays, the rest lists and scalars),
   20 change per prompt;
-* large namespace, one tool turn per prompt: the least work to spread the reminder's cost over.
+* large namespace, one tool turn per prompt: the least work to spread the reminder's cost over;
+* the same with the journal and the context manager on, as an agent runs by default (the other
+  workloads turn both off in both arms, the strictest comparison).
 
 The memory store holds 20 entries and the working directory an AGENTS.md, so session start reads
 and injects both. Both agents offer the same tools (``memory`` and ``todo_write`` included), so
@@ -84,16 +86,17 @@ def workdir() -> Path:
     return folder
 
 
-async def session(size: int, changes: int, turns: int, on: bool, folder: Path) -> float:
+async def session(size: int, changes: int, turns: int, on: bool, folder: Path, defaults: bool = False) -> float:
     """Seconds per loop turn over ``PROMPTS`` prompts of ``turns`` tool turns and a final answer."""
     ns = namespace(size)
     script: list[Any] = []
     for _ in range(PROMPTS):
         script += [[tool_call("ping", {"x": t})] for t in range(turns)] + ["done"]
+    bare: dict[str, Any] = {} if defaults else {"journal": None, "context": None}
     agent = Agent(
-        ScriptedModel(script), tools=[ping, "read_file", memory, todo_write], journal=None, context=None, stall_timeout=None,
+        ScriptedModel(script), tools=[ping, "read_file", memory, todo_write], stall_timeout=None,
         max_iterations=10_000, working_dir=folder,
-        memory=on, reminders=on, namespace=ns if on else None,
+        memory=on, reminders=on, namespace=ns if on else None, **bare,
     )
     gc.collect()
     elapsed = 0.0
@@ -105,22 +108,23 @@ async def session(size: int, changes: int, turns: int, on: bool, folder: Path) -
     return elapsed / (PROMPTS * (turns + 1))
 
 
-def best(size: int, changes: int, turns: int, on: bool, folder: Path) -> float:
-    return min(asyncio.run(session(size, changes, turns, on, folder)) for _ in range(ROUNDS))
+def best(size: int, changes: int, turns: int, on: bool, folder: Path, defaults: bool) -> float:
+    return min(asyncio.run(session(size, changes, turns, on, folder, defaults)) for _ in range(ROUNDS))
 
 
 def main() -> None:
     folder = workdir()
-    workloads = [
-        ("small namespace (10 variables), 3 tool turns per prompt", 10, 2, 3),
-        ("medium namespace (100 variables), 3 tool turns per prompt", 100, 5, 3),
-        ("large namespace (1,000 variables), 3 tool turns per prompt", 1_000, 20, 3),
-        ("large namespace (1,000 variables), 1 tool turn per prompt", 1_000, 20, 1),
+    workloads = [  # label, variables, changed per prompt, tool turns per prompt, journal and context on
+        ("small namespace (10 variables), 3 tool turns per prompt", 10, 2, 3, False),
+        ("medium namespace (100 variables), 3 tool turns per prompt", 100, 5, 3, False),
+        ("large namespace (1,000 variables), 3 tool turns per prompt", 1_000, 20, 3, False),
+        ("large namespace (1,000 variables), 1 tool turn per prompt", 1_000, 20, 1, False),
+        ("large namespace (1,000 variables), 1 tool turn per prompt, journal and context on", 1_000, 20, 1, True),
     ]
     worst = 0.0
-    for label, size, changes, turns in workloads:
-        off = best(size, changes, turns, False, folder)
-        on = best(size, changes, turns, True, folder)
+    for label, size, changes, turns, defaults in workloads:
+        off = best(size, changes, turns, False, folder, defaults)
+        on = best(size, changes, turns, True, folder, defaults)
         ratio = on / off
         worst = max(worst, ratio)
         per_prompt = (on - off) * (turns + 1) * 1e6
