@@ -401,6 +401,8 @@ class Agent:
             # aclosing: a consumer that stops early still lets the loop record how the run ended.
             loop_started = True
             answered = interrupted.answered if interrupted is not None else None
+            if interrupted is not None:
+                ctx.resumed_subagents = dict(interrupted.subagents)  # their calls run again and they go on
             async with contextlib.aclosing(tt(self.messages, turn, ctx, answered=answered)) as events:
                 async for event in events:
                     if event.run_id != ctx.run_id:
@@ -660,7 +662,10 @@ class Agent:
         approval) is left open: ``pending_approvals`` lists the calls that waited for a decision,
         and ``continue_run()`` asks again, runs the calls that had not run, and completes the run
         without asking the model again; a new prompt instead closes those calls, a call that had
-        started getting an "interrupted" error result. ``agent_kwargs`` are those of ``Agent`` (another ``model``, more
+        started getting an "interrupted" error result. A sub-agent that was itself waiting inside
+        a turn (its own call waiting for approval) is listed there too, and ``continue_run()``
+        lets it finish that turn under its id instead of starting it over (pass the same sub-agent
+        tools). ``agent_kwargs`` are those of ``Agent`` (another ``model``, more
         ``tools``, ...); without ``model`` the recorded provider and model are used when they can
         be rebuilt from a string, else the default model.
 
@@ -725,7 +730,7 @@ class Agent:
         if self._interrupted is not None:
             from .continuation import request_of
 
-            return [request_of(data) for data in self._interrupted.approvals]
+            return [request_of(data) for data in self._interrupted.all_approvals]
         broker = self.approvals
         return [entry.request for entry in broker.pending] if broker is not None else []
 

@@ -507,6 +507,7 @@ class SubagentStart(TypedDict):
     parent_call_id: str | None  # the parent's tool call that started it
     parent_turn_id: str  # the parent's turn that started it
     task: NotRequired[str]  # crews: the task's name
+    continues: NotRequired[bool]  # a continued run picks it up inside the turn a dead process left open
 
 
 class SubagentFinish(TypedDict):

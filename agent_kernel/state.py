@@ -425,7 +425,9 @@ class ExecutionContext:
     gate), ``control`` (steering and pausing, see ``RunControl``), ``context_manager`` (a
     ``ContextPolicy``: micro- and auto-compaction), ``hooks``, ``redactor`` and ``sinks`` (the journal and any other writer that must see every event before
     it is yielded). ``tool_extras`` reaches every tool as ``ToolContext.extras``; ``extras`` is
-    free for hooks and callers, and the loop never reads it.
+    free for hooks and callers, and the loop never reads it. ``resumed_subagents`` holds the
+    sub-agent turns a continued run picks up (``journal.resume.SubagentTurn``, by the call id that
+    started each): the sub-agent a call of that id starts goes on from there instead of anew.
     """
 
     session_id: str
@@ -445,3 +447,4 @@ class ExecutionContext:
     emitter: Emitter | None = None
     tool_extras: dict[str, Any] = field(default_factory=dict)
     extras: dict[str, Any] = field(default_factory=dict)
+    resumed_subagents: dict[str, Any] = field(default_factory=dict)

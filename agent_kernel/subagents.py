@@ -126,7 +126,9 @@ async def run_subagent(
     if parent_em is None:
         raise UserError("A sub-agent runs inside a parent run: call it from a tool of a running agent.")
     parent_turn = parent_em.turn
-    agent_id = new_id(f"{name}-")
+    # A continued run's call that had started this sub-agent before the process died: it goes on.
+    resumed = parent.resumed_subagents.pop(call_id, None) if call_id is not None else None
+    agent_id = resumed.agent_id if resumed is not None else new_id(f"{name}-")
     # A sub-agent's MCP servers start with its first task; their events follow its run_start.
     mcp_facts = await agent.mcp.connect() if getattr(agent, "mcp", None) is not None else []
     config = agent.loop_config()
@@ -146,26 +148,39 @@ async def run_subagent(
     )
     em = ctx.emitter = parent_em.child(ctx.run_id, agent_id)
     turn = TurnState.initial(agent.max_iterations, parent_turn_id=parent_turn.turn_id if parent_turn else None)
+    if resumed is not None and resumed.interrupted.turn_state is not None:
+        turn = resumed.interrupted.turn_state
     em.turn = turn
     link = {"agent_id": agent_id, "name": name, "parent_agent_id": parent.agent_id, "parent_call_id": call_id}
-    em.emit(EventType.SUBAGENT_START, {**link, "parent_turn_id": turn.parent_turn_id, "prompt": prompt, "model": agent.model.name, **(data or {})})
-    em.emit(
-        EventType.RUN_START,
-        {
-            "prompt": prompt,
-            "model": agent.model.name,
-            "provider": agent.model.provider,
-            "system": agent.system,
-            "tools": config.tools.names,
-            "max_iterations": agent.max_iterations,
-            "turn_state": turn.to_dict(),
-            "agent_name": name,
-        },
-    )
+    start = {**link, "parent_turn_id": turn.parent_turn_id, "prompt": prompt, "model": agent.model.name, **(data or {})}
+    if resumed is not None:
+        start["continues"] = True
+    em.emit(EventType.SUBAGENT_START, start)
+    run_start: dict[str, Any] = {
+        "prompt": None if resumed is not None else prompt,
+        "model": agent.model.name,
+        "provider": agent.model.provider,
+        "system": agent.system,
+        "tools": config.tools.names,
+        "max_iterations": agent.max_iterations,
+        "turn_state": turn.to_dict(),
+        "agent_name": name,
+    }
+    messages, answered = [Message.user(prompt)], None
+    if resumed is not None:
+        from .continuation import interrupted_call_results
+
+        open_turn = resumed.interrupted
+        run_start["continues"] = {"run_id": open_turn.run_id, "call_ids": [use.id for use in open_turn.message.tool_uses]}
+        messages, answered = list(resumed.messages), open_turn.answered
+        ctx.resumed_subagents = dict(open_turn.subagents)
+    em.emit(EventType.RUN_START, run_start)
+    if resumed is not None:
+        interrupted_call_results(resumed.interrupted, em)
     for kind, facts in mcp_facts:
         em.emit(kind, facts)
     started = time.monotonic()
-    child = asyncio.ensure_future(_last_event(tt([Message.user(prompt)], turn, ctx)))
+    child = asyncio.ensure_future(_last_event(tt(messages, turn, ctx, answered=answered)))
     try:
         finish = await asyncio.shield(child)
     except asyncio.CancelledError:

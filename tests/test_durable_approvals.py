@@ -197,6 +197,22 @@ def test_an_approval_timeout_must_be_a_positive_number() -> None:
     assert agent.approval_timeout is None
 
 
+def kill_while_an_approval_waits(base_url: str, journal: Path, *args: str) -> None:
+    """Runs ``tests.durable_child`` until its journal records an ``approval_required``, then SIGKILLs it."""
+    child = subprocess.Popen([sys.executable, "-m", "tests.durable_child", base_url, str(journal), *args], cwd=Path(__file__).parents[1])
+    try:
+        deadline = time.monotonic() + 120
+        while not (journal.exists() and '"approval_required"' in journal.read_text(encoding="utf-8")):
+            assert child.poll() is None, "the child process ended before asking for approval"
+            assert time.monotonic() < deadline, "the child never asked for approval"
+            time.sleep(0.05)
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    finally:
+        if child.poll() is None:
+            child.kill()
+
+
 def test_a_process_killed_while_an_approval_waits_is_resumed_approved_and_completed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from .durable_child import claude
     from .durable_child import deploy as deploy_for_real
@@ -208,18 +224,7 @@ def test_a_process_killed_while_an_approval_waits_is_resumed_approved_and_comple
     monkeypatch.setenv("DEPLOY_LOG", str(log))
     with FakeProvider() as server:
         server.script(turn(calls=[("toolu_1", "deploy", {"target": "staging"})]), turn("Deployed to staging."))
-        child = subprocess.Popen([sys.executable, "-m", "tests.durable_child", server.url, str(journal)], cwd=Path(__file__).parents[1])
-        try:
-            deadline = time.monotonic() + 120
-            while not (journal.exists() and '"approval_required"' in journal.read_text(encoding="utf-8")):
-                assert child.poll() is None, "the child process ended before asking for approval"
-                assert time.monotonic() < deadline, "the child never asked for approval"
-                time.sleep(0.05)
-            child.send_signal(signal.SIGKILL)
-            child.wait()
-        finally:
-            if child.poll() is None:
-                child.kill()
+        kill_while_an_approval_waits(server.url, journal)
         assert not log.exists()  # nothing ran before the kill
 
         agent = Agent.resume(journal, model=claude(server.url), tools=[deploy_for_real], approver=lambda request: True)
@@ -231,6 +236,38 @@ def test_a_process_killed_while_an_approval_waits_is_resumed_approved_and_comple
         assert len(server.requests) == 2 and server.rejected == []  # the call that asked was not repeated
         answer = server.bodies[1]["messages"][-1]["content"][0]
         assert (answer["type"], answer["tool_use_id"], answer["content"]) == ("tool_result", "toolu_1", "deployed staging")
+
+
+def test_a_process_killed_while_a_sub_agents_approval_waits_is_resumed_and_the_sub_agent_finishes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from .durable_child import claude, deployer
+    from .fakes.server import FakeProvider
+    from .fakes.turns import turn
+
+    log = tmp_path / "deploys.log"
+    journal = tmp_path / "session.jsonl"
+    monkeypatch.setenv("DEPLOY_LOG", str(log))
+    with FakeProvider() as server:
+        server.script(
+            turn(calls=[("toolu_lead", "deployer", {"instructions": "Deploy to staging."})]),  # the lead delegates
+            turn(calls=[("toolu_sub", "deploy", {"target": "staging"})]),  # the deployer asks to deploy
+            turn("Deployed staging."),  # the deployer, after its tool
+            turn("The deployer deployed staging."),  # the lead, after its sub-agent
+        )
+        kill_while_an_approval_waits(server.url, journal, "--subagent")
+        assert not log.exists() and len(server.requests) == 2
+
+        agent = Agent.resume(journal, model=claude(server.url), tools=[deployer(server.url).as_tool()], approver=lambda request: True)
+        assert [(p.call_id, p.tool) for p in agent.pending_approvals] == [("toolu_sub", "deploy")]
+        result = agent.continue_run_sync()
+        agent.close()
+        assert result.text == "The deployer deployed staging." and result.termination_reason is TerminationReason.END_TURN
+        assert log.read_text(encoding="utf-8") == "staging\n"  # the tool ran exactly once
+        assert len(server.requests) == 4 and server.rejected == []  # no model call was repeated
+        sub_answer = server.bodies[2]["messages"]  # the deployer's conversation, continued
+        assert sub_answer[0]["content"] in ("Deploy to staging.", [{"type": "text", "text": "Deploy to staging."}])
+        assert sub_answer[-1]["content"][0]["tool_use_id"] == "toolu_sub" and sub_answer[-1]["content"][0]["content"] == "deployed staging"
+        lead_answer = server.bodies[3]["messages"][-1]["content"][0]
+        assert (lead_answer["tool_use_id"], lead_answer["content"]) == ("toolu_lead", "Deployed staging.")
 
 
 async def test_compacting_a_session_with_an_open_turn_says_how_to_finish_it_first(tmp_path: Path) -> None:
@@ -302,3 +339,61 @@ async def test_an_answer_that_lands_as_the_deadline_passes_is_kept(monkeypatch: 
     assert RAN == ["prod"]
     [decision] = of_type(result.events, EventType.APPROVAL_DECISION)
     assert (decision.data["decision"], decision.data["decided_by"]) == ("approve", "person")
+
+
+# ---- a sub-agent's approval ------------------------------------------------------------------
+
+
+def deployer(model: ScriptedModel) -> Agent:
+    """A sub-agent that deploys: its deploy calls go through the lead's permission gate."""
+    return Agent(model, tools=[deploy], name="deployer", system="You deploy.", journal=None, context=None)
+
+
+async def died_in_a_sub_agent(tmp_path: Path) -> Path:
+    """The lead delegates to the deployer, whose deploy call waits for a person when the process dies."""
+    worker = deployer(ScriptedModel([tool_call("deploy", {"target": "staging"}, id="sub_1"), "unused"]))
+    return await died_waiting(tmp_path, [tool_call("deployer", {"instructions": "Deploy to staging."}, id="lead_1"), "unused"], [worker.as_tool()])
+
+
+async def test_a_sub_agents_pending_approval_survives_and_the_sub_agent_finishes_its_own_turn(tmp_path: Path) -> None:
+    dead = await died_in_a_sub_agent(tmp_path)
+    asked: list[str] = []
+    worker_model, lead_model = ScriptedModel(["Deployed staging."]), ScriptedModel(["The deployer deployed staging."])
+    agent = Agent.resume(dead, model=lead_model, tools=[deployer(worker_model).as_tool()], approver=lambda r: asked.append(r.call_id) or True)
+    assert [(p.call_id, p.tool) for p in agent.pending_approvals] == [("sub_1", "deploy")]
+    result = await agent.continue_run()
+    assert asked == ["sub_1"] and RAN == ["staging"]
+    assert result.text == "The deployer deployed staging." and result.termination_reason is TerminationReason.END_TURN
+    # Neither model call that asked for a tool is repeated: each model is asked once, after it.
+    assert len(worker_model.requests) == 1 and len(lead_model.requests) == 1
+    worker_sent = worker_model.requests[0].messages
+    assert worker_sent[0].text == "Deploy to staging." and worker_sent[-2].tool_uses[0].id == "sub_1"
+    assert worker_sent[-1].tool_results[0].content == "deployed staging"
+    assert lead_model.requests[0].messages[-1].tool_results[0].content == "Deployed staging."
+    agent.close()
+    events = read_events(dead)
+    starts = of_type(events, EventType.SUBAGENT_START)
+    assert len({e.data["agent_id"] for e in starts}) == 1 and starts[-1].data.get("continues") is True  # one sub-agent, picked up
+    assert [e.data["reason"] for e in of_type(events, EventType.SUBAGENT_FINISH)] == ["end_turn"]
+    again = Agent.resume(dead, model=ScriptedModel([]), tools=[deployer(ScriptedModel([])).as_tool()])
+    assert again.messages == agent.messages and again.interrupted is None and again.pending_approvals == []
+
+
+async def test_a_sub_agents_call_rejected_after_resume_is_read_by_the_sub_agent_and_never_runs(tmp_path: Path) -> None:
+    dead = await died_in_a_sub_agent(tmp_path)
+    worker_model, lead_model = ScriptedModel(["Not deploying, as told."]), ScriptedModel(["It did not deploy."])
+    agent = Agent.resume(dead, model=lead_model, tools=[deployer(worker_model).as_tool()], approver=lambda r: Approval.reject("freeze"))
+    result = await agent.continue_run()
+    assert RAN == [] and result.text == "It did not deploy."
+    rejection = worker_model.requests[0].messages[-1].tool_results[0]
+    assert rejection.is_error and "freeze" in rejection.content
+    assert lead_model.requests[0].messages[-1].tool_results[0].content == "Not deploying, as told."
+
+
+async def test_a_new_prompt_after_resume_closes_the_sub_agents_call_as_interrupted(tmp_path: Path) -> None:
+    dead = await died_in_a_sub_agent(tmp_path)
+    lead_model = ScriptedModel(["Starting over."])
+    agent = Agent.resume(dead, model=lead_model, tools=[deployer(ScriptedModel([])).as_tool()])
+    await agent.run("Never mind.")
+    closed = lead_model.requests[0].messages[-1].tool_results[0]
+    assert (closed.tool_use_id, closed.content, closed.is_error) == ("lead_1", INTERRUPTED_RESULT, True) and RAN == []

@@ -30,7 +30,10 @@ conversation, so it is not rebuilt; its deltas stay in the journal.
 A journal that ends inside a turn, after the model's tool calls and before their ``recursion``
 (the process died while a call ran or waited for approval), is ``Conversation.interrupted``: the
 calls, the results already recorded and the approvals that were pending, so ``Agent.resume`` can
-ask again and finish the turn without asking the model again.
+ask again and finish the turn without asking the model again. When the call that was running is
+a sub-agent's (``Agent.as_tool``, the ``task`` tool) and the sub-agent itself died inside a turn,
+its own conversation is rebuilt the same way (``SubagentTurn``): continuing runs that call again,
+and the sub-agent finishes its turn instead of starting over.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ import os
 import warnings
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -59,6 +62,7 @@ __all__ = [
     "ForkPoint",
     "Interrupted",
     "Resumed",
+    "SubagentTurn",
     "fork_point",
     "list_sessions",
     "rebuild",
@@ -110,12 +114,14 @@ class Interrupted:
         message: the assistant message whose tool calls wait (it ends the conversation).
         answered: results already settled, by call id: those recorded, and an interrupted-call
             error for a call that had started but never finished (it may have had effects, so it
-            is not run again).
+            is not run again), unless a sub-agent's turn continues it (``subagents``).
         approvals: the ``approval_required`` data of each call that was waiting for a decision.
         closing: the message that answers every call at once (``close_dangling``'s), for a new
             prompt that does not continue the turn.
         turn_state: the interrupted turn.
         run_id: the run it belonged to.
+        subagents: by the call id that started it, each sub-agent that was itself inside a turn
+            when the process died; continuing runs that call again and the sub-agent goes on.
     """
 
     message: Message
@@ -124,6 +130,31 @@ class Interrupted:
     closing: Message
     turn_state: TurnState | None
     run_id: str
+    subagents: dict[str, SubagentTurn] = field(default_factory=dict)
+
+    @property
+    def all_approvals(self) -> list[dict[str, Any]]:
+        """The pending approvals of this turn and of its sub-agents' turns, outermost first."""
+        return [*self.approvals, *(data for child in self.subagents.values() for data in child.interrupted.all_approvals)]
+
+
+@dataclass(frozen=True)
+class SubagentTurn:
+    """A sub-agent's conversation as a process left it, dying inside one of its turns.
+
+    Attributes:
+        agent_id: the id its events are tagged with (the continued run keeps it).
+        name: its name.
+        prompt: the instructions it was given.
+        messages: its conversation, ending with the assistant message whose calls wait.
+        interrupted: its open turn (the calls, the results recorded, the approvals pending).
+    """
+
+    agent_id: str
+    name: str
+    prompt: str
+    messages: list[Message]
+    interrupted: Interrupted
 
 
 class _Partial:
@@ -160,7 +191,8 @@ class Conversation:
         >>> conversation.close_dangling()  # doctest: +SKIP
     """
 
-    def __init__(self) -> None:
+    def __init__(self, agent_id: str | None = None) -> None:
+        self.agent_id = agent_id  # whose conversation: the top-level agent's (None) or a sub-agent's
         self.history: list[Entry] = []
         self.current: list[Entry] = []
         self.turn_state: TurnState | None = None
@@ -186,8 +218,8 @@ class Conversation:
     def add(self, event: AgentEvent) -> None:
         """Applies one event."""
         self.seq = max(self.seq, event.seq)
-        if event.agent_id is not None:
-            return  # a sub-agent's event: its messages are its own conversation, not this one
+        if event.agent_id != self.agent_id:
+            return  # another agent's event: its messages are its own conversation, not this one
         kind = event.type
         data = event.data
         if self._partial is not None and kind in _PARTIAL_EVENTS:
@@ -371,12 +403,14 @@ def scan(path: str | os.PathLike[str], keep: int | None = None) -> Scan:
         JournalError: no such file, or a line other than the last is not an event.
     """
     conversation = Conversation()
+    subagents = _Subagents()
     tail: deque[AgentEvent] = deque(maxlen=keep)
     session_id: str | None = None
     last_run_start: AgentEvent | None = None
     total = 0
     for event in iter_events(path):
         conversation.add(event)
+        subagents.add(event)
         tail.append(event)
         total += 1
         if event.agent_id is None:
@@ -384,10 +418,51 @@ def scan(path: str | os.PathLike[str], keep: int | None = None) -> Scan:
             if event.type is EventType.RUN_START:
                 last_run_start = event
     turn_states = list(conversation.turn_states)
-    interrupted = conversation.interrupted()
+    interrupted = subagents.continuing(conversation.interrupted())
     conversation.close_dangling()
     resumed = Resumed(conversation.messages, conversation.turn_state, conversation.seq)
     return Scan(resumed, turn_states, session_id, last_run_start, list(tail), total, interrupted)
+
+
+class _Subagents:
+    """The conversations of the sub-agents still running at the end of a journal, each by the
+    call that started it, so a turn that died waiting on one can continue it (``SubagentTurn``)."""
+
+    def __init__(self) -> None:
+        self._running: dict[str, tuple[str | None, Conversation, dict[str, Any]]] = {}  # agent id -> (parent agent, conversation, subagent_start)
+
+    def add(self, event: AgentEvent) -> None:
+        kind, agent_id = event.type, event.agent_id
+        if kind is EventType.SUBAGENT_START and agent_id is not None:
+            data = event.data
+            parent = data.get("parent_agent_id")
+            known = self._running.get(agent_id)  # a continued sub-agent starts again under its id
+            self._running[agent_id] = (parent if isinstance(parent, str) else None, known[1] if known else Conversation(agent_id), dict(data))
+        elif kind is EventType.SUBAGENT_FINISH and agent_id is not None:
+            self._running.pop(agent_id, None)
+        elif agent_id is not None and agent_id in self._running:
+            self._running[agent_id][1].add(event)
+
+    def continuing(self, turn: Interrupted | None, agent_id: str | None = None) -> Interrupted | None:
+        """``turn`` with each started call whose sub-agent died inside a turn of its own taken out
+        of ``answered`` and kept in ``subagents`` (recursively: a sub-agent's sub-agents too)."""
+        if turn is None:
+            return None
+        found: dict[str, SubagentTurn] = {}
+        for child_id, (parent, conversation, start) in self._running.items():
+            call_id = start.get("parent_call_id")
+            settled = turn.answered.get(call_id) if isinstance(call_id, str) else None
+            if parent != agent_id or settled is None or settled.content != INTERRUPTED_RESULT:
+                continue
+            inner = self.continuing(conversation.interrupted(), child_id)
+            if inner is None:  # it died between turns, or mid-stream: nothing to continue
+                continue
+            messages = conversation.messages
+            found[str(call_id)] = SubagentTurn(child_id, str(start.get("name") or "subagent"), str(start.get("prompt") or ""), messages, inner)
+        if not found:
+            return turn
+        answered = {call_id: block for call_id, block in turn.answered.items() if call_id not in found}
+        return replace(turn, answered=answered, subagents=found)
 
 
 def iter_events(path: str | os.PathLike[str]) -> Iterator[AgentEvent]:
