@@ -756,6 +756,26 @@ def test_resume_brings_back_a_session_whose_kernel_died_and_finishes_its_pending
     assert "'default' already holds s_died.jsonl" in again.stdout and cells.ns["touched"] == ["x"]
 
 
+def test_resume_lets_a_sub_agent_whose_call_waited_finish_its_own_turn(cells: Cells, monkeypatch: pytest.MonkeyPatch) -> None:
+    cells.run(STEERING)
+    # The lead delegated to the worker, whose touch call waited for approval when the kernel died.
+    died = DIED_WAITING.replace(
+        'live = Agent(ScriptedModel([[tool_call("touch", {"name": "x"}, id="call_r1")], "unused"]), tools=[touch],',
+        'worker = Agent(ScriptedModel([[tool_call("touch", {"name": "x"}, id="call_r1")], "unused"]), tools=[touch], name="worker", journal=None)\n'
+        'live = Agent(ScriptedModel([[tool_call("worker", {"instructions": "Touch x."}, id="call_lead")], "unused"]), tools=[worker.as_tool()],')
+    assert died != DIED_WAITING
+    cells.run(died)
+    # This kernel defines the worker again, as the notebook's cells would, under the tool's name.
+    cells.run('worker = Agent(ScriptedModel(["Touched x."]), tools=[touch], name="worker", journal=None).as_tool()')
+    monkeypatch.setenv("AGENT_KERNEL_APPROVAL", "auto_approve")  # the headless policy answers the card
+    _, out = cells.run("%agent resume s_died")
+    assert "its last run stopped with 1 call(s) waiting for approval (call_r1); continuing it." in out.stdout
+    assert cells.ns["touched"] == ["x"]  # run once, by the worker, after the approval
+    cells.run("agent = %agent session")
+    agent = cells.ns["agent"]
+    assert agent.interrupted is None and agent.messages[-2].tool_results[0].content == "Touched x."
+
+
 def test_resume_without_a_journal_says_how_to_get_one(cells: Cells) -> None:
     error = cells.error("%agent resume")
     assert "There is no journal to resume" in str(error) and "%agent resume SESSION_ID" in str(error)
