@@ -96,3 +96,56 @@ def test_a_card_pending_when_the_kernel_restarts_comes_back_with_resume_and_appr
         assert re.search(r"waiting for approval \(call_note1\)", book.output("resume"))
         # The note was written once, and the model was asked once more (for the answer only).
         assert book.run_and_wait("check").strip() == "'hello\\n' 1"
+
+
+SUB_CELLS = {
+    "setup": SETUP + "from agent_kernel import Agent\n",
+    "asking": (
+        "writer = Agent(ScriptedModel([tool_call('write_note', {'text': 'hello'}, id='call_sub1')]), tools=[write_note],\n"
+        "               name='writer', journal=None).as_tool()\n"
+        "asking = ScriptedModel([tool_call('writer', {'instructions': 'Write a note saying hello.'}, id='call_lead1')])"
+    ),
+    "ask": "%%agent -m asking --tools writer --new\nHave the writer write a note saying hello.",
+    "again": (  # the notebook's cells define the writer again after the restart, as a person reruns them
+        "writer = Agent(ScriptedModel(['Wrote it.']), tools=[write_note], name='writer', journal=None).as_tool()\n"
+        "finishing = ScriptedModel(['The writer wrote the note.'])\n%agent model finishing"
+    ),
+    "resume": "%agent resume",
+    "check": "print(repr(Path('notes.txt').read_text()), len(finishing.requests))",
+}
+
+
+def test_a_sub_agents_card_pending_when_the_kernel_restarts_comes_back_nested_and_approve_finishes_both(
+        lab: LabServer, browser: Any, artifacts: Path) -> None:
+    name = "resume-sub-agent.ipynb"
+    (lab.root / "notes.txt").unlink(missing_ok=True)  # the server's folder is shared with the test above
+    with _open(lab, browser, name, SUB_CELLS, "perCommTarget") as book:
+        book.run_and_wait("asking")
+        book.run("ask")
+        nested = book.view("ask").locator(".ak-agent-card .ak-approve")
+        expect(nested).to_be_visible(timeout=30_000)  # the writer's call waits, inside its card
+
+        _restart_kernel(lab, name)
+        book.page.reload()  # a click reaches the new kernel only from a reloaded page (see above)
+        expect(book.page.locator(".jp-Notebook .jp-Cell")).to_have_count(len(SUB_CELLS), timeout=60_000)
+        lab.wait_for_kernel(name)
+        expect(book.page.locator(".jp-Notebook-ExecutionIndicator").first).to_have_attribute(
+            "data-status", "idle", timeout=60_000)
+        assert not (lab.root / "notes.txt").exists()
+        book.run_and_wait("setup")
+        book.run_and_wait("again")
+        book.run("resume")
+        view = book.view("resume")
+        card = view.locator(".ak-agent-card")
+        approve = card.locator(".ak-approve")
+        expect(approve).to_be_visible(timeout=30_000)  # the same call, in the writer's card again
+        expect(card.locator(".ak-tool")).to_contain_text("write_note")
+        view.screenshot(path=str(artifacts / "resume-sub-agent-card-after-restart.png"))
+        approve.click()
+
+        book.wait_done("resume")
+        transcript = book.transcript("resume")
+        expect(transcript).to_contain_text("The writer wrote the note.")
+        assert re.search(r"waiting for approval \(call_sub1\)", book.output("resume"))
+        # The note was written once; the lead's model was asked once more, for its answer only.
+        assert book.run_and_wait("check").strip() == "'hello\\n' 1"
