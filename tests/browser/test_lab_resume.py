@@ -49,6 +49,14 @@ def _restart_kernel(lab: LabServer, notebook: str) -> None:
     lab.wait_for_kernel(notebook)
 
 
+def _reload(lab: LabServer, book: Any, notebook: str, cells: int) -> None:
+    """Reloads the page and waits until its notebook is shown and its kernel idle."""
+    book.page.reload()
+    expect(book.page.locator(".jp-Notebook .jp-Cell")).to_have_count(cells, timeout=60_000)
+    lab.wait_for_kernel(notebook)
+    expect(book.page.locator(".jp-Notebook-ExecutionIndicator").first).to_have_attribute("data-status", "idle", timeout=60_000)
+
+
 def test_a_card_pending_when_the_kernel_restarts_comes_back_with_resume_and_approve_finishes_the_run(
         lab: LabServer, browser: Any, artifacts: Path) -> None:
     name = "resume-after-restart.ipynb"
@@ -71,11 +79,7 @@ def test_a_card_pending_when_the_kernel_restarts_comes_back_with_resume_and_appr
         expect(stale).to_contain_text("If it was restarted, reload this page", timeout=30_000)
         assert not (lab.root / "notes.txt").exists()
         _restart_kernel(lab, name)  # the resumed run waits in the kernel the page cannot reach
-        book.page.reload()
-        expect(book.page.locator(".jp-Notebook .jp-Cell")).to_have_count(len(CELLS), timeout=60_000)
-        lab.wait_for_kernel(name)
-        expect(book.page.locator(".jp-Notebook-ExecutionIndicator").first).to_have_attribute(
-            "data-status", "idle", timeout=60_000)
+        _reload(lab, book, name, len(CELLS))
         assert not (lab.root / "notes.txt").exists()
 
         book.run_and_wait("setup")
@@ -126,11 +130,7 @@ def test_a_sub_agents_card_pending_when_the_kernel_restarts_comes_back_nested_an
         expect(nested).to_be_visible(timeout=30_000)  # the writer's call waits, inside its card
 
         _restart_kernel(lab, name)
-        book.page.reload()  # a click reaches the new kernel only from a reloaded page (see above)
-        expect(book.page.locator(".jp-Notebook .jp-Cell")).to_have_count(len(SUB_CELLS), timeout=60_000)
-        lab.wait_for_kernel(name)
-        expect(book.page.locator(".jp-Notebook-ExecutionIndicator").first).to_have_attribute(
-            "data-status", "idle", timeout=60_000)
+        _reload(lab, book, name, len(SUB_CELLS))  # a click reaches the new kernel only from a reloaded page
         assert not (lab.root / "notes.txt").exists()
         book.run_and_wait("setup")
         book.run_and_wait("again")
