@@ -386,10 +386,8 @@ class Agent:
             yield em.emit(EventType.RUN_START, start)
             if interrupted is not None:
                 self._interrupted = None  # from here on the run owns the turn
-                from .continuation import interrupted_call_results
-
-                for event in interrupted_call_results(interrupted, em):
-                    yield event
+                for data in interrupted.unfinished_results():
+                    yield em.emit(EventType.TOOL_RESULT, data)
             for kind, data in mcp_facts:
                 yield em.emit(kind, data)
             # Memory loaded at session start, then the reminder, which joins the prompt's message.

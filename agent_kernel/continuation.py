@@ -2,8 +2,8 @@
 
 ``Agent.resume`` and ``Agent.fork`` are thin wrappers over ``restore`` and ``fork_of``. A resumed
 journal that ends inside a turn (a process died between the model's tool calls and their results)
-keeps that turn open for ``Agent.continue_run``: ``interrupted_call_results`` answers the calls
-that had started as interrupted, and ``request_of`` turns each pending ``approval_required`` back
+keeps that turn open for ``Agent.continue_run`` (``Interrupted.unfinished_results`` answers the
+calls that had started as interrupted), and ``request_of`` turns each pending ``approval_required`` back
 into the question it asked.
 """
 
@@ -22,15 +22,14 @@ from .errors import UserError
 from .events import AgentEvent, EventType
 from .journal import Journal, read_header, resolve_journal_path, session_path
 from .journal.event_log import DEFAULT_KEEP_EVENTS
-from .journal.resume import INTERRUPTED_RESULT, Interrupted, fork_point, rebuild, replace_tool_results, scan, turn_history
+from .journal.resume import fork_point, rebuild, replace_tool_results, scan, turn_history
 from .state import TurnState, new_id
 
 if TYPE_CHECKING:
     from .agent import Agent
-    from .emitter import Emitter
     from .models.base import Model
 
-__all__ = ["fork_of", "interrupted_call_results", "request_of", "restore"]
+__all__ = ["fork_of", "request_of", "restore"]
 
 
 def restore(cls: type[Agent], session_id_or_path: str | os.PathLike[str], agent_kwargs: dict[str, Any]) -> Agent:
@@ -108,20 +107,6 @@ def fork_of(
     fork._start_turn = TurnState(turn.turn_counter, new_id("t_"), fork.max_iterations, False, turn.parent_turn_id, turn.metadata)
     fork.forked_from = forked_from
     return fork
-
-
-def interrupted_call_results(interrupted: Interrupted, em: Emitter) -> list[AgentEvent]:
-    """``tool_result`` events for the interrupted turn's calls that had started and never
-    finished: they are answered with an error, not run again (they may have had effects)."""
-    recorded = interrupted.answered
-    return [
-        em.emit(EventType.TOOL_RESULT, {
-            "call_id": use.id, "name": use.name, "content": recorded[use.id].content, "is_error": True, "synthetic": True,
-            "duration_s": None, "started_at": None, "ended_at": None,
-        })
-        for use in interrupted.message.tool_uses
-        if use.id in recorded and recorded[use.id].content == INTERRUPTED_RESULT
-    ]
 
 
 def request_of(data: Mapping[str, Any]) -> ApprovalRequest:

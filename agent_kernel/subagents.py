@@ -168,15 +168,14 @@ async def run_subagent(
     }
     messages, answered = [Message.user(prompt)], None
     if resumed is not None:
-        from .continuation import interrupted_call_results
-
         open_turn = resumed.interrupted
         run_start["continues"] = {"run_id": open_turn.run_id, "call_ids": [use.id for use in open_turn.message.tool_uses]}
         messages, answered = list(resumed.messages), open_turn.answered
         ctx.resumed_subagents = dict(open_turn.subagents)
     em.emit(EventType.RUN_START, run_start)
     if resumed is not None:
-        interrupted_call_results(resumed.interrupted, em)
+        for result in resumed.interrupted.unfinished_results():
+            em.emit(EventType.TOOL_RESULT, result)
     for kind, facts in mcp_facts:
         em.emit(kind, facts)
     started = time.monotonic()

@@ -132,6 +132,16 @@ class Interrupted:
     run_id: str
     subagents: dict[str, SubagentTurn] = field(default_factory=dict)
 
+    def unfinished_results(self) -> list[dict[str, Any]]:
+        """``tool_result`` data for the calls that had started and never finished: they are
+        answered with an error, not run again (they may have had effects)."""
+        return [
+            {"call_id": use.id, "name": use.name, "content": self.answered[use.id].content, "is_error": True, "synthetic": True,
+             "duration_s": None, "started_at": None, "ended_at": None}
+            for use in self.message.tool_uses
+            if use.id in self.answered and self.answered[use.id].content == INTERRUPTED_RESULT
+        ]
+
     @property
     def all_approvals(self) -> list[dict[str, Any]]:
         """The pending approvals of this turn and of its sub-agents' turns, outermost first."""
