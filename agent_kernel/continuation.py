@@ -50,7 +50,9 @@ def restore(cls: type[Agent], session_id_or_path: str | os.PathLike[str], agent_
         # The process died inside a turn: its tool calls stay open for continue_run, which
         # asks again where an approval was pending; a new prompt closes them instead.
         messages = messages[:-1]
-        agent._interrupted = found.interrupted
+        from .subagents import resumable_delegation
+
+        agent._interrupted = found.interrupted.keeping_subagents(lambda tool: resumable_delegation(agent.tools.get(tool)))
     agent.messages[:] = messages
     agent.history[:] = found.turn_states
     agent.events.load(found.tail, found.total)  # the tail in memory; the rest is read back from the journal

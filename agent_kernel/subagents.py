@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import time
 import typing
+import weakref
 from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -31,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from .emitter import Emitter
 from .errors import ToolError, UserError
 from .events import AgentEvent, EventType
+from .journal.resume import INTERRUPTED_RESULT
 from .loop import tt
 from .messages import Message
 from .models.base import Usage
@@ -41,7 +43,7 @@ from .tools.tool import Tool, ToolContext
 if TYPE_CHECKING:
     from .agent import Agent
 
-__all__ = ["Subagent", "SubagentResult", "agent_tool", "run_subagent", "subagent", "task_tool"]
+__all__ = ["Subagent", "SubagentResult", "agent_tool", "resumable_delegation", "run_subagent", "subagent", "task_tool"]
 
 _NO_ANSWER = "(the sub-agent finished without an answer)"
 
@@ -128,6 +130,8 @@ async def run_subagent(
     parent_turn = parent_em.turn
     # A continued run's call that had started this sub-agent before the process died: it goes on.
     resumed = parent.resumed_subagents.pop(call_id, None) if call_id is not None else None
+    if resumed is not None and (resumed.name, resumed.prompt) != (name, prompt):
+        raise ToolError(INTERRUPTED_RESULT)  # another sub-agent or task than the one that died: not its to finish
     agent_id = resumed.agent_id if resumed is not None else new_id(f"{name}-")
     # A sub-agent's MCP servers start with its first task; their events follow its run_start.
     mcp_facts = await agent.mcp.connect() if getattr(agent, "mcp", None) is not None else []
@@ -168,13 +172,13 @@ async def run_subagent(
     }
     messages, answered = [Message.user(prompt)], None
     if resumed is not None:
-        open_turn = resumed.interrupted
+        open_turn = resumed.interrupted.keeping_subagents(lambda tool: resumable_delegation(config.tools.get(tool)))
         run_start["continues"] = {"run_id": open_turn.run_id, "call_ids": [use.id for use in open_turn.message.tool_uses]}
         messages, answered = list(resumed.messages), open_turn.answered
         ctx.resumed_subagents = dict(open_turn.subagents)
     em.emit(EventType.RUN_START, run_start)
     if resumed is not None:
-        for result in resumed.interrupted.unfinished_results():
+        for result in open_turn.unfinished_results():
             em.emit(EventType.TOOL_RESULT, result)
     for kind, facts in mcp_facts:
         em.emit(kind, facts)
@@ -237,6 +241,21 @@ def _end(em: Emitter, link: dict[str, Any], ctx: ExecutionContext, finish: Agent
     return SubagentResult(link["agent_id"], link["name"], data.get("text", ""), reason, usage, stats.cost_usd, stats, data.get("error"))
 
 
+_DELEGATING_TOOLS: weakref.WeakSet[Tool] = weakref.WeakSet()
+
+
+def resumable_delegation(tool: Tool | None) -> bool:
+    """True for a tool made by ``agent_tool`` or ``task_tool``: a call of it does nothing but run
+    its sub-agent, so a continued run may run a started call again to let that sub-agent finish
+    its turn (``journal.resume.SubagentTurn``). Any other tool's started call is never run twice."""
+    return tool is not None and tool in _DELEGATING_TOOLS
+
+
+def _delegating(tool: Tool) -> Tool:
+    _DELEGATING_TOOLS.add(tool)
+    return tool
+
+
 def _answer(result: SubagentResult) -> str:
     """The tool result the parent's model reads."""
     if result.termination_reason is TerminationReason.ERROR:
@@ -281,14 +300,14 @@ def agent_tool(agent: Agent, name: str | None = None, description: str | None = 
         result = await run_subagent(agent, instructions, _parent_run(ctx), name=label, call_id=ctx.call_id)
         return _answer(result)
 
-    return Tool(
+    return _delegating(Tool(
         delegate,
         name=tool_name,
         description=description or f"Delegates a task to the {tool_name} sub-agent: {_describe(agent)}",
         read_only=True,
         concurrency_safe=concurrency_safe,
         category="agent",
-    )
+    ))
 
 
 def task_tool(subagents: Iterable[Subagent]) -> Tool:
@@ -324,7 +343,7 @@ def task_tool(subagents: Iterable[Subagent]) -> Tool:
         + "\n\nSub-agents:\n"
         + "\n".join(f"- {s.name}: {s.description}" for s in team.values())
     )
-    return Tool(
+    return _delegating(Tool(
         task,
         name="task",
         description=description,
@@ -332,7 +351,7 @@ def task_tool(subagents: Iterable[Subagent]) -> Tool:
         concurrency_safe=concurrency_safe,
         category="agent",
         permission_key=lambda arguments: str(arguments.get("agent", "")),
-    )
+    ))
 
 
 def _describe(agent: Agent) -> str:

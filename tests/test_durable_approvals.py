@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,7 +18,8 @@ from agent_kernel.approvals import Approval
 from agent_kernel.errors import UserError
 from agent_kernel.journal import read_events
 from agent_kernel.journal.resume import INTERRUPTED_RESULT, rebuild
-from agent_kernel.models.scripted import ScriptedModel, tool_call
+from agent_kernel.models.scripted import ScriptedModel, Text, tool_call
+from agent_kernel.tools.tool import ToolContext
 
 from .helpers import make_agent, of_type
 
@@ -397,3 +399,75 @@ async def test_a_new_prompt_after_resume_closes_the_sub_agents_call_as_interrupt
     await agent.run("Never mind.")
     closed = lead_model.requests[0].messages[-1].tool_results[0]
     assert (closed.tool_use_id, closed.content, closed.is_error) == ("lead_1", INTERRUPTED_RESULT, True) and RAN == []
+
+
+async def test_a_sub_agent_left_behind_by_an_earlier_crash_is_never_picked_up_by_a_later_call_of_the_same_id(tmp_path: Path) -> None:
+    # Call ids repeat (an OpenAI-compatible server that sends none gets call_0, call_1, ... per response).
+    first = deployer(ScriptedModel([tool_call("deploy", {"target": "staging"}, id="sub_1"), "unused"]))
+    dead = await died_waiting(tmp_path, [tool_call("deployer", {"instructions": "Deploy to staging."}, id="call_0"), "unused"], [first.as_tool()])
+    # Resumed with a new prompt, which closes that call; the lead delegates again under the same
+    # id, and the process dies while the new deployer's model still streams.
+    streaming = deployer(ScriptedModel([[Text("Checking prod... " * 50, chunk=5, delay=0.05)]]))
+    lead = ScriptedModel([tool_call("deployer", {"instructions": "Only check prod."}, id="call_0"), "unused"])
+    agent = Agent.resume(dead, model=lead, tools=[streaming.as_tool()], permissions="default")
+    task = asyncio.create_task(agent.run("Never mind staging; have prod checked."))
+    while not any(e.type is EventType.TEXT_DELTA and e.agent_id for e in agent.events):
+        await asyncio.sleep(0.01)
+    assert agent.journal is not None
+    agent.journal.flush()
+    dead_again = tmp_path / "dead-again.jsonl"
+    shutil.copy(agent.journal.path, dead_again)
+    agent.cancel()
+    await task
+    agent.close()
+    RAN.clear()
+    again = Agent.resume(dead_again, model=ScriptedModel(["Prod was not checked."]), tools=[deployer(ScriptedModel([])).as_tool()], approver=lambda r: True)
+    assert again.pending_approvals == []  # the staging deploy the person called off is not asked again
+    result = await again.continue_run()
+    assert RAN == [] and result.text == "Prod was not checked."
+
+
+async def test_a_call_that_started_two_sub_agents_is_answered_interrupted_and_runs_neither_again(tmp_path: Path) -> None:
+    from agent_kernel.subagents import run_subagent
+
+    workers = {name: deployer(ScriptedModel([tool_call("deploy", {"target": name}, id=f"{name}_1"), "unused"])) for name in ("a", "b")}
+
+    @tool(read_only=True)
+    async def fan_out(ctx: ToolContext) -> str:
+        """Deploys to a and b at once, through two sub-agents."""
+        results = await asyncio.gather(*(run_subagent(w, f"deploy {n}", _run_of(ctx), name=f"w{n}", call_id=ctx.call_id) for n, w in workers.items()))
+        return ", ".join(r.text for r in results)
+
+    dead = await died_waiting(tmp_path, [tool_call("fan_out", {}, id="call_f"), "unused"], [fan_out], until=lambda a: len(a.approvals.pending) == 2)
+    RAN.clear()
+    agent = Agent.resume(dead, model=ScriptedModel(["It was cut off."]), tools=[fan_out], approver=lambda r: True)
+    assert agent.pending_approvals == []  # neither can be told apart from the other under one call
+    await agent.continue_run()
+    assert RAN == []
+
+
+async def test_a_damaged_sub_agent_record_costs_only_its_continuation(tmp_path: Path) -> None:
+    dead = await died_in_a_sub_agent(tmp_path)
+    lines = dead.read_text(encoding="utf-8").splitlines(keepends=True)
+    damaged = [line.replace('"turn_counter"', '"turn_countr"') if '"agent_id":"deployer-' in line and '"type":"iteration_start"' in line else line for line in lines]
+    assert damaged != lines
+    dead.write_text("".join(damaged), encoding="utf-8")
+    lead = ScriptedModel(["It was cut off."])
+    agent = Agent.resume(dead, model=lead, tools=[deployer(ScriptedModel([])).as_tool()], approver=lambda r: True)
+    assert agent.pending_approvals == []
+    await agent.continue_run()
+    assert RAN == [] and lead.requests[0].messages[-1].tool_results[0].content == INTERRUPTED_RESULT
+
+
+async def test_a_sub_agent_whose_tool_is_not_given_again_is_not_listed_and_its_call_is_answered_interrupted(tmp_path: Path) -> None:
+    dead = await died_in_a_sub_agent(tmp_path)
+    lead = ScriptedModel(["It was cut off."])
+    agent = Agent.resume(dead, model=lead, approver=lambda r: True)  # as a kernel that has not defined it yet
+    assert agent.pending_approvals == []
+    await agent.continue_run()
+    assert RAN == [] and lead.requests[0].messages[-1].tool_results[0].content == INTERRUPTED_RESULT
+
+
+def _run_of(ctx: ToolContext) -> Any:
+    assert ctx.run is not None
+    return ctx.run

@@ -42,7 +42,7 @@ import json
 import os
 import warnings
 from collections import deque
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -141,6 +141,18 @@ class Interrupted:
             for use in self.message.tool_uses
             if use.id in self.answered and self.answered[use.id].content == INTERRUPTED_RESULT
         ]
+
+    def keeping_subagents(self, resumable: Callable[[str], bool]) -> Interrupted:
+        """This turn with only the sub-agents whose call's tool ``resumable`` (given the tool's
+        name) says may run again; the others' calls are answered as interrupted, as any started
+        call is (a tool that does more than run its sub-agent must not run twice)."""
+        names = {use.id: use.name for use in self.message.tool_uses}
+        dropped = [call_id for call_id in self.subagents if not resumable(names.get(call_id, ""))]
+        if not dropped:
+            return self
+        answered = {**self.answered, **{call_id: ToolResultBlock(call_id, INTERRUPTED_RESULT, is_error=True) for call_id in dropped}}
+        kept = {call_id: child for call_id, child in self.subagents.items() if call_id not in dropped}
+        return replace(self, answered=answered, subagents=kept)
 
     @property
     def all_approvals(self) -> list[dict[str, Any]]:
@@ -443,32 +455,50 @@ class _Subagents:
 
     def add(self, event: AgentEvent) -> None:
         kind, agent_id = event.type, event.agent_id
-        if kind is EventType.SUBAGENT_START and agent_id is not None:
+        if agent_id is None:
+            # A new prompt closes the open turn (and with it every sub-agent left inside it), and
+            # a finished run has none left; only a continued run goes on with them.
+            if kind is EventType.RUN_FINISH or (kind is EventType.RUN_START and not event.data.get("continues")):
+                self._running.clear()
+        elif kind is EventType.SUBAGENT_START:
             data = event.data
             parent = data.get("parent_agent_id")
             known = self._running.get(agent_id)  # a continued sub-agent starts again under its id
             self._running[agent_id] = (parent if isinstance(parent, str) else None, known[1] if known else Conversation(agent_id), dict(data))
-        elif kind is EventType.SUBAGENT_FINISH and agent_id is not None:
+        elif kind is EventType.SUBAGENT_FINISH:
             self._running.pop(agent_id, None)
-        elif agent_id is not None and agent_id in self._running:
-            self._running[agent_id][1].add(event)
+        elif agent_id in self._running:
+            try:
+                self._running[agent_id][1].add(event)
+            except Exception:  # a damaged record of a sub-agent costs its continuation, not the session's resume
+                del self._running[agent_id]
 
     def continuing(self, turn: Interrupted | None, agent_id: str | None = None) -> Interrupted | None:
         """``turn`` with each started call whose sub-agent died inside a turn of its own taken out
-        of ``answered`` and kept in ``subagents`` (recursively: a sub-agent's sub-agents too)."""
+        of ``answered`` and kept in ``subagents`` (recursively: a sub-agent's sub-agents too).
+
+        Only a sub-agent started in that very turn counts, and only when it is the call's one
+        sub-agent: a call that started several cannot tell them apart, so it stays interrupted.
+        """
         if turn is None:
             return None
-        found: dict[str, SubagentTurn] = {}
+        turn_id = turn.turn_state.turn_id if turn.turn_state is not None else None
+        by_call: dict[str, list[tuple[str, Conversation, dict[str, Any]]]] = {}
         for child_id, (parent, conversation, start) in self._running.items():
             call_id = start.get("parent_call_id")
             settled = turn.answered.get(call_id) if isinstance(call_id, str) else None
-            if parent != agent_id or settled is None or settled.content != INTERRUPTED_RESULT:
+            if parent != agent_id or settled is None or settled.content != INTERRUPTED_RESULT or start.get("parent_turn_id") != turn_id:
                 continue
+            by_call.setdefault(str(call_id), []).append((child_id, conversation, start))
+        found: dict[str, SubagentTurn] = {}
+        for call_id, children in by_call.items():
+            if len(children) != 1:
+                continue
+            child_id, conversation, start = children[0]
             inner = self.continuing(conversation.interrupted(), child_id)
             if inner is None:  # it died between turns, or mid-stream: nothing to continue
                 continue
-            messages = conversation.messages
-            found[str(call_id)] = SubagentTurn(child_id, str(start.get("name") or "subagent"), str(start.get("prompt") or ""), messages, inner)
+            found[call_id] = SubagentTurn(child_id, str(start.get("name") or "subagent"), str(start.get("prompt") or ""), conversation.messages, inner)
         if not found:
             return turn
         answered = {call_id: block for call_id, block in turn.answered.items() if call_id not in found}
