@@ -565,6 +565,30 @@ def test_a_sampling_call_counts_in_the_runs_tokens_and_cost_and_in_every_usage_t
     assert sample.attributes["agent_kernel.mcp.server"] == "ev" and sample.attributes["agent_kernel.cost_usd"] == pytest.approx(one)
 
 
+def test_a_sampling_call_is_named_and_priced_by_the_model_the_provider_says_answered(everything: None, tmp_path: Path) -> None:
+    # A gateway's deployment name the price table does not know, serving a model it does: turns
+    # and samples alike are priced by the served model, so the run's cost stays known.
+    from agent_kernel.journal import usage_df
+    from agent_kernel.models import pricing
+    from agent_kernel.models.anthropic import AnthropicModel
+    from agent_kernel.models.base import Usage
+
+    from .fakes.server import FakeProvider
+    from .fakes.turns import turn
+
+    journal = tmp_path / "s.jsonl"
+    with FakeProvider() as provider:
+        provider.served = "claude-sonnet-4-6"
+        provider.script(turn(calls=[("c1", "mcp__ev__trigger-sampling-request", {"prompt": "Say hi", "maxTokens": 20})]), turn("Hi."), turn("done"))
+        model = AnthropicModel("our-gateway-deployment", base_url=provider.url, api_key="sk-ant-test")
+        with Agent(model, mcp=[everything_stdio(sampling=True)], permissions="bypass", journal=journal, context=None) as agent:
+            run = agent.run_sync("go")
+    (sampled,) = of_type(run.events, EventType.MCP_SAMPLING)
+    assert sampled.data["model"] == "claude-sonnet-4-6"
+    assert sampled.data["cost_usd"] == pytest.approx(pricing.cost("claude-sonnet-4-6", Usage(40, 12)))
+    assert run.cost_usd is not None and list(usage_df(journal)["model"]) == ["claude-sonnet-4-6"] * 3
+
+
 def test_sampling_is_declined_by_default_headless_and_the_server_is_told_how_to_allow_it(everything: None) -> None:
     with agent_with([everything_stdio()], [SAMPLE], "done", permissions="bypass") as agent:
         run = agent.run_sync("go")

@@ -539,9 +539,11 @@ class MCPHub:
         if allowed:
             started = time.monotonic()
             try:
-                text, stop, usage = await self._on_caller(server.name, ask_model(model, params))
-                model_name = str(getattr(model, "name", ""))
-                # No usage reported (llama.cpp streams none): the cost is unknown, not free.
+                text, stop, usage, served = await self._on_caller(server.name, ask_model(model, params))
+                # Named and priced as the loop names and prices a turn: by the model the provider
+                # says answered, else the adapter's; no usage reported (llama.cpp streams none)
+                # makes the cost unknown, not free.
+                model_name = served or str(getattr(model, "name", ""))
                 cost = None if usage is None else pricing.cost(model_name, usage)
                 record.update(action="accept", model=model_name or None, text=text, usage=None if usage is None else usage.to_dict(),
                               cost_usd=cost, stop_reason=stop, duration_s=time.monotonic() - started)

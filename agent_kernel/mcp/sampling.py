@@ -38,20 +38,20 @@ def request_summary(params: Any) -> list[str]:
     return lines
 
 
-async def ask_model(model: Any, params: Any) -> tuple[str, str, Usage | None]:
-    """Asks ``model`` for the completion the request wants: its text, stop reason and usage (None:
-    the model reported none)."""
+async def ask_model(model: Any, params: Any) -> tuple[str, str, Usage | None, str | None]:
+    """Asks ``model`` for the completion the request wants: its text, stop reason, usage (None:
+    the model reported none) and the model the provider says answered (None: it did not say)."""
     messages = tuple(Message(m.role, (TextBlock(_text(m.content)),)) for m in params.messages)
     options = {"max_tokens": int(params.max_tokens)} if getattr(params, "max_tokens", None) else {}
     request = ModelRequest(messages=messages, system=getattr(params, "system_prompt", None), options=options)
     parts: list[str] = []
-    stop, usage = "end_turn", None
+    stop, usage, served = "end_turn", None, None
     async for event in model.stream(request):
         if isinstance(event, TextDelta):
             parts.append(event.text)
         elif isinstance(event, MessageEnd):
-            stop, usage = event.stop_reason, event.usage
-    return "".join(parts), stop, usage
+            stop, usage, served = event.stop_reason, event.usage, event.model
+    return "".join(parts), stop, usage, served
 
 
 def sampling_result(text: str, model_name: str, stop: str) -> Any:

@@ -122,6 +122,9 @@ class FakeProvider:
         self.requests: list[tuple[str, dict[str, Any]]] = []
         self.rejected: list[str] = []
         self.release = threading.Event()
+        #: The model the responses say answered; None: the one requested (a real API may report a
+        #: dated version of an alias, or a gateway the model behind a deployment name).
+        self.served: str | None = None
         self._lock = threading.Lock()
         provider = self
 
@@ -196,7 +199,7 @@ class FakeProvider:
         if isinstance(reply, Fail):
             self._json(h, reply.status, wire.error(reply.status, reply.message), reply.headers)
             return
-        model = str(body.get("model", "fake"))
+        model = self.served or str(body.get("model", "fake"))
         turn = reply if isinstance(reply, dict) else reply.turn
         events = wire.events(turn, model, body)
         try:
