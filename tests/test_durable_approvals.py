@@ -471,3 +471,20 @@ async def test_a_sub_agent_whose_tool_is_not_given_again_is_not_listed_and_its_c
 def _run_of(ctx: ToolContext) -> Any:
     assert ctx.run is not None
     return ctx.run
+
+
+async def test_a_sub_agent_of_a_sub_agent_finishes_its_turn_and_each_level_is_asked_once_more(tmp_path: Path) -> None:
+    def level(name: str, model: ScriptedModel, tools: list[Any]) -> Agent:
+        return Agent(model, tools=tools, name=name, journal=None, context=None)
+
+    inner = level("inner", ScriptedModel([tool_call("deploy", {"target": "staging"}, id="in_1"), "unused"]), [deploy])
+    middle = level("middle", ScriptedModel([tool_call("inner", {"instructions": "Deploy staging."}, id="mid_1"), "unused"]), [inner.as_tool()])
+    dead = await died_waiting(tmp_path, [tool_call("middle", {"instructions": "Have staging deployed."}, id="lead_1"), "unused"], [middle.as_tool()])
+    models = {name: ScriptedModel([f"{name} done"]) for name in ("inner", "middle", "lead")}
+    again_middle = level("middle", models["middle"], [level("inner", models["inner"], [deploy]).as_tool()])
+    agent = Agent.resume(dead, model=models["lead"], tools=[again_middle.as_tool()], approver=lambda r: True)
+    assert [p.call_id for p in agent.pending_approvals] == ["in_1"]
+    result = await agent.continue_run()
+    assert RAN == ["staging"] and result.text == "lead done"
+    assert [len(m.requests) for m in models.values()] == [1, 1, 1]  # every level asked once, after its call
+    assert models["middle"].requests[0].messages[-1].tool_results[0].content == "inner done"
