@@ -660,10 +660,10 @@ class Agent:
         approval) is left open: ``pending_approvals`` lists the calls that waited for a decision,
         and ``continue_run()`` asks again, runs the calls that had not run, and completes the run
         without asking the model again; a new prompt instead closes those calls, a call that had
-        started getting an "interrupted" error result. A sub-agent that was itself waiting inside
-        a turn (its own call waiting for approval) is listed there too, and ``continue_run()``
-        lets it finish that turn under its id instead of starting it over (pass the same sub-agent
-        tools). ``agent_kwargs`` are those of ``Agent`` (another ``model``, more
+        started getting an "interrupted" error result. A sub-agent the process died in goes on
+        too (pass the same sub-agent tools): a call of its own waiting for approval is listed
+        there, and ``continue_run()`` lets it finish that turn under its id, or ask its model
+        again for an answer that never completed, instead of starting it over. ``agent_kwargs`` are those of ``Agent`` (another ``model``, more
         ``tools``, ...); without ``model`` the recorded provider and model are used when they can
         be rebuilt from a string, else the default model.
 

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from .emitter import Emitter
 from .errors import ToolError, UserError
 from .events import AgentEvent, EventType
-from .journal.resume import INTERRUPTED_RESULT
+from .journal.resume import INTERRUPTED_RESULT, SubagentTurn
 from .loop import tt
 from .messages import Message
 from .models.base import Usage
@@ -129,7 +129,7 @@ async def run_subagent(
         raise UserError("A sub-agent runs inside a parent run: call it from a tool of a running agent.")
     parent_turn = parent_em.turn
     # A continued run's call that had started this sub-agent before the process died: it goes on.
-    resumed = parent.resumed_subagents.pop(call_id, None) if call_id is not None else None
+    resumed: SubagentTurn | None = parent.resumed_subagents.pop(call_id, None) if call_id is not None else None
     if resumed is not None and (resumed.name, resumed.prompt) != (name, prompt):
         raise ToolError(INTERRUPTED_RESULT)  # another sub-agent or task than the one that died: not its to finish
     agent_id = resumed.agent_id if resumed is not None else new_id(f"{name}-")
@@ -152,8 +152,8 @@ async def run_subagent(
     )
     em = ctx.emitter = parent_em.child(ctx.run_id, agent_id)
     turn = TurnState.initial(agent.max_iterations, parent_turn_id=parent_turn.turn_id if parent_turn else None)
-    if resumed is not None and resumed.interrupted.turn_state is not None:
-        turn = resumed.interrupted.turn_state
+    if resumed is not None and resumed.turn_state is not None:
+        turn = resumed.turn_state
     em.turn = turn
     link = {"agent_id": agent_id, "name": name, "parent_agent_id": parent.agent_id, "parent_call_id": call_id}
     start = {**link, "parent_turn_id": turn.parent_turn_id, "prompt": prompt, "model": agent.model.name, **(data or {})}
@@ -171,15 +171,20 @@ async def run_subagent(
         "agent_name": name,
     }
     messages, answered = [Message.user(prompt)], None
+    open_turn = None
     if resumed is not None:
-        open_turn = resumed.interrupted.keeping_subagents(lambda tool: resumable_delegation(config.tools.get(tool)))
-        run_start["continues"] = {"run_id": open_turn.run_id, "call_ids": [use.id for use in open_turn.message.tool_uses]}
-        messages, answered = list(resumed.messages), open_turn.answered
-        ctx.resumed_subagents = dict(open_turn.subagents)
+        # Its calls waited (an open turn, finished as the top level's is), or its model was
+        # answering (asked again, from the conversation as recorded).
+        messages = list(resumed.messages)
+        call_ids: list[str] = []
+        if resumed.interrupted is not None:
+            open_turn = resumed.interrupted.keeping_subagents(lambda tool: resumable_delegation(config.tools.get(tool)))
+            answered, call_ids = open_turn.answered, [use.id for use in open_turn.message.tool_uses]
+            ctx.resumed_subagents = dict(open_turn.subagents)
+        run_start["continues"] = {"run_id": resumed.run_id, "call_ids": call_ids}
     em.emit(EventType.RUN_START, run_start)
-    if resumed is not None:
-        for result in open_turn.unfinished_results():
-            em.emit(EventType.TOOL_RESULT, result)
+    for result in open_turn.unfinished_results() if open_turn is not None else ():
+        em.emit(EventType.TOOL_RESULT, result)
     for kind, facts in mcp_facts:
         em.emit(kind, facts)
     started = time.monotonic()

@@ -421,10 +421,13 @@ async def test_a_sub_agent_left_behind_by_an_earlier_crash_is_never_picked_up_by
     await task
     agent.close()
     RAN.clear()
-    again = Agent.resume(dead_again, model=ScriptedModel(["Prod was not checked."]), tools=[deployer(ScriptedModel([])).as_tool()], approver=lambda r: True)
+    checker = ScriptedModel(["Prod looks fine."])
+    again = Agent.resume(dead_again, model=ScriptedModel(["Prod is fine."]), tools=[deployer(checker).as_tool()], approver=lambda r: True)
     assert again.pending_approvals == []  # the staging deploy the person called off is not asked again
     result = await again.continue_run()
-    assert RAN == [] and result.text == "Prod was not checked."
+    assert RAN == [] and result.text == "Prod is fine."
+    # The deployer that goes on is the one of the new call, with its task, asked again.
+    assert [m.text for m in checker.requests[0].messages] == ["Only check prod."]
 
 
 async def test_a_call_that_started_two_sub_agents_is_answered_interrupted_and_runs_neither_again(tmp_path: Path) -> None:
@@ -488,3 +491,25 @@ async def test_a_sub_agent_of_a_sub_agent_finishes_its_turn_and_each_level_is_as
     assert RAN == ["staging"] and result.text == "lead done"
     assert [len(m.requests) for m in models.values()] == [1, 1, 1]  # every level asked once, after its call
     assert models["middle"].requests[0].messages[-1].tool_results[0].content == "inner done"
+
+
+async def test_a_sub_agent_whose_model_was_answering_when_the_process_died_is_asked_again_and_finishes(tmp_path: Path) -> None:
+    # The deployer looked at the logs (its tool ran and its turn was recorded), then died while its
+    # model streamed the next answer.
+    first = Agent(ScriptedModel([tool_call("look", {"what": "logs"}, id="look_1"), [Text("The logs say " * 40, chunk=5, delay=0.05)]]),
+                  tools=[look], name="deployer", journal=None, context=None)
+    lead = [tool_call("deployer", {"instructions": "Check the logs."}, id="lead_1"), "unused"]
+    streaming = lambda a: any(e.type is EventType.TEXT_DELTA and e.agent_id for e in a.events)  # noqa: E731
+    dead = await died_waiting(tmp_path, lead, [first.as_tool()], until=streaming)
+    assert RAN == ["look logs"]
+    worker_model, lead_model = ScriptedModel(["The logs are clean."]), ScriptedModel(["All clear."])
+    again = Agent(worker_model, tools=[look], name="deployer", journal=None, context=None)
+    agent = Agent.resume(dead, model=lead_model, tools=[again.as_tool()])
+    assert agent.interrupted is not None and agent.pending_approvals == []
+    result = await agent.continue_run()
+    assert result.text == "All clear." and RAN == ["look logs"]  # its tool is not run again
+    sent = worker_model.requests[0].messages  # its conversation as recorded: the answer in flight never completed
+    assert [m.role for m in sent] == ["user", "assistant", "user"] and sent[-1].tool_results[0].content == "logs looks fine"
+    assert lead_model.requests[0].messages[-1].tool_results[0].content == "The logs are clean."
+    agent.close()
+    assert Agent.resume(dead, model=ScriptedModel([])).messages == agent.messages

@@ -157,26 +157,34 @@ class Interrupted:
     @property
     def all_approvals(self) -> list[dict[str, Any]]:
         """The pending approvals of this turn and of its sub-agents' turns, outermost first."""
-        return [*self.approvals, *(data for child in self.subagents.values() for data in child.interrupted.all_approvals)]
+        inner = [child.interrupted for child in self.subagents.values() if child.interrupted is not None]
+        return [*self.approvals, *(data for turn in inner for data in turn.all_approvals)]
 
 
 @dataclass(frozen=True)
 class SubagentTurn:
-    """A sub-agent's conversation as a process left it, dying inside one of its turns.
+    """A sub-agent's conversation as a process left it, dying while the sub-agent worked.
 
     Attributes:
         agent_id: the id its events are tagged with (the continued run keeps it).
         name: its name.
         prompt: the instructions it was given.
-        messages: its conversation, ending with the assistant message whose calls wait.
-        interrupted: its open turn (the calls, the results recorded, the approvals pending).
+        messages: its conversation: ending with the assistant message whose calls wait when it
+            died inside a turn (``interrupted``), else with the message its model was answering
+            (its prompt or tool results: the answer in flight never completed, so it is asked again).
+        turn_state: the turn it was in.
+        run_id: the run it was in.
+        interrupted: its open turn (the calls, the results recorded, the approvals pending), or
+            None when it died while its model was answering.
     """
 
     agent_id: str
     name: str
     prompt: str
     messages: list[Message]
-    interrupted: Interrupted
+    turn_state: TurnState | None
+    run_id: str
+    interrupted: Interrupted | None
 
 
 class _Partial:
@@ -226,6 +234,11 @@ class Conversation:
         self._asked: dict[str, dict[str, Any]] = {}  # approval_required data of calls not yet decided
         self._partial: _Partial | None = None
         self._last: AgentEvent | None = None
+
+    @property
+    def last_event(self) -> AgentEvent | None:
+        """The last event applied (None before any)."""
+        return self._last
 
     @property
     def messages(self) -> list[Message]:
@@ -496,9 +509,17 @@ class _Subagents:
                 continue
             child_id, conversation, start = children[0]
             inner = self.continuing(conversation.interrupted(), child_id)
-            if inner is None:  # it died between turns, or mid-stream: nothing to continue
+            messages = conversation.messages
+            # Inside a turn, its calls wait; else its model was answering (messages end with a
+            # user message): ask again. An answer recorded whole with no run_finish after it
+            # (the rarest death) leaves nothing to do but end, so the call stays interrupted.
+            if inner is None and not (messages and messages[-1].role == "user"):
                 continue
-            found[call_id] = SubagentTurn(child_id, str(start.get("name") or "subagent"), str(start.get("prompt") or ""), conversation.messages, inner)
+            last = conversation.last_event
+            found[call_id] = SubagentTurn(
+                child_id, str(start.get("name") or "subagent"), str(start.get("prompt") or ""), messages,
+                conversation.turn_state, last.run_id if last is not None else "", inner,
+            )
         if not found:
             return turn
         answered = {call_id: block for call_id, block in turn.answered.items() if call_id not in found}
