@@ -156,7 +156,8 @@ async def run_subagent(
         turn = resumed.turn_state
     em.turn = turn
     link = {"agent_id": agent_id, "name": name, "parent_agent_id": parent.agent_id, "parent_call_id": call_id}
-    start = {**link, "parent_turn_id": turn.parent_turn_id, "prompt": prompt, "model": agent.model.name, **(data or {})}
+    # The parent's turn, also for a continued sub-agent, whose own TurnState points at its previous turn.
+    start = {**link, "parent_turn_id": parent_turn.turn_id if parent_turn else None, "prompt": prompt, "model": agent.model.name, **(data or {})}
     if resumed is not None:
         start["continues"] = True
     em.emit(EventType.SUBAGENT_START, start)

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from agent_kernel import Agent, EventType, TerminationReason, tool
+from agent_kernel import Agent, AgentEvent, EventType, TerminationReason, tool
 from agent_kernel.approvals import Approval
 from agent_kernel.errors import UserError
 from agent_kernel.journal import read_events
@@ -513,3 +513,80 @@ async def test_a_sub_agent_whose_model_was_answering_when_the_process_died_is_as
     assert lead_model.requests[0].messages[-1].tool_results[0].content == "The logs are clean."
     agent.close()
     assert Agent.resume(dead, model=ScriptedModel([])).messages == agent.messages
+
+
+async def test_a_sub_agent_past_its_first_turn_survives_a_second_crash_during_its_continuation(tmp_path: Path) -> None:
+    def looker_deployer(model: ScriptedModel) -> Agent:
+        return Agent(model, tools=[look, deploy], name="deployer", journal=None, context=None)
+
+    first = looker_deployer(ScriptedModel([tool_call("look", {"what": "logs"}, id="look_1"), tool_call("deploy", {"target": "staging"}, id="dep_1"), "unused"]))
+    dead = await died_waiting(tmp_path, [tool_call("deployer", {"instructions": "Deploy."}, id="lead_1"), "unused"], [first.as_tool()])
+    # The second process continues, and dies while the same approval waits again.
+    second = Agent.resume(dead, model=ScriptedModel(["unused"]), tools=[looker_deployer(ScriptedModel(["unused"])).as_tool()], permissions="default")
+    second.approvals.interactive = True
+    task = asyncio.create_task(second.continue_run())
+    while not second.approvals.pending:
+        await asyncio.sleep(0.01)
+    assert second.journal is not None
+    second.journal.flush()
+    dead_again = tmp_path / "dead-again.jsonl"
+    shutil.copy(second.journal.path, dead_again)
+    second.cancel()
+    await task
+    second.close()
+    RAN.clear()
+    worker_model, lead_model = ScriptedModel(["Deployed."]), ScriptedModel(["Done."])
+    third = Agent.resume(dead_again, model=lead_model, tools=[looker_deployer(worker_model).as_tool()], approver=lambda r: True)
+    assert [p.call_id for p in third.pending_approvals] == ["dep_1"]
+    await third.continue_run()
+    assert RAN == ["staging"] and len(worker_model.requests) == 1
+    assert lead_model.requests[0].messages[-1].tool_results[0].content == "Deployed."
+
+
+async def test_a_sub_agent_going_on_from_an_answer_cut_at_max_tokens_is_not_continued_so_no_half_answer_reaches_the_lead(tmp_path: Path) -> None:
+    from agent_kernel.models.scripted import stop
+
+    first = Agent(ScriptedModel([[Text("PART ONE. "), stop("max_tokens")], [Text("more " * 80, chunk=5, delay=0.05)]]), name="writer", journal=None, context=None)
+    going_on = lambda a: any(e.type is EventType.CONTINUATION for e in a.events) and any(  # noqa: E731
+        e.type is EventType.TEXT_DELTA and e.agent_id and "more" in e.data["text"] for e in a.events)
+    dead = await died_waiting(tmp_path, [tool_call("writer", {"instructions": "Write."}, id="lead_1"), "unused"], [first.as_tool()], until=going_on)
+    writer_model, lead_model = ScriptedModel(["PART TWO."]), ScriptedModel(["It was cut off."])
+    agent = Agent.resume(dead, model=lead_model, tools=[Agent(writer_model, name="writer", journal=None, context=None).as_tool()])
+    await agent.continue_run()
+    assert writer_model.requests == []  # the first part said is not in its conversation: asking again would lose it
+    assert lead_model.requests[0].messages[-1].tool_results[0].content == INTERRUPTED_RESULT
+
+
+async def test_a_sub_agent_whose_run_had_ended_is_not_run_again(tmp_path: Path) -> None:
+    from agent_kernel.models.scripted import fail
+
+    checker = Agent(ScriptedModel([tool_call("look", {"what": "logs"}, id="look_1"), [fail("auth", "bad key")]]),
+                    tools=[look], name="checker", journal=None, context=None)
+    live = make_agent(ScriptedModel([tool_call("checker", {"instructions": "Check."}, id="lead_1"), "unused"]), [checker.as_tool()], journal=tmp_path / "live.jsonl")
+    await live.run("go")
+    live.close()
+    # The process died after the sub-agent recorded its run's end, before its subagent_finish.
+    lines = (tmp_path / "live.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    end = next(i for i, line in enumerate(lines) if '"type":"run_finish"' in line and '"agent_id":"checker-' in line)
+    dead = tmp_path / "dead.jsonl"
+    dead.write_text("".join(lines[: end + 1]), encoding="utf-8")
+    again_model, lead_model = ScriptedModel(["asked again"]), ScriptedModel(["It stopped."])
+    agent = Agent.resume(dead, model=lead_model, tools=[Agent(again_model, tools=[look], name="checker", journal=None, context=None).as_tool()])
+    await agent.continue_run()
+    assert again_model.requests == [] and lead_model.requests[0].messages[-1].tool_results[0].content == INTERRUPTED_RESULT
+
+
+def test_the_view_strikes_out_what_a_sub_agent_was_writing_when_its_process_died() -> None:
+    from agent_kernel.jupyter.items import TextBlock
+    from agent_kernel.jupyter.transcript import Transcript
+
+    def event(seq: int, kind: EventType, data: dict[str, Any], agent: str | None = "w-1") -> AgentEvent:
+        return AgentEvent(seq=seq, ts=float(seq), session_id="s", run_id="r", turn_id="t", parent_turn_id=None, agent_id=agent, type=kind, data=data, iteration=0)
+
+    start = {"agent_id": "w-1", "name": "writer", "parent_agent_id": None, "parent_call_id": "c1", "parent_turn_id": "t", "prompt": "Write.", "model": "m"}
+    view = Transcript()
+    for e in [event(1, EventType.SUBAGENT_START, start), event(2, EventType.TEXT_DELTA, {"text": "The l"}),  # the process dies here
+              event(3, EventType.SUBAGENT_START, {**start, "continues": True}), event(4, EventType.TEXT_DELTA, {"text": "Logs clean."})]:
+        view.apply(e)
+    blocks = [(b.text, b.discarded) for b in view.items if isinstance(b, TextBlock)]
+    assert blocks == [("The l", True), ("Logs clean.", False)]

@@ -241,6 +241,12 @@ class Conversation:
         return self._last
 
     @property
+    def continuing_a_cut_answer(self) -> bool:
+        """True when the conversation ends with the loop's request to go on from an answer cut
+        off at ``max_tokens`` (a ``continuation``)."""
+        return bool(self.current) and self.current[-1].event.type is EventType.CONTINUATION
+
+    @property
     def messages(self) -> list[Message]:
         """The conversation as a resumed agent holds it (after compactions)."""
         return [entry.message for entry in self.current]
@@ -510,12 +516,15 @@ class _Subagents:
             child_id, conversation, start = children[0]
             inner = self.continuing(conversation.interrupted(), child_id)
             messages = conversation.messages
-            # Inside a turn, its calls wait; else its model was answering (messages end with a
-            # user message): ask again. An answer recorded whole with no run_finish after it
-            # (the rarest death) leaves nothing to do but end, so the call stays interrupted.
-            if inner is None and not (messages and messages[-1].role == "user"):
-                continue
             last = conversation.last_event
+            # Inside a turn, its calls wait; else its model was answering (messages end with a
+            # user message): ask again. It stays interrupted when there is nothing to go on with:
+            # its run had ended (only its subagent_finish is missing), its answer was recorded
+            # whole, or it was asked to go on from an answer cut off at max_tokens (the part said
+            # before is not in the conversation, so asking again would lose it).
+            ended = last is not None and last.type is EventType.RUN_FINISH
+            if ended or (inner is None and not (messages and messages[-1].role == "user")) or conversation.continuing_a_cut_answer:
+                continue
             found[call_id] = SubagentTurn(
                 child_id, str(start.get("name") or "subagent"), str(start.get("prompt") or ""), messages,
                 conversation.turn_state, last.run_id if last is not None else "", inner,

@@ -460,6 +460,12 @@ class Transcript:
             self._notice(event, "reminder", "info", f"Told the agent: {', '.join(told)}")
 
     def _on_subagent_start(self, event: AgentEvent, data: p.SubagentStart) -> None:
+        if data.get("continues"):
+            # A run resumed after its process died picks this sub-agent up: what its model was
+            # still writing then never completed (it is asked again), as after a failed call.
+            last = self._last.pop(event.agent_id, None)
+            if isinstance(last, TextBlock) and not last.discarded:
+                self._set(last, discarded=True)
         card = self._subagent_card(event, data)
         prompt = str(data.get("prompt") or "")
         if len(prompt) > PROMPT_CAP:
