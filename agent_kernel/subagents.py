@@ -16,6 +16,11 @@ system prompt, tools, model and limits) and joins the parent's run:
 
 Each call starts a new conversation, so one ``Agent`` may serve several calls at once (a tool
 marked ``concurrency_safe`` lets the parent run them side by side).
+
+The one exception: a run continued after its process died (``Agent.continue_run``) runs again a
+call whose sub-agent was at work then, and that sub-agent goes on under its id from the
+conversation the journal recorded (``journal.resume.SubagentTurn``). Only the tools made here
+(``resumable_delegation``) are run again so: they do nothing but delegate.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 from .emitter import Emitter
 from .errors import ToolError, UserError
 from .events import AgentEvent, EventType
-from .journal.resume import INTERRUPTED_RESULT, SubagentTurn
+from .journal.resume import INTERRUPTED_RESULT, Interrupted, SubagentTurn
 from .loop import tt
 from .messages import Message
 from .models.base import Usage
@@ -171,17 +176,11 @@ async def run_subagent(
         "turn_state": turn.to_dict(),
         "agent_name": name,
     }
-    messages, answered = [Message.user(prompt)], None
-    open_turn = None
+    messages, answered, open_turn = [Message.user(prompt)], None, None
     if resumed is not None:
-        # Its calls waited (an open turn, finished as the top level's is), or its model was
-        # answering (asked again, from the conversation as recorded).
-        messages = list(resumed.messages)
-        call_ids: list[str] = []
-        if resumed.interrupted is not None:
-            open_turn = resumed.interrupted.keeping_subagents(lambda tool: resumable_delegation(config.tools.get(tool)))
-            answered, call_ids = open_turn.answered, [use.id for use in open_turn.message.tool_uses]
-            ctx.resumed_subagents = dict(open_turn.subagents)
+        messages, open_turn = list(resumed.messages), _open_turn(resumed, ctx)
+        answered = open_turn.answered if open_turn is not None else None
+        call_ids = [use.id for use in open_turn.message.tool_uses] if open_turn is not None else []
         run_start["continues"] = {"run_id": resumed.run_id, "call_ids": call_ids}
     em.emit(EventType.RUN_START, run_start)
     for result in open_turn.unfinished_results() if open_turn is not None else ():
@@ -199,6 +198,18 @@ async def run_subagent(
         _end(em, link, ctx, await _wait_out(child), started, parent)
         raise
     return _end(em, link, ctx, finish, started, parent)
+
+
+def _open_turn(resumed: SubagentTurn, ctx: ExecutionContext) -> Interrupted | None:
+    """The turn a resumed sub-agent goes on in: its calls waited (finished as a top-level
+    interrupted turn is, its own sub-agents picked up in turn), or None when its model was
+    answering (asked again, from the conversation as recorded)."""
+    if resumed.interrupted is None:
+        return None
+    tools = ctx.config.tools if ctx.config is not None else None
+    open_turn = resumed.interrupted.keeping_subagents(lambda tool: tools is not None and resumable_delegation(tools.get(tool)))
+    ctx.resumed_subagents = dict(open_turn.subagents)
+    return open_turn
 
 
 async def _last_event(events: AsyncIterator[AgentEvent]) -> AgentEvent:
