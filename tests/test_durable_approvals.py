@@ -590,3 +590,24 @@ def test_the_view_strikes_out_what_a_sub_agent_was_writing_when_its_process_died
         view.apply(e)
     blocks = [(b.text, b.discarded) for b in view.items if isinstance(b, TextBlock)]
     assert blocks == [("The l", True), ("Logs clean.", False)]
+
+
+async def test_a_sub_agent_whose_stop_was_recorded_as_its_kernel_went_down_still_goes_on(tmp_path: Path) -> None:
+    # A kernel restart first stops the cell's run: the sub-agent records its stop (a synthetic
+    # result for the waiting call, cancelled, run_finish), and the process is gone before its lead
+    # records anything. The lead's call is still open, so the sub-agent died at work.
+    dead = await died_in_a_sub_agent(tmp_path)
+    kept = dead.read_text(encoding="utf-8").splitlines(keepends=True)
+    later = (tmp_path / "live.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)[len(kept):]
+    stop = [line for line in later if '"agent_id":"deployer-' in line and any(f'"type":"{t}"' in line for t in ("tool_result", "cancelled", "run_finish"))]
+    assert len(stop) == 3 and '"synthetic":true' in stop[0] and '"user_interrupt"' in stop[2]
+    dead.write_text("".join(kept + stop), encoding="utf-8")
+    worker_model, lead_model = ScriptedModel(["Deployed staging."]), ScriptedModel(["Done."])
+    agent = Agent.resume(dead, model=lead_model, tools=[deployer(worker_model).as_tool()], approver=lambda r: True)
+    assert [p.call_id for p in agent.pending_approvals] == ["sub_1"]
+    await agent.continue_run()
+    assert RAN == ["staging"] and lead_model.requests[0].messages[-1].tool_results[0].content == "Deployed staging."
+    assert worker_model.requests[0].messages[-1].tool_results[0].content == "deployed staging"  # not the stop's result
+    agent.close()
+    again = Agent.resume(dead, model=ScriptedModel([]), tools=[deployer(ScriptedModel([])).as_tool()])
+    assert again.messages == agent.messages and again.interrupted is None

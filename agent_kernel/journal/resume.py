@@ -38,6 +38,7 @@ and the sub-agent finishes its turn instead of starting over.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import warnings
@@ -234,6 +235,14 @@ class Conversation:
         self._asked: dict[str, dict[str, Any]] = {}  # approval_required data of calls not yet decided
         self._partial: _Partial | None = None
         self._last: AgentEvent | None = None
+
+    def copy(self) -> Conversation:
+        """An independent copy, to go on from this point while this one goes on too."""
+        twin = copy.copy(self)
+        twin.history, twin.current, twin.turn_states = list(self.history), list(self.current), list(self.turn_states)
+        twin._pending, twin._results, twin._started, twin._asked = list(self._pending), dict(self._results), set(self._started), dict(self._asked)
+        twin._partial = None  # a stop never needs the response in flight: it is asked again
+        return twin
 
     @property
     def last_event(self) -> AgentEvent | None:
@@ -465,12 +474,43 @@ def scan(path: str | os.PathLike[str], keep: int | None = None) -> Scan:
     return Scan(resumed, turn_states, session_id, last_run_start, list(tail), total, interrupted)
 
 
+@dataclass
+class _Child:
+    """A sub-agent still running, as ``_Subagents`` follows it."""
+
+    parent: str | None  # the agent that started it (None: the top level)
+    conversation: Conversation
+    start: dict[str, Any]  # its subagent_start
+    before_stop: Conversation | None = None  # as it stood before a stop began to be recorded
+    cut: bool = False  # a stop cut it while its lead's call stayed open: it goes on from before_stop
+
+    @property
+    def to_continue(self) -> Conversation:
+        """The conversation it goes on from."""
+        return self.before_stop if self.cut and self.before_stop is not None else self.conversation
+
+    def add(self, event: AgentEvent) -> None:
+        # A stop is recorded as synthetic results for the calls in flight, ``cancelled``, then a
+        # ``run_finish`` of user_interrupt. One that reaches a sub-agent while its lead's call
+        # never records an end was the process going down (a kernel restart stops the cell's
+        # run first): the sub-agent died at work, so it goes on from before the stop.
+        kind = event.type
+        stopping = kind is EventType.CANCELLED or (kind is EventType.TOOL_RESULT and event.data.get("synthetic") is True)
+        if stopping and self.before_stop is None:
+            self.before_stop = self.conversation.copy()
+        elif kind is EventType.RUN_FINISH:
+            self.cut = event.data.get("reason") == "user_interrupt" and self.before_stop is not None
+        elif not stopping:
+            self.before_stop, self.cut = None, False
+        self.conversation.add(event)
+
+
 class _Subagents:
     """The conversations of the sub-agents still running at the end of a journal, each by the
     call that started it, so a turn that died waiting on one can continue it (``SubagentTurn``)."""
 
     def __init__(self) -> None:
-        self._running: dict[str, tuple[str | None, Conversation, dict[str, Any]]] = {}  # agent id -> (parent agent, conversation, subagent_start)
+        self._running: dict[str, _Child] = {}  # by agent id
 
     def add(self, event: AgentEvent) -> None:
         kind, agent_id = event.type, event.agent_id
@@ -483,12 +523,13 @@ class _Subagents:
             data = event.data
             parent = data.get("parent_agent_id")
             known = self._running.get(agent_id)  # a continued sub-agent starts again under its id
-            self._running[agent_id] = (parent if isinstance(parent, str) else None, known[1] if known else Conversation(agent_id), dict(data))
+            conversation = known.to_continue if known is not None else Conversation(agent_id)
+            self._running[agent_id] = _Child(parent if isinstance(parent, str) else None, conversation, dict(data))
         elif kind is EventType.SUBAGENT_FINISH:
             self._running.pop(agent_id, None)
         elif agent_id in self._running:
             try:
-                self._running[agent_id][1].add(event)
+                self._running[agent_id].add(event)
             except Exception:  # a damaged record of a sub-agent costs its continuation, not the session's resume
                 del self._running[agent_id]
 
@@ -503,7 +544,8 @@ class _Subagents:
             return None
         turn_id = turn.turn_state.turn_id if turn.turn_state is not None else None
         by_call: dict[str, list[tuple[str, Conversation, dict[str, Any]]]] = {}
-        for child_id, (parent, conversation, start) in self._running.items():
+        for child_id, child in self._running.items():
+            parent, conversation, start = child.parent, child.to_continue, child.start
             call_id = start.get("parent_call_id")
             settled = turn.answered.get(call_id) if isinstance(call_id, str) else None
             if parent != agent_id or settled is None or settled.content != INTERRUPTED_RESULT or start.get("parent_turn_id") != turn_id:
