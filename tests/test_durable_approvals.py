@@ -50,17 +50,24 @@ async def died_waiting(tmp_path: Path, replies: list[object], tools: list[object
     as a process killed at that moment would have left it; returns the copy's path."""
     until = kwargs.pop("until", None)
     agent = make_agent(ScriptedModel(replies), tools or [deploy], journal=tmp_path / "live.jsonl", permissions="default", **kwargs)
+    return await dies_during(agent, agent.run("deploy to staging"), until, tmp_path / "dead.jsonl")
+
+
+async def dies_during(agent: Agent, run: Any, until: Any, copy: Path) -> Path:
+    """Runs ``run`` (a coroutine of ``agent``) until a call waits for a person (or ``until(agent)``
+    holds), copies the journal to ``copy`` as a process killed then would have left it, and stops
+    the run; returns ``copy``."""
     agent.approvals.interactive = True  # a person would answer in the live view
-    task = asyncio.create_task(agent.run("deploy to staging"))
+    task = asyncio.create_task(run)
     while not (until(agent) if callable(until) else agent.approvals.pending):
         await asyncio.sleep(0.01)
-    journal = agent.journal
-    journal.flush()
-    dead = tmp_path / "dead.jsonl"
-    shutil.copy(journal.path, dead)
+    assert agent.journal is not None
+    agent.journal.flush()
+    shutil.copy(agent.journal.path, copy)
     agent.cancel()
     await task
-    return dead
+    agent.close()
+    return copy
 
 
 async def test_a_resumed_agent_lists_the_approval_that_was_pending_when_the_process_died(tmp_path: Path) -> None:
@@ -410,16 +417,8 @@ async def test_a_sub_agent_left_behind_by_an_earlier_crash_is_never_picked_up_by
     streaming = deployer(ScriptedModel([[Text("Checking prod... " * 50, chunk=5, delay=0.05)]]))
     lead = ScriptedModel([tool_call("deployer", {"instructions": "Only check prod."}, id="call_0"), "unused"])
     agent = Agent.resume(dead, model=lead, tools=[streaming.as_tool()], permissions="default")
-    task = asyncio.create_task(agent.run("Never mind staging; have prod checked."))
-    while not any(e.type is EventType.TEXT_DELTA and e.agent_id for e in agent.events):
-        await asyncio.sleep(0.01)
-    assert agent.journal is not None
-    agent.journal.flush()
-    dead_again = tmp_path / "dead-again.jsonl"
-    shutil.copy(agent.journal.path, dead_again)
-    agent.cancel()
-    await task
-    agent.close()
+    streams = lambda a: any(e.type is EventType.TEXT_DELTA and e.agent_id for e in a.events)  # noqa: E731
+    dead_again = await dies_during(agent, agent.run("Never mind staging; have prod checked."), streams, tmp_path / "dead-again.jsonl")
     RAN.clear()
     checker = ScriptedModel(["Prod looks fine."])
     again = Agent.resume(dead_again, model=ScriptedModel(["Prod is fine."]), tools=[deployer(checker).as_tool()], approver=lambda r: True)
@@ -523,17 +522,7 @@ async def test_a_sub_agent_past_its_first_turn_survives_a_second_crash_during_it
     dead = await died_waiting(tmp_path, [tool_call("deployer", {"instructions": "Deploy."}, id="lead_1"), "unused"], [first.as_tool()])
     # The second process continues, and dies while the same approval waits again.
     second = Agent.resume(dead, model=ScriptedModel(["unused"]), tools=[looker_deployer(ScriptedModel(["unused"])).as_tool()], permissions="default")
-    second.approvals.interactive = True
-    task = asyncio.create_task(second.continue_run())
-    while not second.approvals.pending:
-        await asyncio.sleep(0.01)
-    assert second.journal is not None
-    second.journal.flush()
-    dead_again = tmp_path / "dead-again.jsonl"
-    shutil.copy(second.journal.path, dead_again)
-    second.cancel()
-    await task
-    second.close()
+    dead_again = await dies_during(second, second.continue_run(), None, tmp_path / "dead-again.jsonl")
     RAN.clear()
     worker_model, lead_model = ScriptedModel(["Deployed."]), ScriptedModel(["Done."])
     third = Agent.resume(dead_again, model=lead_model, tools=[looker_deployer(worker_model).as_tool()], approver=lambda r: True)
