@@ -448,12 +448,19 @@ class Agent:
         """
         return run_blocking(lambda: self.run(prompt))
 
-    def cancel(self, reason: str = "cancelled by the user") -> bool:
-        """Cancels the run in progress (safe from any thread). Returns False if none is running."""
+    def cancel(self, reason: str = "cancelled by the user", *, keep_calls_open: bool = False) -> bool:
+        """Cancels the run in progress (safe from any thread). Returns False if none is running.
+
+        The run stops and records its end either way. With ``keep_calls_open`` the stop is the
+        process going down rather than a decision: the journal marks it (``cancelled``'s
+        ``keeps_calls_open``), and an agent resumed from it takes the turn up where it was, as
+        after a crash (``pending_approvals`` lists the calls that waited for a decision, and
+        ``continue_run()`` asks again). ``%%agent`` cancels this way when its kernel shuts down.
+        """
         ctx = self._context
         if ctx is None:
             return False
-        ctx.cancel.cancel(reason)
+        ctx.cancel.cancel(reason, keep_calls_open=keep_calls_open)
         return True
 
     def steer(self, text: str) -> bool:

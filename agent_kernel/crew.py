@@ -302,15 +302,15 @@ class Crew:
         """Runs to the end from synchronous code (see ``Agent.run_sync``)."""
         return run_blocking(lambda: self.run(inputs), thread_name="agent_kernel-crew")
 
-    def cancel(self, reason: str = "cancelled by the user") -> bool:
+    def cancel(self, reason: str = "cancelled by the user", *, keep_calls_open: bool = False) -> bool:
         """Cancels the run in progress and every agent in it (safe from any thread).
 
-        Returns False if none is running.
+        Returns False if none is running. ``keep_calls_open``: as ``Agent.cancel``.
         """
         run = self._run
         if run is None:
             return False
-        run.ctx.cancel.cancel(reason)
+        run.ctx.cancel.cancel(reason, keep_calls_open=keep_calls_open)
         if run.work is not None and run.loop is not None and not run.loop.is_closed():
             run.loop.call_soon_threadsafe(run.work.cancel)
         return True

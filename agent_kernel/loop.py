@@ -596,6 +596,8 @@ class _Loop:
 
     def _cancelled_data(self, reason: str) -> dict[str, Any]:
         data: dict[str, Any] = {"reason": reason, "phase": str(self.ctx.state.state)}
+        if self.token.keeps_calls_open:
+            data["keeps_calls_open"] = True
         # Sync work cannot be killed: the run ends without it, and says which calls left some.
         running = self.executor.still_running() if self.executor is not None else []
         if running:

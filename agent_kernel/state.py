@@ -281,10 +281,11 @@ class CancelToken:
     the loop catches that, sees ``cancelled``, cleans up and finishes with USER_INTERRUPT.
     """
 
-    __slots__ = ("reason", "_task", "_armed", "_loop", "interrupt_kind")
+    __slots__ = ("reason", "keeps_calls_open", "_task", "_armed", "_loop", "interrupt_kind")
 
     def __init__(self) -> None:
         self.reason: str | None = None
+        self.keeps_calls_open = False  # the stop leaves the turn's calls open for a resumed agent
         self.interrupt_kind: str | None = None
         self._task: asyncio.Task[Any] | None = None
         self._armed = False
@@ -308,10 +309,14 @@ class CancelToken:
         """Marks the loop as outside its awaits (about to yield to the consumer)."""
         self._armed = False
 
-    def cancel(self, reason: str = "cancelled by the user") -> None:
-        """Requests cancellation; interrupts the loop's current await if it is in one."""
+    def cancel(self, reason: str = "cancelled by the user", *, keep_calls_open: bool = False) -> None:
+        """Requests cancellation; interrupts the loop's current await if it is in one.
+
+        The first cancel gives the reason (and ``keep_calls_open``, see ``Agent.cancel``).
+        """
         if self.reason is None:
             self.reason = reason
+            self.keeps_calls_open = keep_calls_open
         self._interrupt("cancel")
 
     def interrupt(self, kind: str) -> None:

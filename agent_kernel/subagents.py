@@ -194,7 +194,7 @@ async def run_subagent(
     except asyncio.CancelledError:
         # The parent aborted this call: stop the child through its own token, so it closes its
         # tool calls and records why, then let the cancellation go on.
-        ctx.cancel.cancel(parent.cancel.reason or "the parent run stopped this sub-agent")
+        ctx.cancel.cancel(parent.cancel.reason or "the parent run stopped this sub-agent", keep_calls_open=parent.cancel.keeps_calls_open)
         _end(em, link, ctx, await _wait_out(child), started, parent)
         raise
     return _end(em, link, ctx, finish, started, parent)

@@ -600,3 +600,82 @@ async def test_a_sub_agent_whose_stop_was_recorded_as_its_kernel_went_down_still
     agent.close()
     again = Agent.resume(dead, model=ScriptedModel([]), tools=[deployer(ScriptedModel([])).as_tool()])
     assert again.messages == agent.messages and again.interrupted is None
+
+
+# ---- a stop as the process goes down -----------------------------------------------------
+
+
+async def stopped_waiting(tmp_path: Path, replies: list[object], tools: list[object] | None = None, *,
+                          keep_calls_open: bool, until: Any = None) -> tuple[Agent, Path]:
+    """Runs until a call waits for a person (or ``until`` holds), then stops the run as a kernel
+    shutting down does (``keep_calls_open``) or as a person does; returns the stopped agent and
+    its journal."""
+    agent = make_agent(ScriptedModel(replies), tools or [deploy], journal=tmp_path / "stopped.jsonl", permissions="default")
+    agent.approvals.interactive = True
+    task = asyncio.create_task(agent.run("deploy to staging"))
+    while not (until(agent) if callable(until) else agent.approvals.pending):
+        await asyncio.sleep(0.01)
+    agent.cancel("the kernel shut down", keep_calls_open=keep_calls_open)
+    result = await task
+    assert result.termination_reason is TerminationReason.USER_INTERRUPT
+    agent.close()
+    assert agent.journal is not None
+    return agent, Path(agent.journal.path)
+
+
+async def test_a_stop_as_the_kernel_shuts_down_keeps_the_waiting_approval_for_a_resumed_agent(tmp_path: Path) -> None:
+    live, path = await stopped_waiting(tmp_path, [tool_call("deploy", {"target": "staging"}, id="call_1"), "unused"], keep_calls_open=True)
+    [cancelled] = of_type(read_events(path), EventType.CANCELLED)
+    assert cancelled.data["keeps_calls_open"] is True
+    answer = ScriptedModel(["Deployed."])
+    agent = Agent.resume(path, model=answer, tools=[deploy], approver=lambda r: True)
+    assert [p.call_id for p in agent.pending_approvals] == ["call_1"]
+    result = await agent.continue_run()
+    assert RAN == ["staging"] and result.text == "Deployed."
+    assert answer.requests[0].messages[-1].tool_results[0].content == "deployed staging"  # not the stop's answer
+
+
+async def test_a_stop_by_a_person_answers_the_waiting_approval_for_good(tmp_path: Path) -> None:
+    live, path = await stopped_waiting(tmp_path, [tool_call("deploy", {"target": "staging"}, id="call_1"), "unused"], keep_calls_open=False)
+    assert "keeps_calls_open" not in of_type(read_events(path), EventType.CANCELLED)[0].data
+    agent = Agent.resume(path, model=ScriptedModel([]), tools=[deploy])
+    assert agent.pending_approvals == [] and agent.interrupted is None
+    assert agent.messages == live.messages  # the stop's answers, as the live agent had them
+
+
+async def test_a_new_prompt_after_a_kept_stop_answers_the_calls_as_the_live_agent_did(tmp_path: Path) -> None:
+    live, path = await stopped_waiting(tmp_path, [tool_call("deploy", {"target": "staging"}, id="call_1"), "unused"], keep_calls_open=True)
+    after = ScriptedModel(["Not deploying."])
+    agent = Agent.resume(path, model=after, tools=[deploy])
+    await agent.run("Never mind.")
+    assert RAN == []
+    # The history the model reads is the live agent's, then the new prompt joined to the stop's answer.
+    sent = after.requests[0].messages
+    assert list(sent[:-1]) == live.messages[:-1]
+    assert sent[-1].tool_results == live.messages[-1].tool_results and sent[-1].text.endswith("Never mind.")
+
+
+async def test_a_stop_cut_short_by_the_process_dying_does_not_answer_the_waiting_approval(tmp_path: Path) -> None:
+    # The stop's first record (the call's synthetic result) reached the journal; nothing after it.
+    _, path = await stopped_waiting(tmp_path, [tool_call("deploy", {"target": "staging"}, id="call_1"), "unused"], keep_calls_open=False)
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    cut = next(n for n, line in enumerate(lines) if '"synthetic":true' in line) + 1
+    path.write_text("".join(lines[:cut]), encoding="utf-8")
+    agent = Agent.resume(path, model=ScriptedModel(["Deployed."]), tools=[deploy], approver=lambda r: True)
+    assert [p.call_id for p in agent.pending_approvals] == ["call_1"]
+    await agent.continue_run()
+    assert RAN == ["staging"]
+
+
+async def test_a_sub_agents_approval_survives_a_stop_as_the_kernel_shuts_down(tmp_path: Path) -> None:
+    worker = deployer(ScriptedModel([tool_call("deploy", {"target": "staging"}, id="sub_1"), "unused"]))
+    _, path = await stopped_waiting(tmp_path, [tool_call("deployer", {"instructions": "Deploy to staging."}, id="lead_1"), "unused"],
+                                    [worker.as_tool()], keep_calls_open=True)
+    events = read_events(path)
+    assert [e.data.get("keeps_calls_open") for e in of_type(events, EventType.CANCELLED)] == [True, True]  # the sub-agent's, then the lead's
+    worker_model, lead_model = ScriptedModel(["Deployed staging."]), ScriptedModel(["The deployer deployed staging."])
+    agent = Agent.resume(path, model=lead_model, tools=[deployer(worker_model).as_tool()], approver=lambda r: True)
+    assert [(p.call_id, p.tool) for p in agent.pending_approvals] == [("sub_1", "deploy")]
+    result = await agent.continue_run()
+    assert RAN == ["staging"] and result.text == "The deployer deployed staging."
+    assert len(worker_model.requests) == 1 and len(lead_model.requests) == 1

@@ -310,6 +310,37 @@ async def test_cancelling_the_awaiting_cell_cancels_the_run_and_keeps_the_journa
     assert [e.data.get("reason") for e in recorded if e.type is EventType.CANCELLED] == ["kernel interrupt"]
 
 
+async def test_a_cell_cancelled_as_its_kernel_shuts_down_keeps_the_waiting_approval_open(
+        shown: Shown, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import IPython
+
+    journal = tmp_path / "run.jsonl"
+    agent = Agent(ScriptedModel([tool_call("touch", {"name": "a"}, id="call_1"), "unused"]), tools=[touch],
+                  journal=journal, permissions="default")
+    cell = asyncio.ensure_future(run_cell(agent, "Touch a", render_grace=30))
+    view = shown.of(AgentView)[0] if shown.of(AgentView) else None
+    while view is None:
+        await asyncio.sleep(0.01)
+        view = shown.of(AgentView)[0] if shown.of(AgentView) else None
+    front_end(view, {"type": "sync"})  # a person watches: the call waits for them
+    while not agent.approvals.pending:
+        await asyncio.sleep(0.01)
+
+    # ipykernel sets the shell's exit_now when a shutdown or restart request arrives, then stops
+    # its event loop, which cancels the cell still awaiting the run.
+    monkeypatch.setattr(IPython, "get_ipython", lambda: SimpleNamespace(exit_now=True))
+    cell.cancel()
+    with pytest.raises(RunInterrupted):
+        await cell
+    agent.close()
+
+    [cancelled] = [e for e in read_events(journal) if e.type is EventType.CANCELLED]
+    assert cancelled.data["reason"] == "the kernel shut down" and cancelled.data["keeps_calls_open"] is True
+    resumed = Agent.resume(journal, model=ScriptedModel([]), tools=[touch])
+    assert [p.call_id for p in resumed.pending_approvals] == ["call_1"]  # %agent resume shows the card again
+    resumed.close()
+
+
 # ---- detached runs --------------------------------------------------------------------------
 
 
@@ -528,6 +559,36 @@ def test_in_a_real_kernel_an_interrupt_cancels_the_run_and_fails_the_cell(kernel
                            ".agent.events[-1].data['reason'])")
     kernel.reply(check)
     assert ("stream", "user_interrupt\n") in kernel.outputs(check)
+
+
+def test_in_a_real_kernel_a_restart_while_a_card_waits_leaves_its_approval_to_resume(tmp_path: Path) -> None:
+    client = KernelClient(tmp_path)
+    try:
+        setup = client.execute(
+            "%load_ext agent_kernel\n"
+            "from agent_kernel import tool\n"
+            "from agent_kernel.models.scripted import ScriptedModel, tool_call\n"
+            "@tool\n"
+            "def touch(name: str) -> str:\n"
+            "    '''Touches a file.'''\n"
+            "    return f'touched {name}'\n"
+            "model = ScriptedModel([tool_call('touch', {'name': 'a'}, id='call_1'), 'unused'])\n")
+        assert client.reply(setup)["content"]["status"] == "ok"
+        client.execute("%%agent -m model --tools touch --new\nTouch a\n")
+        opened = client.drain(lambda m: m["msg_type"] == "comm_open" and "_esm" in json.dumps(m["content"]["data"]))
+        client.comm_msg(opened["content"]["comm_id"], {"type": "sync"})
+        client.drain(lambda m: m["msg_type"] == "comm_msg" and "awaiting_approval" in json.dumps(m["content"]))
+
+        client.manager.restart_kernel(now=False)  # interrupts, asks the kernel to shut down, starts a new one
+
+        # Whatever the kernel recorded as it went, the call still waits for its answer.
+        [journal] = (tmp_path / ".agent_kernel" / "sessions").glob("*.jsonl")
+        resumed = Agent.resume(journal, model=ScriptedModel(["Touched."]), tools=[touch], approver=lambda r: True)
+        assert [p.call_id for p in resumed.pending_approvals] == ["call_1"]
+        assert resumed.continue_run_sync().text == "Touched."
+        resumed.close()
+    finally:
+        client.close()
 
 
 def test_under_nbclient_nobody_is_asked_and_the_policy_or_a_refusal_decides(tmp_path: Path) -> None:

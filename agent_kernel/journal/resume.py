@@ -233,6 +233,8 @@ class Conversation:
         self._results: dict[str, ToolResultBlock] = {}  # tool_result events since the last llm_start
         self._started: set[str] = set()  # tool_start call ids since the last llm_start
         self._asked: dict[str, dict[str, Any]] = {}  # approval_required data of calls not yet decided
+        self._synthetic: set[str] = set()  # calls a stop answered (synthetic tool_result) since the last llm_start
+        self._kept_open = False  # the last run's stop kept its calls open (``cancelled.keeps_calls_open``)
         self._partial: _Partial | None = None
         self._last: AgentEvent | None = None
 
@@ -241,6 +243,7 @@ class Conversation:
         twin = copy.copy(self)
         twin.history, twin.current, twin.turn_states = list(self.history), list(self.current), list(self.turn_states)
         twin._pending, twin._results, twin._started, twin._asked = list(self._pending), dict(self._results), set(self._started), dict(self._asked)
+        twin._synthetic = set(self._synthetic)
         twin._partial = None  # a stop never needs the response in flight: it is asked again
         return twin
 
@@ -277,13 +280,14 @@ class Conversation:
         if kind is EventType.RUN_START:
             if not data.get("continues"):  # a run that continues the interrupted turn answers its calls
                 self.close_dangling()
+            self._kept_open = False
             self._set_turn_state(data.get("turn_state"), new_turn=False)  # its first iteration_start follows
             self._prompt(data.get("prompt"), event)
         elif kind is EventType.ITERATION_START:
             self._set_turn_state(data.get("turn_state"), new_turn=True)
         elif kind is EventType.LLM_START:
             self._partial = _Partial()
-            self._results, self._started, self._asked = {}, set(), {}
+            self._results, self._started, self._asked, self._synthetic = {}, set(), {}, set()
         elif kind is EventType.LLM_COMPLETE and isinstance(data.get("message"), dict):
             self._partial = None
             self._respond(message_from_dict(data["message"]), "response", event)
@@ -294,6 +298,8 @@ class Conversation:
                 content if isinstance(content, str) else json.dumps(content, default=str),
                 bool(data.get("is_error", False)),
             )
+            if data.get("synthetic") is True:
+                self._synthetic.add(data["call_id"])
         elif kind is EventType.TOOL_START:
             self._started.add(str(data.get("call_id")))
         elif kind is EventType.APPROVAL_REQUIRED:
@@ -314,13 +320,15 @@ class Conversation:
         elif kind is EventType.COMPACTION_COMPLETE:
             self._compact(data, event)
         elif kind in (EventType.CANCELLED, EventType.ERROR):
+            self._kept_open = kind is EventType.CANCELLED and data.get("keeps_calls_open") is True
             partial = self._partial.build() if self._partial is not None else None
             self._partial = None
             if partial is not None:  # the loop keeps what was said before the stream stopped
                 self._respond(partial, "partial", event)
         elif kind is EventType.RUN_FINISH:
             self._last = event
-            self.close_dangling()
+            if not self._kept_open:  # else the calls stay open until a new prompt answers them
+                self.close_dangling()
         self._last = event
 
     def _prompt(self, prompt: Any, event: AgentEvent, entry_kind: str = "prompt") -> None:
@@ -369,14 +377,17 @@ class Conversation:
         """The turn the journal ends inside, with tool calls waiting for results, or None.
 
         Call it before ``close_dangling`` (which answers those calls). None when the last run
-        ended (``run_finish`` answers every call) or the calls' response never completed.
+        ended (``run_finish`` answers every call, unless its stop kept them open: the process was
+        going down) or the calls' response never completed. What a stop answered (synthetic
+        results) does not count: a stop that never finished, or kept the calls open, was the
+        process dying, not an answer.
         """
-        if not self._pending or self._last is None or self._last.type is EventType.RUN_FINISH:
+        if not self._pending or self._last is None or (self._last.type is EventType.RUN_FINISH and not self._kept_open):
             return None
         entry = self.current[-1] if self.current else None
         if entry is None or entry.message.role != "assistant" or [b.id for b in entry.message.tool_uses] != self._pending:
             return None
-        answered = dict(self._results)
+        answered = {call_id: block for call_id, block in self._results.items() if call_id not in self._synthetic}
         for call_id in self._pending:
             if call_id in self._started and call_id not in answered:
                 answered[call_id] = ToolResultBlock(call_id, INTERRUPTED_RESULT, is_error=True)
@@ -483,6 +494,7 @@ class _Child:
     start: dict[str, Any]  # its subagent_start
     before_stop: Conversation | None = None  # as it stood before a stop began to be recorded
     cut: bool = False  # a stop cut it while its lead's call stayed open: it goes on from before_stop
+    kept_open: bool = False  # its stop kept its calls open (the process was going down)
 
     @property
     def to_continue(self) -> Conversation:
@@ -496,6 +508,8 @@ class _Child:
         # run first): the sub-agent died at work, so it goes on from before the stop.
         kind = event.type
         stopping = kind is EventType.CANCELLED or (kind is EventType.TOOL_RESULT and event.data.get("synthetic") is True)
+        if kind is EventType.CANCELLED:
+            self.kept_open = event.data.get("keeps_calls_open") is True
         if stopping and self.before_stop is None:
             self.before_stop = self.conversation.copy()
         elif kind is EventType.RUN_FINISH:
@@ -511,13 +525,19 @@ class _Subagents:
 
     def __init__(self) -> None:
         self._running: dict[str, _Child] = {}  # by agent id
+        self._kept_open = False  # the top-level run's stop kept its calls open
 
     def add(self, event: AgentEvent) -> None:
         kind, agent_id = event.type, event.agent_id
         if agent_id is None:
             # A new prompt closes the open turn (and with it every sub-agent left inside it), and
-            # a finished run has none left; only a continued run goes on with them.
-            if kind is EventType.RUN_FINISH or (kind is EventType.RUN_START and not event.data.get("continues")):
+            # a finished run has none left (unless its stop kept its calls open: the process was
+            # going down); only a continued run goes on with them.
+            if kind is EventType.CANCELLED:
+                self._kept_open = event.data.get("keeps_calls_open") is True
+            elif kind is EventType.RUN_START:
+                self._kept_open = False
+            if (kind is EventType.RUN_FINISH and not self._kept_open) or (kind is EventType.RUN_START and not event.data.get("continues")):
                 self._running.clear()
         elif kind is EventType.SUBAGENT_START:
             data = event.data
@@ -526,7 +546,9 @@ class _Subagents:
             conversation = known.to_continue if known is not None else Conversation(agent_id)
             self._running[agent_id] = _Child(parent if isinstance(parent, str) else None, conversation, dict(data))
         elif kind is EventType.SUBAGENT_FINISH:
-            self._running.pop(agent_id, None)
+            child = self._running.get(agent_id)
+            if child is not None and not child.kept_open:  # a stop that kept its calls open is no end
+                del self._running[agent_id]
         elif agent_id in self._running:
             try:
                 self._running[agent_id].add(event)

@@ -78,6 +78,7 @@ CANCEL_GRACE_S = 10.0
 #: The cancel reasons the journal records for the Stop button and for a kernel interrupt.
 STOP_REASON = "stopped from the live view"
 INTERRUPT_REASON = "kernel interrupt"
+SHUTDOWN_REASON = "the kernel shut down"
 #: Environment variables whose presence means the kernel was started by VS Code.
 _VSCODE_ENV = ("VSCODE_PID", "VSCODE_CWD", "VSCODE_IPC_HOOK_CLI")
 #: The task of each agent's latest run: ``agent.running`` turns True only once the task has
@@ -253,9 +254,10 @@ class RunHandle:
         """
         return self.task.result()
 
-    def cancel(self, reason: str = "cancelled by the user") -> bool:
-        """Asks the run to stop (safe from any thread); False if it is not running."""
-        return self.agent.cancel(reason) if not self.task.done() else False
+    def cancel(self, reason: str = "cancelled by the user", *, keep_calls_open: bool = False) -> bool:
+        """Asks the run to stop (safe from any thread); False if it is not running.
+        ``keep_calls_open``: as ``Agent.cancel``."""
+        return self.agent.cancel(reason, keep_calls_open=keep_calls_open) if not self.task.done() else False
 
     async def wait(self) -> RunResult:
         """Waits for the run to end. Cancelling the wait (a kernel interrupt) cancels the run."""
@@ -263,14 +265,20 @@ class RunHandle:
             return await asyncio.shield(self.task)
         except asyncio.CancelledError:
             _uncancel()
-            raise RunInterrupted(await self._stop(INTERRUPT_REASON)) from None
+            raise RunInterrupted(await self._stop()) from None
 
     def __await__(self) -> Any:
         return self.wait().__await__()
 
-    async def _stop(self, reason: str) -> RunResult | None:
-        """Cancels the run and waits (bounded) for the loop to record how it ended."""
-        self.cancel(reason)
+    async def _stop(self) -> RunResult | None:
+        """Cancels the run for the wait that was cancelled, and waits (bounded) for the loop to
+        record how it ended.
+
+        A kernel shutting down (or restarting) cancels the cell's wait too; its run is not
+        stopped by anyone's decision, so the calls it cuts stay open for ``%agent resume``.
+        """
+        going = _kernel_shutting_down()
+        self.cancel(SHUTDOWN_REASON if going else INTERRUPT_REASON, keep_calls_open=going)
         try:
             return await asyncio.wait_for(asyncio.shield(self.task), CANCEL_GRACE_S)
         except (asyncio.TimeoutError, asyncio.CancelledError):
@@ -279,6 +287,15 @@ class RunHandle:
             # The run failed while stopping: the interrupt still wins, but the failure is shown.
             _log.exception("the agent run failed while it was being stopped")
             return None
+
+
+def _kernel_shutting_down() -> bool:
+    """True once the kernel has been asked to shut down or restart: ipykernel sets the shell's
+    ``exit_now`` when the request arrives, before it stops the event loop (which cancels the
+    cells still awaiting)."""
+    from IPython import get_ipython
+
+    return bool(getattr(get_ipython(), "exit_now", False))
 
 
 def _uncancel() -> None:
@@ -582,5 +599,5 @@ async def wait_all(handles: Sequence[RunHandle]) -> list[RunResult]:
         return [await asyncio.shield(handle.task) for handle in handles]
     except asyncio.CancelledError:
         _uncancel()
-        stopped = [await handle._stop(INTERRUPT_REASON) for handle in handles]
+        stopped = [await handle._stop() for handle in handles]
         raise RunInterrupted(stopped[-1] if stopped else None) from None
