@@ -1248,6 +1248,36 @@ def test_the_live_markdown_and_the_transcripts_markdown_agree_on_a_corpus(make_v
 
 
 @pytest.mark.browser
+def test_a_click_the_kernel_never_answers_is_offered_again_with_what_to_do(make_view, chromium):
+    # A page left open across a kernel restart can send clicks where nobody receives them: after
+    # four seconds without an answer the card says so, names the way out, and takes a click again.
+    decisions: list[tuple[str, str, str | None, str | None]] = []
+    clock, ev = Clock(), Events()
+    view = make_view(clock=clock, on_decision=lambda *args: decisions.append(args))
+    browser = BrowserPage(chromium, view)
+    page, pump = browser.page, browser.pump
+    page.clock.install()
+    start(view, ev)
+    view.handle(ev(T.TOOL_CALL_READY, call_id="c1", name="bash", arguments={"command": "ls"}, index=0))
+    view.handle(ev(T.APPROVAL_REQUIRED, call_id="c1", tool="bash", arguments={"command": "ls"},
+                   key="bash(ls)", reason="bash asks for approval"))
+    pump()
+    card = page.locator(".ak-tool")
+    page.evaluate("() => { window.model.send = () => {}; }")  # whatever the card sends now is lost
+    card.locator(".ak-approve").click()
+    assert "Sending your decision" in card.inner_text() and card.locator(".ak-approve").is_disabled()
+
+    page.clock.run_for(3_900)
+    assert "No answer from the kernel" not in card.inner_text()
+    page.clock.run_for(200)
+    text = card.inner_text()
+    assert "No answer from the kernel yet. If it was restarted, reload this page" in text
+    assert "%agent approve c1" in text and card.locator(".ak-approve").is_enabled()
+    assert decisions == [] and browser.errors == []
+    page.close()
+
+
+@pytest.mark.browser
 def test_a_pending_approval_scrolls_into_view_once_and_marks_the_tab_title_until_answered(
         make_view, chromium):
     clock, ev = Clock(), Events()
