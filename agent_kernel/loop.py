@@ -622,9 +622,11 @@ class _Loop:
         if self.executor is not None:
             self._abort_tools(reason)
             await self.executor.aclose()
-        last = self.messages[-1] if self.messages else None
-        names = {u.id: u.name for u in last.tool_uses} if last is not None and last.role == "assistant" else {}
-        for block in self._close_dangling(f"Tool call not completed: {reason}."):
+        made_up = self._close_dangling(f"Tool call not completed: {reason}.")
+        # The calls answered are the assistant message's before the results (a response cut
+        # mid-stream has just been added as that message).
+        names = {u.id: u.name for u in self.messages[-2].tool_uses} if made_up else {}
+        for block in made_up:
             self.em.later(
                 EventType.TOOL_RESULT,
                 {

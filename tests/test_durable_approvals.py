@@ -606,18 +606,17 @@ async def test_a_sub_agent_whose_stop_was_recorded_as_its_kernel_went_down_still
 
 
 async def stopped_waiting(tmp_path: Path, replies: list[object], tools: list[object] | None = None, *,
-                          keep_calls_open: bool, until: Any = None) -> tuple[Agent, Path]:
+                          keep_calls_open: bool, until: Any = None, **kwargs: Any) -> tuple[Agent, Path]:
     """Runs until a call waits for a person (or ``until`` holds), then stops the run as a kernel
     shutting down does (``keep_calls_open``) or as a person does; returns the stopped agent and
     its journal."""
-    agent = make_agent(ScriptedModel(replies), tools or [deploy], journal=tmp_path / "stopped.jsonl", permissions="default")
+    agent = make_agent(ScriptedModel(replies), tools or [deploy], journal=tmp_path / "stopped.jsonl", permissions="default", **kwargs)
     agent.approvals.interactive = True
     task = asyncio.create_task(agent.run("deploy to staging"))
     while not (until(agent) if callable(until) else agent.approvals.pending):
         await asyncio.sleep(0.01)
     agent.cancel("the kernel shut down", keep_calls_open=keep_calls_open)
-    result = await task
-    assert result.termination_reason is TerminationReason.USER_INTERRUPT
+    await task
     agent.close()
     assert agent.journal is not None
     return agent, Path(agent.journal.path)
@@ -679,3 +678,71 @@ async def test_a_sub_agents_approval_survives_a_stop_as_the_kernel_shuts_down(tm
     result = await agent.continue_run()
     assert RAN == ["staging"] and result.text == "The deployer deployed staging."
     assert len(worker_model.requests) == 1 and len(lead_model.requests) == 1
+
+
+async def test_a_call_rejected_in_a_continued_run_stays_rejected_after_a_second_stop(tmp_path: Path) -> None:
+    calls = [tool_call("look", {"what": "logs"}, id="c_look"), tool_call("deploy", {"target": "a"}, id="c_a"),
+             tool_call("deploy", {"target": "b"}, id="c_b")]
+    _, path = await stopped_waiting(tmp_path, [calls, "unused"], [look, deploy], keep_calls_open=True)
+    RAN.clear()
+    # The next process rejects c_a, then goes down too while c_b waits.
+    second = Agent.resume(path, model=ScriptedModel(["unused"]), tools=[look, deploy], permissions="default")
+    second.approvals.interactive = True
+    task = asyncio.create_task(second.continue_run())
+    while [p.call_id for p in second.approvals.pending] != ["c_a"]:
+        await asyncio.sleep(0.01)
+    second.approvals.resolve("c_a", Approval.reject("not a"))
+    while [p.call_id for p in second.approvals.pending] != ["c_b"]:
+        await asyncio.sleep(0.01)
+    second.cancel("the kernel shut down", keep_calls_open=True)
+    await task
+    second.close()
+
+    answer = ScriptedModel(["Deployed b only."])
+    third = Agent.resume(path, model=answer, tools=[look, deploy], approver=lambda r: True)
+    assert [p.call_id for p in third.pending_approvals] == ["c_b"]  # the latest answer for c_a wins
+    await third.continue_run()
+    assert RAN == ["b"]
+    results = {b.tool_use_id: b.content for b in answer.requests[0].messages[-1].tool_results}
+    assert results["c_a"] == "The user rejected this call: not a" and results["c_b"] == "deployed b"
+
+
+async def test_a_stop_that_keeps_calls_open_mid_answer_leaves_nothing_of_that_answer_to_run(tmp_path: Path) -> None:
+    # The deploy call is whole, but the model still streams: the loop holds the call until the
+    # answer completes, so a process dying here never ran it, and resuming must not either.
+    streaming = [tool_call("deploy", {"target": "prod"}, id="c1"), Text("and then I will also " * 40, chunk=4, delay=0.02)]
+    _, path = await stopped_waiting(tmp_path, [streaming, "unused"], keep_calls_open=True,
+                                    until=lambda a: any(e.type is EventType.TEXT_DELTA for e in a.events))
+    agent = Agent.resume(path, model=ScriptedModel([]), tools=[deploy], approver=lambda r: True)
+    assert agent.interrupted is None and agent.messages[-1].role == "user"  # as after a crash there
+    assert RAN == []
+
+
+async def test_a_stop_during_a_retry_wait_forgets_the_failed_attempts_answer(tmp_path: Path) -> None:
+    from agent_kernel.models.scripted import fail
+
+    failing = [tool_call("deploy", {"target": "prod"}, id="c1"), fail("server")]
+    agent = make_agent(ScriptedModel([failing, "unused"]), [deploy], journal=tmp_path / "retry.jsonl", retry_base_delay=30.0)
+    task = asyncio.create_task(agent.run("deploy to prod"))
+    while not any(e.type is EventType.RETRY for e in agent.events):
+        await asyncio.sleep(0.01)
+    agent.cancel("the kernel shut down", keep_calls_open=True)
+    await task
+    agent.close()
+    assert rebuild(read_events(tmp_path / "retry.jsonl")).messages == agent.messages  # the prompt alone
+    resumed = Agent.resume(tmp_path / "retry.jsonl", model=ScriptedModel([]), tools=[deploy])
+    assert resumed.interrupted is None and RAN == []
+
+
+async def test_a_failure_while_stopping_does_not_undo_keeping_the_calls_open(tmp_path: Path) -> None:
+    from agent_kernel.state import LoopState
+
+    def sink_down(old: Any, new: Any) -> None:
+        if new is LoopState.COMPLETED:
+            raise RuntimeError("metrics sink down")
+
+    _, path = await stopped_waiting(tmp_path, [tool_call("deploy", {"target": "a"}, id="c_a"), "unused"],
+                                    keep_calls_open=True, on_state_change=sink_down)
+    assert [e.type for e in read_events(path)][-3:] == [EventType.CANCELLED, EventType.ERROR, EventType.RUN_FINISH]
+    agent = Agent.resume(path, model=ScriptedModel([]), tools=[deploy])
+    assert [p.call_id for p in agent.pending_approvals] == ["c_a"]

@@ -300,6 +300,8 @@ class Conversation:
             )
             if data.get("synthetic") is True:
                 self._synthetic.add(data["call_id"])
+            else:  # the latest result wins: a call a stop had answered ran in a continued run
+                self._synthetic.discard(data["call_id"])
         elif kind is EventType.TOOL_START:
             self._started.add(str(data.get("call_id")))
         elif kind is EventType.APPROVAL_REQUIRED:
@@ -319,11 +321,16 @@ class Conversation:
             self._prompt(data.get("text"), event)  # part of the prompt's message
         elif kind is EventType.COMPACTION_COMPLETE:
             self._compact(data, event)
+        elif kind in (EventType.RETRY, EventType.MODEL_FALLBACK):
+            self._partial = None  # the loop drops the failed attempt's response and asks again
         elif kind in (EventType.CANCELLED, EventType.ERROR):
-            self._kept_open = kind is EventType.CANCELLED and data.get("keeps_calls_open") is True
+            if kind is EventType.CANCELLED:
+                self._kept_open = data.get("keeps_calls_open") is True
             partial = self._partial.build() if self._partial is not None else None
             self._partial = None
-            if partial is not None:  # the loop keeps what was said before the stream stopped
+            # The loop keeps what was said before the stream stopped; a stop that keeps the turn
+            # open was the process dying mid-answer, which leaves nothing, as a crash does.
+            if partial is not None and not self._kept_open:
                 self._respond(partial, "partial", event)
         elif kind is EventType.RUN_FINISH:
             self._last = event
