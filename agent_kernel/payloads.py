@@ -217,9 +217,8 @@ class Cancelled(TypedDict):
 
     reason: str  # why, as the canceller said it
     phase: str  # the loop state it was in (calling_llm, executing_tools, ...)
-    # The process was going down (a kernel shutting down): the turn's calls stay open for a
-    # resumed agent, which asks again where an approval was pending (``Agent.cancel``).
-    keeps_calls_open: NotRequired[bool]
+    # A resumed agent asks again where an approval was pending (``Agent.cancel``).
+    keeps_calls_open: NotRequired[bool]  # the process was going down (a kernel shutting down): the turn's calls stay open
     # Python cannot kill a thread: such a call's result is discarded when it ends.
     still_running: NotRequired[list[dict[str, str]]]  # calls whose sync work (a thread) still ran at the end: [{"call_id", "name"}]
 
