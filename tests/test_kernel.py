@@ -301,6 +301,31 @@ def test_interrupting_a_prompt_cancels_the_run_and_the_conversation_goes_on(kern
     assert "Recovered." in summary_text(messages)
 
 
+def test_interrupting_a_prompt_whose_call_waits_for_approval_stops_the_run_at_once(kernel: tuple[KernelManager, BlockingKernelClient]) -> None:
+    km, kc = kernel
+    script(kc, "tool_call('python', {'code': 'ran = True'})", '"Not run."')
+    # Nobody answers here: without the headless policy the call waits for the view to render.
+    reply, messages = execute(kc, "%%python\npolicy, agent.permissions.policy = agent.permissions.policy, None")
+    assert reply["status"] == "ok", messages
+    try:
+        msg_id = kc.execute("Set ran")
+        while True:
+            msg = kc.get_iopub_msg(timeout=30)
+            if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "comm_msg":
+                if "awaiting_approval" in str(msg["content"]["data"].get("content", {})):
+                    break
+        km.interrupt_kernel()
+
+        reply, messages = await_cell(kc, msg_id)
+
+        assert reply["ename"] == "KeyboardInterrupt", reply
+        assert "ended: user_interrupt" in summary_text(messages)
+        reply, messages = execute(kc, "%%python\nprint('ran' in globals(), [e.data['is_error'] for e in agent.events if e.type.value == 'tool_result'])")
+        assert stdout(messages) == "False [True]\n"  # the call was answered as stopped and never ran
+    finally:
+        execute(kc, "%%python\nagent.permissions.policy = policy")
+
+
 def test_an_interrupt_delivered_to_another_thread_still_stops_a_silent_run(kc: BlockingKernelClient) -> None:
     # The OS may hand a process-directed SIGINT to any thread. Here a worker thread takes it while
     # the kernel's main thread idles in its event loop, waiting on a model that says nothing.
