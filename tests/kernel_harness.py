@@ -43,11 +43,12 @@ def kernel_environment(jupyter_path: Path | None = None, **extra: str) -> dict[s
     return env
 
 
-def start_agent_kernel(jupyter_path: Path, cwd: Path) -> tuple[KernelManager, BlockingKernelClient]:
-    """Starts the installed ``agent`` kernel in ``cwd`` and returns its manager and a ready client."""
+def start_agent_kernel(jupyter_path: Path, cwd: Path, **extra: str) -> tuple[KernelManager, BlockingKernelClient]:
+    """Starts the installed ``agent`` kernel in ``cwd`` (``extra`` added to its environment) and
+    returns its manager and a ready client."""
     specs = KernelSpecManager(kernel_dirs=[str(jupyter_path / "kernels")])
     km = KernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=specs)
-    km.start_kernel(cwd=str(cwd), env=kernel_environment(jupyter_path))
+    km.start_kernel(cwd=str(cwd), env=kernel_environment(jupyter_path, **extra))
     kc = km.client()
     kc.start_channels()
     try:

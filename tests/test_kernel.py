@@ -18,8 +18,10 @@ import pytest
 from jupyter_client.blocking.client import BlockingKernelClient
 from jupyter_client.manager import KernelManager
 
+from agent_kernel import Agent
 from agent_kernel.install import DISPLAY_NAME, KERNEL_NAME, kernel_spec, main
 from agent_kernel.jupyter.kernel import classify, is_python_cell, strip_python_escape
+from agent_kernel.models.scripted import ScriptedModel
 
 from .kernel_harness import (
     await_cell,
@@ -301,7 +303,7 @@ def test_interrupting_a_prompt_cancels_the_run_and_the_conversation_goes_on(kern
     assert "Recovered." in summary_text(messages)
 
 
-def test_interrupting_a_prompt_whose_call_waits_for_approval_stops_the_run_at_once(kernel: tuple[KernelManager, BlockingKernelClient]) -> None:
+def test_interrupting_a_prompt_whose_call_waits_for_approval_stops_the_run(kernel: tuple[KernelManager, BlockingKernelClient]) -> None:
     km, kc = kernel
     script(kc, "tool_call('python', {'code': 'ran = True'})", '"Not run."')
     # Nobody answers here: without the headless policy the call waits for the view to render.
@@ -324,6 +326,34 @@ def test_interrupting_a_prompt_whose_call_waits_for_approval_stops_the_run_at_on
         assert stdout(messages) == "False [True]\n"  # the call was answered as stopped and never ran
     finally:
         execute(kc, "%%python\nagent.permissions.policy = policy")
+
+
+def test_a_restart_while_a_prompt_waits_for_approval_leaves_the_approval_to_resume(kernel_home: Path, tmp_path: Path) -> None:
+    # Jupyter interrupts a kernel before it restarts it: that interrupt must not answer the call.
+    km, kc = start_agent_kernel(kernel_home, tmp_path, AGENT_KERNEL_APPROVAL="")  # nobody but a person decides
+    try:
+        script(kc, "tool_call('python', {'code': 'ran = True'}, id='call_1')", '"Unused."')
+        msg_id = kc.execute("Set ran")
+        while True:
+            msg = kc.get_iopub_msg(timeout=30)
+            if msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            if msg["msg_type"] == "comm_open" and "_esm" in str(msg["content"]["data"]):
+                view = msg["content"]["comm_id"]
+            if msg["msg_type"] == "comm_msg" and "awaiting_approval" in str(msg["content"]["data"].get("content", {})):
+                break
+        # The view renders, so the call waits for a click.
+        kc.shell_channel.send(kc.session.msg("comm_msg", {"comm_id": view, "data": {"method": "custom", "content": {"type": "sync"}}}))
+
+        km.restart_kernel(now=False)  # interrupts, asks the kernel to shut down, starts a new one
+
+        [journal] = (tmp_path / ".agent_kernel" / "sessions").glob("*.jsonl")
+        resumed = Agent.resume(journal, model=ScriptedModel(["Done."]), tools=["python"], approver=lambda request: False)
+        assert [p.call_id for p in resumed.pending_approvals] == ["call_1"]
+        assert resumed.continue_run_sync().text == "Done."  # asked again, refused, answered
+        resumed.close()
+    finally:
+        stop_agent_kernel(km, kc)
 
 
 def test_an_interrupt_delivered_to_another_thread_still_stops_a_silent_run(kc: BlockingKernelClient) -> None:

@@ -31,6 +31,10 @@ the person and the agent share variables.
 
 Interrupting the kernel during a prompt cancels the run (``agent.cancel``); the cell ends with
 the run's view and summary, and an error reply so "Run All" stops there, as for Python code.
+Jupyter also interrupts a kernel just before it shuts it down or restarts it. So an interrupt
+that finds a call waiting for approval gives a shutdown ``_SHUTDOWN_WINDOW_S`` to follow: if one
+does, the run stops as the kernel going down, its approval stays open, and ``%agent resume``
+after the restart shows the card again; else the interrupt cancels the run as usual.
 
 The kernel subclasses ``IPythonKernel``, so widgets, comms, display and magics all work;
 completion and inspection go to IPython (in a prompt, completion offers names for the word
@@ -61,7 +65,7 @@ from ..errors import UserError
 from ..events import EventType
 from ..state import TerminationReason
 from .extension import load_ipython_extension, loaded_magics
-from .runner import RunInterrupted, run_cell
+from .runner import SHUTDOWN_REASON, RunInterrupted, run_cell
 
 __all__ = ["AGENT_NAME", "PROMPT_ESCAPE", "PYTHON_ESCAPE", "AgentKernel", "CellKind", "PromptRunner", "classify",
            "is_python_cell", "strip_python_escape"]
@@ -78,6 +82,9 @@ PromptRunner = Callable[[Agent, str], Awaitable[RunResult]]
 
 #: Seconds between tries to cancel a run that an interrupt arrived just before.
 _RETRY_CANCEL_S = 0.02
+#: Seconds an interrupt that finds a call waiting for approval holds off, for the shutdown that
+#: follows it when the interrupt is Jupyter's first step of a restart (see the module docs).
+_SHUTDOWN_WINDOW_S = 1.0
 #: The cell arguments ``IPythonKernel.do_execute`` takes (``cell_meta`` only since ipykernel 7).
 _PARENT_CELL_ARGS = frozenset(inspect.signature(IPythonKernel.do_execute).parameters) & {"cell_meta", "cell_id"}
 _PYTHON_LINE = re.compile(r"^\s*(%[^%]|!|$)")
@@ -432,8 +439,14 @@ class AgentKernel(IPythonKernel):
             yield
             return
         loop = asyncio.get_running_loop()
+        held = False
 
         def cancel() -> None:
+            nonlocal held
+            if not held and _awaits_approval(agent):
+                held = True  # a second interrupt, or the window passing, cancels
+                loop.call_later(_SHUTDOWN_WINDOW_S, cancel)
+                return
             # An interrupt in the moment between the cell starting and the run starting finds
             # nothing to cancel yet: try again shortly, until the run starts or the cell ends.
             if not agent.cancel(reason) and not running.done():
@@ -455,6 +468,18 @@ class AgentKernel(IPythonKernel):
             if on_loop:
                 loop.remove_signal_handler(signal.SIGINT)
             signal.signal(signal.SIGINT, previous)
+
+    async def do_shutdown(self, restart: bool) -> dict[str, Any]:
+        """Stops a prompt's run as the kernel going down, so that its open calls stay open.
+
+        Runs on the control thread (``Agent.cancel`` is safe from any thread), before the event
+        loop stops. A cancel that came first (an interrupt) keeps its reason.
+        """
+        agent = self._agent
+        if agent is not None and agent.running:
+            agent.cancel(SHUTDOWN_REASON, keep_calls_open=True)
+        reply = super().do_shutdown(restart)  # IPythonKernel's is synchronous, Kernel's a coroutine
+        return dict(await reply if inspect.isawaitable(reply) else reply)
 
     # -- editing help ------------------------------------------------------------------------
 
@@ -484,3 +509,17 @@ class AgentKernel(IPythonKernel):
                     "metadata": {}, "status": "ok"}
         reply = super().do_complete(word.group(), len(word.group()))
         return _shift_completions(reply, word.start())
+
+
+def _awaits_approval(agent: Agent) -> bool:
+    """True while a call of ``agent``'s run (a sub-agent's included) waits for an approval."""
+    decided: set[tuple[str | None, Any]] = set()
+    for event in reversed(agent.events):
+        if event.type is EventType.APPROVAL_DECISION:
+            decided.add((event.agent_id, event.data.get("call_id")))
+        elif event.type is EventType.APPROVAL_REQUIRED:
+            if (event.agent_id, event.data.get("call_id")) not in decided:
+                return True
+        elif event.type is EventType.RUN_START and event.agent_id is None:
+            return False
+    return False
