@@ -458,10 +458,12 @@ class ApprovalDecision(TypedDict):
 
     call_id: str  # the call decided
     tool: str  # the tool's name
-    decision: str  # approve, reject or always_allow
+    decision: str  # approve, approve_edited, reject or always_allow
     decided_by: str  # rule, mode, hook, callback, person, policy, or timeout (nobody answered in time)
     reason: str | None  # a rejection's reason, which the model reads
     wait_s: float  # how long the decision took
+    arguments: NotRequired[dict[str, Any]]  # approve_edited: the arguments the call runs with, as the person edited them
+    rule_added: NotRequired[str]  # always_allow: the allow rule added for the rest of the session
 
 
 class ToolStart(TypedDict):

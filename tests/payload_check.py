@@ -64,3 +64,20 @@ def check_emitted_payloads() -> Iterator[list[str]]:
         yield violations
     finally:
         Emitter.emit, Emitter.later = emit, later  # type: ignore[method-assign]
+
+
+class EmitRecorder:
+    """An ``emit(type, data)`` callback for code tested without an ``Emitter`` (the permission
+    gate, say): records each event, held to its payload type like every emitted event."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[EventType, dict[str, Any]]] = []
+
+    def __call__(self, type: EventType, data: dict[str, Any]) -> None:
+        problem = payload_problem(type, data)
+        assert problem is None, problem
+        self.events.append((type, data))
+
+    def of(self, type: EventType) -> list[dict[str, Any]]:
+        """The data of the recorded events of ``type``, in order."""
+        return [d for t, d in self.events if t is type]

@@ -27,17 +27,10 @@ from agent_kernel.permissions import Permissions, ToolRequest, build_gate
 from agent_kernel.tools.builtin.files import write_file
 from agent_kernel.tools.builtin.shell import bash
 
+from .payload_check import EmitRecorder
 
-class Recorder:
-    def __init__(self) -> None:
-        self.events: list[tuple[EventType, dict[str, Any]]] = []
 
-    def __call__(self, type: EventType, data: dict[str, Any]) -> None:
-        self.events.append((type, data))
-
-    def of(self, type: EventType) -> list[dict[str, Any]]:
-        return [d for t, d in self.events if t is type]
-
+class Recorder(EmitRecorder):
     @property
     def decision(self) -> dict[str, Any]:
         [d] = self.of(EventType.APPROVAL_DECISION)

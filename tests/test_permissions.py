@@ -13,6 +13,8 @@ from agent_kernel.tools.builtin.files import edit_file, read_file, write_file
 from agent_kernel.tools.builtin.shell import bash
 from agent_kernel.tools.tool import Tool
 
+from .payload_check import EmitRecorder
+
 
 def _noop(**kwargs: Any) -> str:
     return "ok"
@@ -23,15 +25,7 @@ editor = Tool(_noop, name="editor", category="edit")
 runner = Tool(_noop, name="runner")
 
 
-class Recorder:
-    def __init__(self) -> None:
-        self.events: list[tuple[EventType, dict[str, Any]]] = []
-
-    def __call__(self, type: EventType, data: dict[str, Any]) -> None:
-        self.events.append((type, data))
-
-    def of(self, type: EventType) -> list[dict[str, Any]]:
-        return [d for t, d in self.events if t is type]
+Recorder = EmitRecorder
 
 
 def action(permissions: Permissions, tool: Tool, arguments: dict[str, Any] | None = None) -> str:
