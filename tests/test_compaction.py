@@ -20,6 +20,8 @@ from agent_kernel.models.scripted import ScriptedModel, fail, text, tool_call
 from agent_kernel.state import TurnState
 from agent_kernel.tools.tool import tool
 
+from .payload_check import EmitRecorder
+
 SUMMARY_CALL = 4
 SUMMARY = "\n".join(f"## {s}\n{s} notes." for s in SECTIONS)
 
@@ -43,17 +45,7 @@ def is_summary_request(request: ModelRequest) -> bool:
     return not request.tools and "<conversation>" in request.messages[0].text
 
 
-class Recorder:
-    """Collects ``emit(type, data)`` calls."""
-
-    def __init__(self) -> None:
-        self.events: list[tuple[EventType, dict[str, Any]]] = []
-
-    def __call__(self, kind: EventType, data: dict[str, Any]) -> None:
-        self.events.append((kind, data))
-
-    def of(self, kind: EventType) -> list[dict[str, Any]]:
-        return [d for k, d in self.events if k is kind]
+Recorder = EmitRecorder
 
 
 def of(events: Sequence[AgentEvent], kind: EventType) -> list[dict[str, Any]]:
