@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import queue
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,10 +20,12 @@ from typing import Any
 import comm
 import IPython.display
 import pytest
+import traitlets
 
 from agent_kernel import Agent, tool
 from agent_kernel.events import EventType
 from agent_kernel.journal import read_events
+from agent_kernel.jupyter import runner
 from agent_kernel.jupyter.runner import (
     ExecutionMode,
     RunHandle,
@@ -338,6 +341,81 @@ async def test_a_cell_cancelled_as_its_kernel_shuts_down_keeps_the_waiting_appro
     assert cancelled.data["reason"] == "the kernel shut down" and cancelled.data["keeps_calls_open"] is True
     resumed = Agent.resume(journal, model=ScriptedModel([]), tools=[touch])
     assert [p.call_id for p in resumed.pending_approvals] == ["call_1"]  # %agent resume shows the card again
+    resumed.close()
+
+
+class KernelShell(traitlets.HasTraits):
+    """The part of IPython's shell a shutdown touches: ipykernel sets ``exit_now`` on its control
+    thread when a shutdown or restart request arrives."""
+
+    exit_now = traitlets.Bool(False)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.watched = threading.Event()  # someone waits to see whether exit_now turns True
+
+    def observe(self, handler: Any, names: Any = traitlets.All, type: str = "change") -> None:
+        super().observe(handler, names, type)
+        self.watched.set()
+
+
+async def waiting_cell(shown: Shown, journal: Path) -> tuple[Agent, asyncio.Future[Any]]:
+    """A ``%%agent`` cell whose call waits for a person watching its view."""
+    agent = Agent(ScriptedModel([tool_call("touch", {"name": "a"}, id="call_1"), "unused"]), tools=[touch],
+                  journal=journal, permissions="default")
+    cell = asyncio.ensure_future(run_cell(agent, "Touch a", render_grace=30))
+    while not shown.of(AgentView):
+        await asyncio.sleep(0.01)
+    front_end(shown.of(AgentView)[0], {"type": "sync"})
+    while not agent.approvals.pending:
+        await asyncio.sleep(0.01)
+    return agent, cell
+
+
+async def test_an_interrupt_that_a_shutdown_follows_keeps_the_waiting_approval_open(
+        shown: Shown, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import IPython
+
+    journal = tmp_path / "run.jsonl"
+    agent, cell = await waiting_cell(shown, journal)
+    shell = KernelShell()
+    monkeypatch.setattr(IPython, "get_ipython", lambda: shell)
+
+    # Jupyter interrupts a kernel before it restarts it; the interrupt cancels the cell's wait.
+    cell.cancel()
+    while not shell.watched.is_set() and not cell.done():
+        await asyncio.sleep(0.01)
+    # Then the shutdown request arrives, on the kernel's control thread.
+    threading.Thread(target=setattr, args=(shell, "exit_now", True)).start()
+    with pytest.raises(RunInterrupted):
+        await cell
+    agent.close()
+
+    [cancelled] = [e for e in read_events(journal) if e.type is EventType.CANCELLED]
+    assert cancelled.data["reason"] == "the kernel shut down" and cancelled.data["keeps_calls_open"] is True
+    resumed = Agent.resume(journal, model=ScriptedModel([]), tools=[touch])
+    assert [p.call_id for p in resumed.pending_approvals] == ["call_1"]
+    resumed.close()
+
+
+async def test_an_interrupt_no_shutdown_follows_answers_the_waiting_call_for_good(
+        shown: Shown, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import IPython
+
+    journal = tmp_path / "run.jsonl"
+    agent, cell = await waiting_cell(shown, journal)
+    monkeypatch.setattr(IPython, "get_ipython", KernelShell)
+    monkeypatch.setattr(runner, "SHUTDOWN_WINDOW_S", 0.05)  # no shutdown comes: no need to wait a second
+
+    cell.cancel()
+    with pytest.raises(RunInterrupted):
+        await cell
+    agent.close()
+
+    [cancelled] = [e for e in read_events(journal) if e.type is EventType.CANCELLED]
+    assert cancelled.data["reason"] == "kernel interrupt" and "keeps_calls_open" not in cancelled.data
+    resumed = Agent.resume(journal, model=ScriptedModel([]), tools=[touch])
+    assert resumed.pending_approvals == []
     resumed.close()
 
 

@@ -32,7 +32,7 @@ the person and the agent share variables.
 Interrupting the kernel during a prompt cancels the run (``agent.cancel``); the cell ends with
 the run's view and summary, and an error reply so "Run All" stops there, as for Python code.
 Jupyter also interrupts a kernel just before it shuts it down or restarts it. So an interrupt
-that finds a call waiting for approval gives a shutdown ``_SHUTDOWN_WINDOW_S`` to follow: if one
+that finds a call waiting for approval gives a shutdown ``runner.SHUTDOWN_WINDOW_S`` to follow: if one
 does, the run stops as the kernel going down, its approval stays open, and ``%agent resume``
 after the restart shows the card again; else the interrupt cancels the run as usual.
 
@@ -65,7 +65,7 @@ from ..errors import UserError
 from ..events import EventType
 from ..state import TerminationReason
 from .extension import load_ipython_extension, loaded_magics
-from .runner import SHUTDOWN_REASON, RunInterrupted, run_cell
+from .runner import SHUTDOWN_REASON, SHUTDOWN_WINDOW_S, RunInterrupted, awaits_approval, run_cell
 
 __all__ = ["AGENT_NAME", "PROMPT_ESCAPE", "PYTHON_ESCAPE", "AgentKernel", "CellKind", "PromptRunner", "classify",
            "is_python_cell", "strip_python_escape"]
@@ -82,9 +82,6 @@ PromptRunner = Callable[[Agent, str], Awaitable[RunResult]]
 
 #: Seconds between tries to cancel a run that an interrupt arrived just before.
 _RETRY_CANCEL_S = 0.02
-#: Seconds an interrupt that finds a call waiting for approval holds off, for the shutdown that
-#: follows it when the interrupt is Jupyter's first step of a restart (see the module docs).
-_SHUTDOWN_WINDOW_S = 1.0
 #: The cell arguments ``IPythonKernel.do_execute`` takes (``cell_meta`` only since ipykernel 7).
 _PARENT_CELL_ARGS = frozenset(inspect.signature(IPythonKernel.do_execute).parameters) & {"cell_meta", "cell_id"}
 _PYTHON_LINE = re.compile(r"^\s*(%[^%]|!|$)")
@@ -443,9 +440,9 @@ class AgentKernel(IPythonKernel):
 
         def cancel() -> None:
             nonlocal held
-            if not held and _awaits_approval(agent):
+            if not held and awaits_approval(agent):
                 held = True  # a second interrupt, or the window passing, cancels
-                loop.call_later(_SHUTDOWN_WINDOW_S, cancel)
+                loop.call_later(SHUTDOWN_WINDOW_S, cancel)
                 return
             # An interrupt in the moment between the cell starting and the run starting finds
             # nothing to cancel yet: try again shortly, until the run starts or the cell ends.
@@ -509,17 +506,3 @@ class AgentKernel(IPythonKernel):
                     "metadata": {}, "status": "ok"}
         reply = super().do_complete(word.group(), len(word.group()))
         return _shift_completions(reply, word.start())
-
-
-def _awaits_approval(agent: Agent) -> bool:
-    """True while a call of ``agent``'s run (a sub-agent's included) waits for an approval."""
-    decided: set[tuple[str | None, Any]] = set()
-    for event in reversed(agent.events):
-        if event.type is EventType.APPROVAL_DECISION:
-            decided.add((event.agent_id, event.data.get("call_id")))
-        elif event.type is EventType.APPROVAL_REQUIRED:
-            if (event.agent_id, event.data.get("call_id")) not in decided:
-                return True
-        elif event.type is EventType.RUN_START and event.agent_id is None:
-            return False
-    return False

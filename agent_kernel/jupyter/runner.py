@@ -22,6 +22,12 @@ is refused with a message naming that policy, so no run waits forever for a clic
 may render a moment after the first call asks, the runner gives it ``RENDER_GRACE_S`` to appear
 before the question falls through (only when the policy would not decide anyway).
 
+**Interrupts and restarts.** A kernel interrupt cancels the cell's wait, which stops the run and
+answers its open calls. A kernel shutting down (or restarting) stops it too, but as the process
+going down (``keep_calls_open``): the calls stay open and ``%agent resume`` asks again. Jupyter
+interrupts a kernel just before it shuts it down, so an interrupt that finds a call waiting for
+approval holds off ``SHUTDOWN_WINDOW_S`` for a shutdown to follow.
+
 **What a cell shows.** The live view while the run goes on; when it ends, the view's output is
 replaced (a display update of the same display id) by its ``StaticTranscript``: the same picture
 as static HTML, with the run's deterministic summary as ``text/plain``. A saved notebook so needs
@@ -49,7 +55,7 @@ from typing import TYPE_CHECKING, Any
 from ..agent import Agent, RunResult
 from ..approvals import Approval
 from ..errors import AgentKernelError, RunCancelled
-from ..events import AgentEvent
+from ..events import AgentEvent, EventType
 from .static_view import StaticTranscript
 
 _log = logging.getLogger("agent_kernel.jupyter")
@@ -63,6 +69,7 @@ __all__ = [
     "RunHandle",
     "RunFailed",
     "RunInterrupted",
+    "awaits_approval",
     "detect_mode",
     "kernel_handles_comms_while_awaiting",
     "run_cell",
@@ -79,6 +86,10 @@ CANCEL_GRACE_S = 10.0
 STOP_REASON = "stopped from the live view"
 INTERRUPT_REASON = "kernel interrupt"
 SHUTDOWN_REASON = "the kernel shut down"
+#: Seconds an interrupt that finds a call waiting for approval holds off: Jupyter interrupts a
+#: kernel just before it shuts it down (a restart too), and a shutdown that follows in this time
+#: stops the run as the kernel going down, leaving the approval for ``%agent resume``.
+SHUTDOWN_WINDOW_S = 1.0
 #: Environment variables whose presence means the kernel was started by VS Code.
 _VSCODE_ENV = ("VSCODE_PID", "VSCODE_CWD", "VSCODE_IPC_HOOK_CLI")
 #: The task of each agent's latest run: ``agent.running`` turns True only once the task has
@@ -278,6 +289,8 @@ class RunHandle:
         stopped by anyone's decision, so the calls it cuts stay open for ``%agent resume``.
         """
         going = _kernel_shutting_down()
+        if not going and awaits_approval(self.agent):
+            going = await _shutdown_follows(SHUTDOWN_WINDOW_S)
         self.cancel(SHUTDOWN_REASON if going else INTERRUPT_REASON, keep_calls_open=going)
         try:
             return await asyncio.wait_for(asyncio.shield(self.task), CANCEL_GRACE_S)
@@ -296,6 +309,48 @@ def _kernel_shutting_down() -> bool:
     from IPython import get_ipython
 
     return bool(getattr(get_ipython(), "exit_now", False))
+
+
+async def _shutdown_follows(seconds: float) -> bool:
+    """True if the kernel is asked to shut down within ``seconds`` (it sets the shell's
+    ``exit_now``, on its control thread)."""
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    if shell is None or not shell.has_trait("exit_now"):
+        return False
+    loop = asyncio.get_running_loop()
+    asked = asyncio.Event()
+
+    def on_exit_now(_change: Any) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop has closed: nothing waits
+            loop.call_soon_threadsafe(asked.set)
+
+    shell.observe(on_exit_now, "exit_now")
+    try:
+        if not shell.exit_now:
+            await asyncio.wait_for(asked.wait(), seconds)
+    except asyncio.TimeoutError:
+        pass
+    except asyncio.CancelledError:  # the kernel's teardown cancels what still awaits
+        _uncancel()
+    finally:
+        shell.unobserve(on_exit_now, "exit_now")
+    return _kernel_shutting_down()
+
+
+def awaits_approval(agent: Agent) -> bool:
+    """True while a call of ``agent``'s run (a sub-agent's included) waits for an approval."""
+    decided: set[tuple[str | None, Any]] = set()
+    for event in reversed(agent.events):
+        if event.type is EventType.APPROVAL_DECISION:
+            decided.add((event.agent_id, event.data.get("call_id")))
+        elif event.type is EventType.APPROVAL_REQUIRED:
+            if (event.agent_id, event.data.get("call_id")) not in decided:
+                return True
+        elif event.type is EventType.RUN_START and event.agent_id is None:
+            return False
+    return False
 
 
 def _uncancel() -> None:
