@@ -18,11 +18,13 @@ from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
+from agent_kernel import Agent
 from agent_kernel.journal import read_events
 from agent_kernel.jupyter.extension import loaded_magics
 from agent_kernel.jupyter.interpolation import InterpolationWarning
 from agent_kernel.jupyter.magics import AgentMagics
 from agent_kernel.jupyter.runner import RunHandle
+from agent_kernel.models.scripted import ScriptedModel
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -774,6 +776,56 @@ def test_resume_lets_a_sub_agent_whose_call_waited_finish_its_own_turn(cells: Ce
     cells.run("agent = %agent session")
     agent = cells.ns["agent"]
     assert agent.interrupted is None and agent.messages[-2].tool_results[0].content == "Touched x."
+
+
+NEWEST = 'import os, time; os.utime(journals / "s_died.jsonl", (time.time() + 60,) * 2)  # the last journal written'
+
+
+def test_running_the_cut_off_cell_again_as_the_first_cell_continues_its_run(cells: Cells, monkeypatch: pytest.MonkeyPatch) -> None:
+    cells.run(STEERING)
+    cells.run(DIED_WAITING)
+    cells.run(NEWEST)
+    monkeypatch.setenv("AGENT_KERNEL_APPROVAL", "auto_approve")  # the headless policy answers the card
+
+    _, out = cells.run("%%agent --tools touch -o again\nTouch x")
+
+    assert "This cell's run stopped with 1 call(s) waiting for approval (call_r1)" in out.stdout
+    assert cells.ns["touched"] == ["x"]  # run once, after the approval; the model was not asked anew
+    cells.run("agent = %agent session")
+    agent = cells.ns["agent"]
+    assert agent.journal.path.name == "s_died.jsonl" and agent.interrupted is None
+    assert cells.ns["again"].tool_calls[0]["content"] == "touched x"
+
+
+@pytest.mark.parametrize("first_cell", ["%%agent -m fresh\nSomething else", "%%agent -m fresh --new\nTouch x"])
+def test_a_first_cell_that_is_not_the_cut_off_one_starts_afresh_and_leaves_it_to_resume(cells: Cells, first_cell: str) -> None:
+    cells.run(STEERING)
+    cells.run(DIED_WAITING)
+    cells.run(NEWEST)
+    cells.run("fresh = ScriptedModel(['Fresh.'])")
+
+    _, out = cells.run(first_cell)
+
+    assert "waiting for approval" not in out.stdout and cells.ns["touched"] == []
+    cells.run("agent = %agent session")
+    assert cells.ns["agent"].journal.path.name != "s_died.jsonl"
+    assert cells.ns["agent"].messages[-1].text == "Fresh."
+    died = Agent.resume(cells.ns["journals"] / "s_died.jsonl", model=ScriptedModel([]))
+    assert [p.call_id for p in died.pending_approvals] == ["call_r1"]  # still there for %agent resume
+    died.close()
+
+
+def test_whether_the_last_run_left_calls_open_is_told_from_the_journals_tail(cells: Cells) -> None:
+    from agent_kernel.jupyter.resume_session import _may_be_cut_off
+
+    cells.run(STEERING)
+    cells.run(DIED_WAITING)
+    journals = cells.ns["journals"]
+    assert not _may_be_cut_off(journals / "live.jsonl")  # its run ended, answering the call
+    assert _may_be_cut_off(journals / "s_died.jsonl")  # the process died while the call waited
+    kept = DIED_WAITING.replace("live.jsonl", "kept.jsonl").replace('journals / "s_died.jsonl"', 'journals / "s_kept.jsonl"')
+    cells.run(kept.replace("live.cancel()", 'live.cancel("the kernel shut down", keep_calls_open=True)'))
+    assert _may_be_cut_off(journals / "kept.jsonl")  # its end kept the call open, as a restart does
 
 
 def test_resume_without_a_journal_says_how_to_get_one(cells: Cells) -> None:

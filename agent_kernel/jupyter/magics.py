@@ -256,12 +256,34 @@ class AgentMagics(Magics):
     @_usage_errors
     async def cell_async(self, line: str, cell: str) -> RunHandle | None:
         """What a rewritten ``%%agent`` cell awaits: blocking or detached per ``execution_mode``."""
-        parsed = self._parse(_expand(self.shell, line), cell)
+        line = _expand(self.shell, line)
+        if await self._continue_cut_off_cell(line, cell):
+            return None
+        parsed = self._parse(line, cell)
         await self._render_mcp_prompt(parsed)
         if parsed.detach or not self.execution_mode().blocking:
             return self._start_detached(parsed)
         await self._run_blocking(parsed)
         return None
+
+    async def _continue_cut_off_cell(self, line: str, cell: str) -> bool:
+        """Re-running, as a kernel's first cell, the cell whose run the last kernel left waiting
+        for approval continues that run, as ``%agent resume`` does, instead of asking the model
+        anew; True when it did. ``--new`` (or another session, or a detached run) starts afresh."""
+        if len(self.sessions):  # cells ran in this kernel: nothing of it was cut off by a restart
+            return False
+        args = self.parse_cell_options(line)
+        if args.new or args.session or args.detach or args.resource or args.prompt:
+            return False
+        prompt = (cell if args.no_interpolate else interpolate(cell, self.user_ns)).strip()
+        from .resume_session import continue_cut_off_run
+
+        result = await continue_cut_off_run(self, prompt)
+        if result is None:
+            return False
+        if args.output is not None and args.output.isidentifier():
+            self.user_ns[args.output] = result
+        return True
 
     def parse_cell_options(self, line: str) -> Any:
         """The ``%%agent`` options of ``line``; a mistyped option gets the closest one suggested.

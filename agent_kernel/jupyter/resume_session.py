@@ -5,22 +5,33 @@ the current session again. When its last run was cut off inside a turn (a call w
 approval, or running), it continues that run in a live view: the approval card shows again,
 Approve / Reject / Always (or ``%agent approve CALL_ID`` from any cell) answer it, and the run
 finishes without asking the model again (``Agent.continue_run``).
+
+Running that run's ``%%agent`` cell again, as the new kernel's first cell, does the same
+(``continue_cut_off_run``): the same prompt, from the newest journal, whose last run stopped with
+a call waiting for approval. ``%%agent --new`` starts afresh instead.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..agent import Agent
+from ..agent import Agent, RunResult
 from ..errors import UserError
+from ..events import EventType
 from ..journal.journal import SESSIONS_DIR
 from .runner import run_cell
 
 if TYPE_CHECKING:
     from .magics import AgentMagics
 
-__all__ = ["resume_session"]
+__all__ = ["continue_cut_off_run", "resume_session"]
+
+#: Bytes read from a journal's end to tell whether its last run closed its calls.
+_TAIL_BYTES = 64 * 1024
+#: Lines before a run's end among which a stop that kept its calls open would be.
+_STOP_LINES = 4
 
 
 async def resume_session(magics: AgentMagics, rest: str) -> None:
@@ -50,6 +61,42 @@ async def resume_session(magics: AgentMagics, rest: str) -> None:
     what = f"{len(waiting)} call(s) waiting for approval ({', '.join(waiting)})" if waiting else "tool calls left unfinished"
     print(f"Resumed session {agent.session_id}: its last run stopped with {what}; continuing it.")
     await run_cell(agent, None, render_grace=magics.render_grace())
+
+
+async def continue_cut_off_run(magics: AgentMagics, prompt: str) -> RunResult | None:
+    """Continues the newest journal's last run when it asked ``prompt`` and was cut off while a
+    call waited for approval (the cell run again after a restart); None, doing nothing, otherwise."""
+    try:
+        path = _journal_path(magics, "")
+    except UserError:  # no journal yet
+        return None
+    if not _may_be_cut_off(path) or _last_run_start(path).get("prompt") != prompt:
+        return None
+    agent = _resumed_agent(magics, path)
+    waiting = [p.call_id for p in agent.pending_approvals]
+    if agent.interrupted is None or not waiting:
+        agent.close()
+        return None
+    magics.sessions.put(magics.sessions.current, agent)
+    print(f"This cell's run stopped with {len(waiting)} call(s) waiting for approval ({', '.join(waiting)}) when the "
+          f"kernel went down; continuing it (session {agent.session_id}). %%agent --new starts afresh instead.")
+    return await run_cell(agent, None, render_grace=magics.render_grace())
+
+
+def _may_be_cut_off(path: Path) -> bool:
+    """False when the journal's last line is a run's end that closed its calls: the common case,
+    told from the file's tail without reading the whole journal."""
+    with path.open("rb") as file:
+        size = file.seek(0, 2)
+        file.seek(max(0, size - _TAIL_BYTES))
+        lines = file.read().splitlines()
+    try:
+        last = json.loads(lines[-1]) if lines else None
+    except ValueError:  # a torn last line: the process died writing it
+        return True
+    if not isinstance(last, dict) or last.get("type") != EventType.RUN_FINISH.value or last.get("agent_id") is not None:
+        return True
+    return any(b'"keeps_calls_open"' in line for line in lines[-_STOP_LINES:])
 
 
 def _journal_path(magics: AgentMagics, name: str) -> Path:
