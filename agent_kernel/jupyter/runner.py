@@ -281,16 +281,15 @@ class RunHandle:
     def __await__(self) -> Any:
         return self.wait().__await__()
 
-    async def _stop(self) -> RunResult | None:
+    async def _stop(self, going: bool | None = None) -> RunResult | None:
         """Cancels the run for the wait that was cancelled, and waits (bounded) for the loop to
         record how it ended.
 
         A kernel shutting down (or restarting) cancels the cell's wait too; its run is not
         stopped by anyone's decision, so the calls it cuts stay open for ``%agent resume``.
         """
-        going = _kernel_shutting_down()
-        if not going and awaits_approval(self.agent):
-            going = await _shutdown_follows(SHUTDOWN_WINDOW_S)
+        if going is None:
+            going = await _going_down([self.agent])
         self.cancel(SHUTDOWN_REASON if going else INTERRUPT_REASON, keep_calls_open=going)
         try:
             return await asyncio.wait_for(asyncio.shield(self.task), CANCEL_GRACE_S)
@@ -309,6 +308,17 @@ def _kernel_shutting_down() -> bool:
     from IPython import get_ipython
 
     return bool(getattr(get_ipython(), "exit_now", False))
+
+
+async def _going_down(agents: Sequence[Agent]) -> bool:
+    """Whether a cancelled wait on ``agents``' runs is the kernel going down: known at once when
+    it is, else, while a call waits for approval, once a shutdown has had ``SHUTDOWN_WINDOW_S``
+    to follow the interrupt (one wait, however many runs)."""
+    if _kernel_shutting_down():
+        return True
+    if any(awaits_approval(agent) for agent in agents):
+        return await _shutdown_follows(SHUTDOWN_WINDOW_S)
+    return False
 
 
 async def _shutdown_follows(seconds: float) -> bool:
@@ -654,5 +664,6 @@ async def wait_all(handles: Sequence[RunHandle]) -> list[RunResult]:
         return [await asyncio.shield(handle.task) for handle in handles]
     except asyncio.CancelledError:
         _uncancel()
-        stopped = [await handle._stop() for handle in handles]
+        going = await _going_down([handle.agent for handle in handles if not handle.done()])
+        stopped = [await handle._stop(going) for handle in handles]
         raise RunInterrupted(stopped[-1] if stopped else None) from None
