@@ -16,12 +16,13 @@ from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from . import payloads as p
 from .agent_parts import DEFAULT, LoopSetting, build_context_manager, build_permissions, open_journal, otel_sink, resolve_model_arg
 from .approvals import ApprovalRequest
 from .blocking import run_blocking
 from .emitter import Emitter, EventRecorder, EventSink
 from .errors import UserError
-from .events import AgentEvent, EventType
+from .events import AgentEvent, EventType, Payload
 from .hooks import Hooks
 from .journal.event_log import DEFAULT_KEEP_EVENTS, EventLog
 from .journal.journal import SESSIONS_DIR
@@ -351,7 +352,7 @@ class Agent:
         self.events.begin_run()  # memory holds this run and the keep_events before it
         # MCP servers start before run_start, so it lists their tools; their events follow it.
         # An @server:uri mention in the prompt gets that resource's text appended (mcp.attach).
-        mcp_facts: list[Any] = []
+        mcp_facts: list[tuple[EventType, Payload]] = []
         if self.mcp is not None and prompt is not None:
             tool_output = self.working_dir / SESSIONS_DIR / self.session_id / "tool-output"
             prompt, mcp_facts = await self.mcp.prepare(prompt, self.tool_result_limit, tool_output)
@@ -370,26 +371,26 @@ class Agent:
                 prompt = encodable(prompt)  # a lone surrogate would break every later request
                 self._add_user_message(prompt)
             em.turn = turn
-            start: dict[str, Any] = {
-                "prompt": prompt,
-                "model": self.model.name,
-                "provider": self.model.provider,
-                "system": self.system,
-                "tools": self.tools.names,
-                "max_iterations": self.max_iterations,
-                "turn_state": turn.to_dict(),
-                "agent_name": self.name,
-            }
+            start = p.RunStart(
+                prompt=prompt,
+                model=self.model.name,
+                provider=self.model.provider,
+                system=self.system,
+                tools=self.tools.names,
+                max_iterations=self.max_iterations,
+                turn_state=turn.to_dict(),
+                agent_name=self.name,
+            )
             if interrupted is not None:
                 uses = interrupted.message.tool_uses
-                start["continues"] = {"run_id": interrupted.run_id, "call_ids": [use.id for use in uses]}
+                start["continues"] = p.Continues(run_id=interrupted.run_id, call_ids=[use.id for use in uses])
             yield em.emit(EventType.RUN_START, start)
             if interrupted is not None:
                 self._interrupted = None  # from here on the run owns the turn
-                for data in interrupted.unfinished_results():
-                    yield em.emit(EventType.TOOL_RESULT, data)
-            for kind, data in mcp_facts:
-                yield em.emit(kind, data)
+                for result in interrupted.unfinished_results():
+                    yield em.emit(EventType.TOOL_RESULT, result)
+            for kind, fact in mcp_facts:
+                yield em.emit(kind, fact)
             # Memory loaded at session start, then the reminder, which joins the prompt's message.
             for kind, data, reminder in self.memory.at_prompt(prompt is not None):
                 event = em.emit(kind, data)
@@ -420,9 +421,9 @@ class Agent:
                 self._close_interrupted()
             if not loop_started and em.turn is not None:
                 # The consumer stopped at run_start, before the loop began: record the end here.
-                em.emit(EventType.CANCELLED, {"reason": "the stream was closed before the run began", "phase": "idle"})
+                em.emit(EventType.CANCELLED, p.Cancelled(reason="the stream was closed before the run began", phase="idle"))
                 ctx.stats.end = time.time()
-                em.emit(EventType.RUN_FINISH, {"reason": TerminationReason.USER_INTERRUPT.value, "text": "", "stats": ctx.stats.to_dict()})
+                em.emit(EventType.RUN_FINISH, p.RunFinish(reason=TerminationReason.USER_INTERRUPT.value, text="", stats=ctx.stats.to_dict()))
                 em.sync()
             self._context = None
             self.stats.merge(ctx.stats)

@@ -10,21 +10,18 @@ the context package above it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from .messages import Message
 from .models.base import Model, ModelRequest, Usage
 
 if TYPE_CHECKING:
-    from .events import EventType
+    from .events import Emit
     from .state import TurnState
 
 __all__ = ["ContextPolicy", "PreparedContext", "SummaryCall"]
 
-#: Records an event from inside the policy: ``emit(EventType, data)``.
-Emit = Callable[["EventType", dict[str, Any]], None]
 
 
 class SummaryCall(Protocol):

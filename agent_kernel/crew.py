@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from . import payloads as p
 from .agent import Agent, RunResult
 from .agent_parts import DEFAULT, open_journal
 from .blocking import run_blocking
@@ -372,7 +373,7 @@ class Crew:
             assert isinstance(agent, Agent)
             agent_name = _agent_name(task) or "agent"
         try:
-            result = await run_subagent(agent, prompt, run.ctx, name=agent_name, tools=tools, data={"task": name})
+            result = await run_subagent(agent, prompt, run.ctx, name=agent_name, tools=tools, task=name)
         except asyncio.CancelledError:
             run.outputs[name] = TaskOutput(name, agent_name, None, "", "cancelled", TerminationReason.USER_INTERRUPT)
             raise
@@ -424,40 +425,40 @@ class Crew:
         assert em is not None  # set when the run began
         events = []
         if reason is TerminationReason.USER_INTERRUPT:
-            events.append(em.emit(EventType.CANCELLED, {"reason": message, "phase": "crew"}))
+            events.append(em.emit(EventType.CANCELLED, p.Cancelled(reason=message or "cancelled", phase="crew")))
         elif reason is TerminationReason.ERROR:
-            events.append(em.emit(EventType.ERROR, {"message": message, "kind": "crew", "status_code": None}))
+            events.append(em.emit(EventType.ERROR, p.Error(message=message or "the crew failed", kind="crew", status_code=None)))
         for task in self.tasks:  # tasks a cancellation (or a crash) kept from starting
             if task.name not in run.outputs:
                 run.outputs[task.name or ""] = TaskOutput(task.name or "", _agent_name(task), None, "", "cancelled", error="not run: the crew stopped first")
         stats = run.ctx.stats
         stats.end = time.time()
         outputs = [run.outputs[t.name or ""] for t in self.tasks]
-        data: dict[str, Any] = {
-            "reason": reason.value,
-            "text": outputs[-1].text if outputs and outputs[-1].status == "done" else "",
-            "stats": stats.to_dict(),
-            "outputs": [o.to_dict() for o in outputs],
-        }
+        data = p.RunFinish(
+            reason=reason.value,
+            text=outputs[-1].text if outputs and outputs[-1].status == "done" else "",
+            stats=stats.to_dict(),
+            outputs=[o.to_dict() for o in outputs],
+        )
         if reason is TerminationReason.ERROR:
-            data["error"] = message
+            data["error"] = message or "the crew failed"
         events.append(em.emit(EventType.RUN_FINISH, data))
         em.sync()
         return events
 
-    def _start_data(self, inputs: str | None, turn: TurnState) -> dict[str, Any]:
-        return {
-            "prompt": inputs,
-            "model": None if self.manager is None else self.manager.model.name,
-            "agent_name": self.name,
-            "mode": self.mode,
-            "agents": list(self.agents),
-            "tasks": [
-                {"name": t.name, "agent": _agent_name(t), "depends_on": [_name(d) for d in t.depends_on], "description": t.description}
+    def _start_data(self, inputs: str | None, turn: TurnState) -> p.RunStart:
+        return p.RunStart(
+            prompt=inputs,
+            model=None if self.manager is None else self.manager.model.name,
+            agent_name=self.name,
+            mode=self.mode,
+            agents=list(self.agents),
+            tasks=[
+                p.CrewTask(name=t.name or "", agent=_agent_name(t), depends_on=[_name(d) for d in t.depends_on], description=t.description)
                 for t in self.tasks
             ],
-            "turn_state": turn.to_dict(),
-        }
+            turn_state=turn.to_dict(),
+        )
 
 
 # -- validation -----------------------------------------------------------------------------

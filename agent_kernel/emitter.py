@@ -18,9 +18,9 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
-from .events import AgentEvent, EventType
+from .events import AgentEvent, EventType, Payload
 from .state import TurnState
 
 __all__ = ["Emitter", "EventRecorder", "EventSink"]
@@ -120,13 +120,16 @@ class Emitter:
         make_stream = getattr(redact, "stream", None)
         self._text: Any = make_stream() if make_stream is not None else None
         # Entries are ``later`` arguments (stamped when drained) or events a child emitter built.
-        self._pending: deque[tuple[EventType, dict[str, Any], float, TurnState | None] | AgentEvent] = deque()
+        self._pending: deque[tuple[EventType, Payload, float, TurnState | None] | AgentEvent] = deque()
         self._wakeup: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
 
-    def emit(self, type: EventType, data: dict[str, Any], ts: float | None = None, turn: TurnState | None = None) -> AgentEvent:
-        """Creates, redacts and journals one event, returning it for the caller to yield."""
+    def emit(self, type: EventType, data: Payload, ts: float | None = None, turn: TurnState | None = None) -> AgentEvent:
+        """Creates, redacts and journals one event, returning it for the caller to yield.
+
+        ``data`` is the type's payload (``payloads.X(...)``, checked by mypy against its keys).
+        """
         if self._redact is not None:
             text = self._text
             if text is not None and type is EventType.TEXT_DELTA and data.__class__ is dict and len(data) == 1:
@@ -153,7 +156,7 @@ class Emitter:
         held = self._text.flush() if self._text is not None else ""
         return self._record(EventType.TEXT_DELTA, {"text": held}, None, None)
 
-    def _record(self, type: EventType, data: dict[str, Any], ts: float | None, turn: TurnState | None) -> AgentEvent:
+    def _record(self, type: EventType, data: Payload, ts: float | None, turn: TurnState | None) -> AgentEvent:
         t = turn or self.turn
         event = AgentEvent(
             next(self._seq),
@@ -164,14 +167,14 @@ class Emitter:
             t.parent_turn_id if t is not None else None,
             t.turn_counter if t is not None else 0,
             type,
-            data,
+            cast("dict[str, Any]", data),  # payloads are plain dicts at run time
             self.agent_id,
         )
         for sink in self._sinks:
             sink.write(event)
         return event
 
-    def later(self, type: EventType, data: dict[str, Any]) -> None:
+    def later(self, type: EventType, data: Payload) -> None:
         """Queues an event raised by a task beside the loop; the loop drains and yields it.
 
         The timestamp is taken now, so timings stay exact even if the loop yields it later.
@@ -267,7 +270,7 @@ class _ChildEmitter(Emitter):
         self._parent = parent
         self._top = top
 
-    def emit(self, type: EventType, data: dict[str, Any], ts: float | None = None, turn: TurnState | None = None) -> AgentEvent:
+    def emit(self, type: EventType, data: Payload, ts: float | None = None, turn: TurnState | None = None) -> AgentEvent:
         """Creates and journals one event and queues it on the top-level emitter as well."""
         # Events every ancestor queued earlier (the tool_start of the call running this
         # sub-agent, say) take their seq first.

@@ -7,13 +7,21 @@ one conversion each way, so adding an event type touches only ``EventType``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 from types import MappingProxyType
 from typing import Any
 
-__all__ = ["PAYLOADS", "AgentEvent", "EventType"]
+__all__ = ["PAYLOADS", "AgentEvent", "Emit", "EventType", "Payload"]
+
+#: An event's ``data`` as emitters pass it: one of the ``TypedDict`` types of
+#: ``agent_kernel.payloads`` (``PAYLOADS[type]``), a plain dict at run time.
+Payload = Mapping[str, Any]
+
+#: Records an event from a part of a run that holds no emitter itself (approvals, compaction, MCP
+#: servers, memory): ``emit(EventType.X, payloads.X(...))``.
+Emit = Callable[["EventType", Payload], object]
 
 
 class EventType(str, Enum):

@@ -24,6 +24,9 @@ import time
 from collections.abc import AsyncGenerator, AsyncIterator, Coroutine, Mapping
 from typing import Any, TypeVar
 
+from typing_extensions import TypedDict
+
+from . import payloads as p
 from .emitter import Emitter
 from .errors import ModelError, StopRun, UserError
 from .events import AgentEvent, EventType
@@ -64,14 +67,30 @@ class _Interrupted(Exception):
     """The cancel token interrupted an await (the loop's own cancellation, not a foreign one)."""
 
 
+class _Ending(TypedDict, total=False):
+    """What ``run_finish`` adds about how the run ended (``payloads.RunFinish``'s optional keys)."""
+
+    stop_reason: str
+    error: str
+    tool: str
+    stop: str
+
+
+class _HookNotes(TypedDict, total=False):
+    """What hooks changed in a turn's request, as ``llm_start`` says it."""
+
+    hook_context: list[str]
+    request_replaced: bool
+
+
 class _Finish(Exception):
     """Ends the run with a reason (raised from deep inside a turn)."""
 
-    def __init__(self, reason: TerminationReason, text: str = "", data: dict[str, Any] | None = None) -> None:
+    def __init__(self, reason: TerminationReason, text: str = "", data: _Ending | None = None) -> None:
         super().__init__(reason.value)
         self.reason = reason
         self.text = text
-        self.data = data or {}
+        self.data: _Ending = data or {}
 
 
 def tt(
@@ -143,7 +162,7 @@ class _Loop:
         self._held: list[PendingCall] = []  # unsafe tool calls waiting for the whole response
         self._shrunk: ModelRequest | None = None
         self._finished_calls: list[PendingCall] = []
-        self._hook_notes: dict[str, Any] = {}  # what hooks changed in this turn's request (llm_start says)
+        self._hook_notes: _HookNotes = {}  # what hooks changed in this turn's request (llm_start says)
         self._hook_failure: HookError | None = None  # a hook that failed inside a tool task
         self.answered: Mapping[str, ToolResultBlock] | None = None  # an interrupted turn to continue (tt)
 
@@ -158,7 +177,7 @@ class _Loop:
             while True:  # one pass per turn: the tail call of the recursion, eliminated
                 em.turn = turn
                 try:
-                    yield em.emit(EventType.ITERATION_START, {"turn_state": turn.to_dict()})
+                    yield em.emit(EventType.ITERATION_START, p.IterationStart(turn_state=turn.to_dict()))
                     await self._hook(HookPoint.BEFORE_ITERATION_START, turn)
                     self._check_cancelled()
                     final = turn.is_final
@@ -179,14 +198,14 @@ class _Loop:
                         message = self._completed
                         await self._hook(HookPoint.AFTER_LLM_RESPONSE, turn, message=message)
                     if final:  # base case: the tools-disabled final answer
-                        yield em.emit(EventType.MAX_ITERATIONS_REACHED, {"max_iterations": turn.max_iterations})
+                        yield em.emit(EventType.MAX_ITERATIONS_REACHED, p.MaxIterationsReached(max_iterations=turn.max_iterations))
                         raise _Finish(TerminationReason.MAX_TURNS, self._answer)
                     if message.tool_uses:
                         async for ev in self._run_tools(message):  # tools; their results join the history
                             yield ev
                         await self._hook(HookPoint.BEFORE_RECURSION, turn)
                         nxt = turn.next_turn()
-                        yield em.emit(EventType.RECURSION, {"tool_results": [_result_dict(b) for b in self.messages[-1].tool_results], "next_turn_id": nxt.turn_id})
+                        yield em.emit(EventType.RECURSION, p.Recursion(tool_results=[_result_dict(b) for b in self.messages[-1].tool_results], next_turn_id=nxt.turn_id))
                     elif not ctx.control.has_steers:  # base case: the model answered
                         reason = TerminationReason.END_TURN if self._stop_reason in _NORMAL_STOPS else TerminationReason.STOP_REASON
                         raise _Finish(reason, self._answer, {"stop_reason": self._stop_reason})
@@ -260,7 +279,7 @@ class _Loop:
                 break
             said.append(message.text)
             self.messages.append(Message.user(CONTINUE_INSTRUCTION))
-            yield self.em.emit(EventType.CONTINUATION, {"attempt": len(said), "max_continuations": self.config.max_continuations, "instruction": CONTINUE_INSTRUCTION})
+            yield self.em.emit(EventType.CONTINUATION, p.Continuation(attempt=len(said), max_continuations=self.config.max_continuations, instruction=CONTINUE_INSTRUCTION))
             turn = self.em.turn
             assert turn is not None
             async for ev in self._assemble(turn, self._request(final)):
@@ -312,14 +331,14 @@ class _Loop:
         """
         control, em = self.ctx.control, self.em
         if control.paused:
-            yield em.emit(EventType.PAUSED, {"steers": control.waiting})
+            yield em.emit(EventType.PAUSED, p.Paused(steers=control.waiting))
             em.flush()  # a run may stay held for long: the journal says so now
             held = time.monotonic()
             await self._interruptible(control.wait_resumed())
-            yield em.emit(EventType.RESUMED, {"paused_s": time.monotonic() - held})
+            yield em.emit(EventType.RESUMED, p.Resumed(paused_s=time.monotonic() - held))
         for text in control.take_steers():
             _add_user_text(self.messages, text)
-            yield em.emit(EventType.STEER, {"text": text})
+            yield em.emit(EventType.STEER, p.Steer(text=text))
         em.flush()
 
     async def _assemble(self, turn: TurnState, request: ModelRequest) -> AsyncIterator[AgentEvent]:
@@ -347,7 +366,7 @@ class _Loop:
             self.em.turn = turn
         summary = prepared.compaction
         if summary is not None and summary.usage is not None:
-            self.ctx.stats.add_usage(summary.usage.to_dict(), summary.cost_usd)  # the summary was a model call
+            self.ctx.stats.add_usage(summary.usage, summary.cost_usd)  # the summary was a model call
         self._prepared = (prepared.request, turn)
 
     async def _call_model(self, request: ModelRequest, final: bool) -> AsyncIterator[AgentEvent]:
@@ -383,7 +402,7 @@ class _Loop:
                 self.model = cfg.fallback_model
                 yield em.emit(
                     EventType.MODEL_FALLBACK,
-                    {"from_model": model.name, "to_model": self.model.name, "reason": str(error), "kind": error.kind, "partial": builder.has_output},
+                    p.ModelFallback(from_model=model.name, to_model=self.model.name, reason=str(error), kind=error.kind, partial=builder.has_output),
                 )
                 attempt = 0
                 continue
@@ -392,13 +411,13 @@ class _Loop:
                     yield ev
                 delay = backoff(attempt, cfg.retry_base_delay, cfg.retry_max_delay, error.retry_after)
                 attempt += 1
-                data: dict[str, Any] = {
-                    "attempt": attempt, "max_retries": cfg.max_retries, "delay_s": delay, "error": str(error),
-                    "kind": error.kind, "status_code": error.status_code, "partial": builder.has_output,
-                }
+                retry = p.Retry(
+                    attempt=attempt, max_retries=cfg.max_retries, delay_s=delay, error=str(error),
+                    kind=error.kind, status_code=error.status_code, partial=builder.has_output,
+                )
                 if error.retry_after is not None and error.retry_after > delay:
-                    data["retry_after_s"] = error.retry_after  # the server asked for longer than retry_max_delay
-                yield em.emit(EventType.RETRY, data)
+                    retry["retry_after_s"] = error.retry_after  # the server asked for longer than retry_max_delay
+                yield em.emit(EventType.RETRY, retry)
                 await self._sleep(delay)
                 continue
             raise error
@@ -414,7 +433,7 @@ class _Loop:
         # No usage reported (llama.cpp never streams it): the cost is unknown, not free.
         usage = Usage() if end.usage is None else end.usage
         cost = None if end.usage is None else _cost(model.name if end.model is None else end.model, usage)
-        ctx.stats.add_usage(usage.to_dict(), cost)
+        ctx.stats.add_usage(usage, cost)
         self.messages.append(message)
         self._completed = message
         self._stop_reason = end.stop_reason
@@ -425,15 +444,15 @@ class _Loop:
             cm.record_usage(request, usage)
         yield em.emit(
             EventType.LLM_COMPLETE,
-            {
-                "message": message.to_dict(),
-                "usage": usage.to_dict(),
-                "cost_usd": cost,
-                "model": end.model or model.name,
-                "stop_reason": end.stop_reason,
-                "duration_s": duration,
-                "attempts": attempt + 1,
-            },
+            p.LlmComplete(
+                message=message.to_dict(),
+                usage=usage.to_dict(),
+                cost_usd=cost,
+                model=end.model or model.name,
+                stop_reason=end.stop_reason,
+                duration_s=duration,
+                attempts=attempt + 1,
+            ),
         )
 
     async def _attempt(self, request: ModelRequest, final: bool, attempt: int) -> AsyncIterator[AgentEvent]:
@@ -448,9 +467,7 @@ class _Loop:
         assert builder is not None and executor is not None
         self._end, self._error, self._held = None, None, []
         ctx.state.set(LoopState.CALLING_LLM)
-        start: dict[str, Any] = {"model": model.name, "provider": model.provider, "attempt": attempt, "messages": len(request.messages), "tools_enabled": not final}
-        if self._hook_notes:
-            start.update(self._hook_notes)
+        start: p.LlmStart = {"model": model.name, "provider": model.provider, "attempt": attempt, "messages": len(request.messages), "tools_enabled": not final, **self._hook_notes}
         yield em.emit(EventType.LLM_START, start)
         watchdog = Watchdog(cfg.stall_timeout, token) if cfg.stall_timeout else None
         tools = cfg.tools
@@ -467,23 +484,24 @@ class _Loop:
                         yield em.release()  # text held back for redaction: its block has ended
                     if isinstance(sev, TextDelta):  # the common case first
                         builder.text(sev.text)
-                        yield em.emit(EventType.TEXT_DELTA, {"text": sev.text})
+                        delta: p.TextDelta = {"text": sev.text}  # a literal: the hottest line of the loop
+                        yield em.emit(EventType.TEXT_DELTA, delta)
                     elif isinstance(sev, ThinkingDelta):
                         builder.thinking(sev.text, sev.signature)
-                        yield em.emit(EventType.THINKING_DELTA, {"text": sev.text, "signature": sev.signature})
+                        yield em.emit(EventType.THINKING_DELTA, p.ThinkingDelta(text=sev.text, signature=sev.signature))
                     elif isinstance(sev, ToolCallStart):
                         builder.tool_start(sev.index, sev.id, sev.name or NAMELESS_TOOL)
-                        yield em.emit(EventType.TOOL_CALL_START, {"call_id": sev.id, "name": sev.name or NAMELESS_TOOL, "index": sev.index})
+                        yield em.emit(EventType.TOOL_CALL_START, p.ToolCallStart(call_id=sev.id, name=sev.name or NAMELESS_TOOL, index=sev.index))
                     elif isinstance(sev, ToolCallDelta):
-                        yield em.emit(EventType.TOOL_CALL_DELTA, {"call_id": builder.call_id(sev.index), "index": sev.index, "delta": sev.arguments})
+                        yield em.emit(EventType.TOOL_CALL_DELTA, p.ToolCallDelta(call_id=builder.call_id(sev.index), index=sev.index, delta=sev.arguments))
                     elif isinstance(sev, ToolCallEnd):
                         name = sev.name or NAMELESS_TOOL
                         arguments, parse_error = parse_arguments(sev.arguments)
                         builder.tool_use(sev.id, name, arguments)
-                        data: dict[str, Any] = {"call_id": sev.id, "name": name, "arguments": arguments, "index": sev.index}
+                        ready = p.ToolCallReady(call_id=sev.id, name=name, arguments=arguments, index=sev.index)
                         if parse_error:
-                            data["parse_error"] = parse_error
-                        yield em.emit(EventType.TOOL_CALL_READY, data)
+                            ready["parse_error"] = parse_error
+                        yield em.emit(EventType.TOOL_CALL_READY, ready)
                         if not final:
                             tool = tools.get(name)
                             if self._held or tool is None or not tool.concurrency_safe:
@@ -508,7 +526,7 @@ class _Loop:
                 raise _Interrupted from None
             # A stall: the watchdog interrupted a silent stream.
             seconds = cfg.stall_timeout or 0.0
-            yield em.emit(EventType.STALL_DETECTED, {"seconds": seconds, "action": cfg.on_stall, "model": model.name, "partial": builder.has_output})
+            yield em.emit(EventType.STALL_DETECTED, p.StallDetected(seconds=seconds, action=cfg.on_stall, model=model.name, partial=builder.has_output))
             self._error = ModelError(
                 f"no stream event for {seconds:g} s from {model.name}",
                 retryable=cfg.on_stall == "retry",
@@ -594,8 +612,8 @@ class _Loop:
         self.ctx.state.set(LoopState.COMPLETED)
         yield self._record_finish(TerminationReason.USER_INTERRUPT, self.last_text)
 
-    def _cancelled_data(self, reason: str) -> dict[str, Any]:
-        data: dict[str, Any] = {"reason": reason, "phase": str(self.ctx.state.state)}
+    def _cancelled_data(self, reason: str) -> p.Cancelled:
+        data = p.Cancelled(reason=reason, phase=str(self.ctx.state.state))
         if self.token.keeps_calls_open:
             data["keeps_calls_open"] = True
         # Sync work cannot be killed: the run ends without it, and says which calls left some.
@@ -609,7 +627,7 @@ class _Loop:
         for ev in self.em.drain():
             yield ev
         self.ctx.state.set(LoopState.ERROR)
-        yield self.em.emit(EventType.ERROR, {"message": message, "kind": kind, "status_code": status_code})
+        yield self.em.emit(EventType.ERROR, p.Error(message=message, kind=kind, status_code=status_code))
         yield self._record_finish(TerminationReason.ERROR, self.last_text, {"error": message})
 
     async def _settle_tools(self, reason: str) -> None:
@@ -627,18 +645,12 @@ class _Loop:
         # mid-stream has just been added as that message).
         names = {u.id: u.name for u in self.messages[-2].tool_uses} if made_up else {}
         for block in made_up:
-            self.em.later(
-                EventType.TOOL_RESULT,
-                {
-                    "call_id": block.tool_use_id, "name": names.get(block.tool_use_id), "content": block.content,
-                    "is_error": True, "synthetic": True, "duration_s": None, "started_at": None, "ended_at": None,
-                },
-            )
+            self.em.later(EventType.TOOL_RESULT, _synthetic_result(block.tool_use_id, names.get(block.tool_use_id, NAMELESS_TOOL), block.content))
 
-    def _record_finish(self, reason: TerminationReason, text: str, data: dict[str, Any] | None = None) -> AgentEvent:
+    def _record_finish(self, reason: TerminationReason, text: str, data: _Ending | None = None) -> AgentEvent:
         stats = self.ctx.stats
         stats.end = time.time()
-        ev = self.em.emit(EventType.RUN_FINISH, {"reason": reason.value, "text": text, "stats": stats.to_dict(), **(data or {})})
+        ev = self.em.emit(EventType.RUN_FINISH, p.RunFinish(reason=reason.value, text=text, stats=stats.to_dict(), **(data or {})))
         self.em.sync()
         return ev
 
@@ -714,10 +726,7 @@ class _Loop:
 
     def _record_abort(self, call: PendingCall) -> None:
         assert call.result is not None
-        self.em.later(
-            EventType.TOOL_RESULT,
-            {"call_id": call.call_id, "name": call.name, "content": call.result.content, "is_error": True, "synthetic": True, "duration_s": None, "started_at": None, "ended_at": None},
-        )
+        self.em.later(EventType.TOOL_RESULT, _synthetic_result(call.call_id, call.name, call.result.content))
 
     def _abort_tools(self, reason: str) -> None:
         if self.executor is not None:
@@ -799,5 +808,10 @@ def _add_user_text(messages: list[Message], text: str) -> None:
         messages.append(Message.user(text))
 
 
-def _result_dict(block: ToolResultBlock) -> dict[str, Any]:
+def _result_dict(block: ToolResultBlock) -> p.BlockDict:
     return {"type": "tool_result", "tool_use_id": block.tool_use_id, "content": block.content, "is_error": block.is_error}
+
+
+def _synthetic_result(call_id: str, name: str, content: str) -> p.ToolResult:
+    """The ``tool_result`` of a call the loop answered itself (it never ran, or was stopped)."""
+    return p.ToolResult(call_id=call_id, name=name, content=content, is_error=True, synthetic=True, duration_s=None, started_at=None, ended_at=None)

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Literal, Union
+from typing import TYPE_CHECKING, Any, Literal, Union, cast
 
 from .text import encodable, encodable_data
+
+if TYPE_CHECKING:
+    from .payloads import BlockDict, MessageDict
 
 __all__ = [
     "Block",
@@ -102,9 +105,9 @@ _BLOCK_TYPES: dict[str, type] = {
 }
 
 
-def block_to_dict(block: Block) -> dict[str, Any]:
+def block_to_dict(block: Block) -> BlockDict:
     """Returns a JSON-serialisable dict for a block (with its ``type``)."""
-    return {name: getattr(block, name) for name in block.__slots__}
+    return cast("BlockDict", {name: getattr(block, name) for name in block.__slots__})
 
 
 def block_from_dict(data: dict[str, Any]) -> Block:
@@ -140,7 +143,7 @@ class Message:
         """The tool_result blocks, in order."""
         return [b for b in self.content if isinstance(b, ToolResultBlock)]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> MessageDict:
         """A JSON-serialisable dict."""
         return {"role": self.role, "content": [block_to_dict(b) for b in self.content]}
 

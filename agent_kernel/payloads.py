@@ -509,7 +509,7 @@ class SubagentStart(TypedDict):
     prompt: str  # what it was asked
     parent_agent_id: str | None  # the agent that started it (None: the top level)
     parent_call_id: str | None  # the parent's tool call that started it
-    parent_turn_id: str  # the parent's turn that started it
+    parent_turn_id: str | None  # the parent's turn that started it (None outside a turn)
     task: NotRequired[str]  # crews: the task's name
     continues: NotRequired[bool]  # a continued run picks it up inside the turn a dead process left open
 

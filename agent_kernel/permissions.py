@@ -37,11 +37,11 @@ import inspect
 import math
 import re
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from . import commands
+from . import payloads as p
 from .approvals import (
     APPROVAL_ENV,
     Approval,
@@ -53,7 +53,7 @@ from .approvals import (
     policy_from_env,
 )
 from .errors import ApprovalPending, UserError, did_you_mean
-from .events import EventType
+from .events import Emit, EventType
 from .tools.paths import PathKey
 from .tools.tool import Tool
 
@@ -72,7 +72,6 @@ __all__ = [
     "is_read_only",
 ]
 
-Emit = Callable[[EventType, dict[str, Any]], None]
 
 MODES = ("default", "accept_edits", "plan", "bypass")
 Mode = Literal["default", "accept_edits", "plan", "bypass"]
@@ -409,19 +408,13 @@ class RuleGate:
             request.call_id, tool.name, dict(arguments), _one_line(tool.name, key), verdict.rule, reason, request.agent_id,
             full_key=key, shell=tool.category == "shell",
         )
-        required: dict[str, Any] = {
-            "call_id": info.call_id,
-            "tool": info.tool,
-            "arguments": info.arguments,
-            "key": info.key,
-            "rule": info.rule,
-            "reason": info.reason,
-        }
+        required = p.ApprovalRequired(call_id=info.call_id, tool=info.tool, arguments=info.arguments, key=info.key, rule=info.rule, reason=info.reason)
         if self.policy is not None:
             required["policy"] = self.policy.name
         # What a tool adds to its approval card (an MCP tool: its server and destructive hint).
-        for k, v in (getattr(tool, "approval_info", None) or {}).items():
-            required.setdefault(k, v)
+        card = getattr(tool, "approval_info", None)
+        if card:
+            required.update(card)
         timeout = self.timeout
         if timeout is not None:
             required["timeout_s"] = timeout
@@ -504,15 +497,8 @@ class RuleGate:
         return None, ""
 
     @staticmethod
-    def _decision(request: ToolRequest, decision: str, decided_by: str, reason: str | None, wait_s: float) -> dict[str, Any]:
-        return {
-            "call_id": request.call_id,
-            "tool": request.tool.name,
-            "decision": decision,
-            "decided_by": decided_by,
-            "reason": reason,
-            "wait_s": wait_s,
-        }
+    def _decision(request: ToolRequest, decision: str, decided_by: str, reason: str | None, wait_s: float) -> p.ApprovalDecision:
+        return p.ApprovalDecision(call_id=request.call_id, tool=request.tool.name, decision=decision, decided_by=decided_by, reason=reason, wait_s=wait_s)
 
 
 class _Expired(Exception):
@@ -539,17 +525,17 @@ class _ApproverFailed(Exception):
         )
         super().__init__(self.message)
 
-    def event_data(self, info: ApprovalRequest) -> dict[str, Any]:
+    def event_data(self, info: ApprovalRequest) -> p.Error:
         """The ``error`` event's data: it names the call, the approver and what it gave back."""
-        data: dict[str, Any] = {
-            "message": f"The approval callback failed on {info.key}, so the call was refused: {self.message}",
-            "kind": "approver",
-            "status_code": None,
-            "fatal": False,
-            "call_id": info.call_id,
-            "tool": info.tool,
-            "approver": self.approver,
-        }
+        data = p.Error(
+            message=f"The approval callback failed on {info.key}, so the call was refused: {self.message}",
+            kind="approver",
+            status_code=None,
+            fatal=False,
+            call_id=info.call_id,
+            tool=info.tool,
+            approver=self.approver,
+        )
         if self.returned is not None:
             data["returned"] = _short_repr(self.returned)
         return data

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from .emitter import Emitter
     from .hooks import Hooks
     from .loop import LoopConfig
+    from .models.base import Usage
+    from .payloads import StatsDict, TurnStateDict
 
 __all__ = [
     "CancelToken",
@@ -106,7 +108,7 @@ class TurnState:
         """True once the turn counter has reached ``max_iterations``."""
         return self.turn_counter >= self.max_iterations
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> TurnStateDict:
         """A JSON-serialisable dict; ``from_dict`` rebuilds an equal TurnState."""
         return {
             "turn_counter": self.turn_counter,
@@ -372,13 +374,13 @@ class LoopStats:
         """Seconds from start to end, once the run has ended."""
         return None if self.end is None else self.end - self.start
 
-    def add_usage(self, usage: dict[str, Any], cost: float | None) -> None:
+    def add_usage(self, usage: Usage, cost: float | None) -> None:
         """Adds one model call's usage; an unknown cost makes the total unknown (None)."""
         self.llm_calls += 1
-        self.input_tokens += usage.get("input_tokens", 0) or 0
-        self.output_tokens += usage.get("output_tokens", 0) or 0
-        self.cache_read_tokens += usage.get("cache_read_tokens", 0) or 0
-        self.cache_write_tokens += usage.get("cache_write_tokens", 0) or 0
+        self.input_tokens += usage.input_tokens
+        self.output_tokens += usage.output_tokens
+        self.cache_read_tokens += usage.cache_read_tokens
+        self.cache_write_tokens += usage.cache_write_tokens
         if cost is None or self.cost_usd is None:
             self.cost_usd = None
         else:
@@ -403,7 +405,7 @@ class LoopStats:
             self.tool_calls += other.tool_calls
             self.end = other.end
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> StatsDict:
         """A JSON-serialisable dict."""
         return {
             "turns": self.turns,

@@ -30,10 +30,13 @@ import contextlib
 import time
 import typing
 import weakref
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from typing_extensions import TypedDict
+
+from . import payloads as p
 from .emitter import Emitter
 from .errors import ToolError, UserError
 from .events import AgentEvent, EventType
@@ -109,7 +112,7 @@ async def run_subagent(
     name: str | None = None,
     call_id: str | None = None,
     tools: ToolRegistry | None = None,
-    data: Mapping[str, Any] | None = None,
+    task: str | None = None,
 ) -> SubagentResult:
     """Runs ``agent`` on ``prompt`` in a fresh conversation inside the run ``parent``.
 
@@ -123,7 +126,7 @@ async def run_subagent(
         name: shown in events (default: ``agent.name``, else ``"subagent"``).
         call_id: the parent's tool call that started it, if any.
         tools: tools to offer instead of ``agent.tools`` (a crew manager gets its workers).
-        data: extra fields for the ``subagent_start`` event (a crew's task name).
+        task: the crew task it does (named in its ``subagent_start``).
 
     Raises:
         asyncio.CancelledError: the parent cancelled the call (after the sub-agent recorded it).
@@ -160,28 +163,31 @@ async def run_subagent(
     if resumed is not None and resumed.turn_state is not None:
         turn = resumed.turn_state
     em.turn = turn
-    link = {"agent_id": agent_id, "name": name, "parent_agent_id": parent.agent_id, "parent_call_id": call_id}
+    link = _Link(agent_id=agent_id, name=name, parent_agent_id=parent.agent_id, parent_call_id=call_id)
     # The parent's turn, also for a continued sub-agent, whose own TurnState points at its previous turn.
-    start = {**link, "parent_turn_id": parent_turn.turn_id if parent_turn else None, "prompt": prompt, "model": agent.model.name, **(data or {})}
+    parent_turn_id = parent_turn.turn_id if parent_turn else None
+    start = p.SubagentStart(**link, parent_turn_id=parent_turn_id, prompt=prompt, model=agent.model.name)
+    if task is not None:
+        start["task"] = task
     if resumed is not None:
         start["continues"] = True
     em.emit(EventType.SUBAGENT_START, start)
-    run_start: dict[str, Any] = {
-        "prompt": None if resumed is not None else prompt,
-        "model": agent.model.name,
-        "provider": agent.model.provider,
-        "system": agent.system,
-        "tools": config.tools.names,
-        "max_iterations": agent.max_iterations,
-        "turn_state": turn.to_dict(),
-        "agent_name": name,
-    }
+    run_start = p.RunStart(
+        prompt=None if resumed is not None else prompt,
+        model=agent.model.name,
+        provider=agent.model.provider,
+        system=agent.system,
+        tools=config.tools.names,
+        max_iterations=agent.max_iterations,
+        turn_state=turn.to_dict(),
+        agent_name=name,
+    )
     messages, answered, open_turn = [Message.user(prompt)], None, None
     if resumed is not None:
         messages, open_turn = list(resumed.messages), _open_turn(resumed, ctx)
         answered = open_turn.answered if open_turn is not None else None
         call_ids = [use.id for use in open_turn.message.tool_uses] if open_turn is not None else []
-        run_start["continues"] = {"run_id": resumed.run_id, "call_ids": call_ids}
+        run_start["continues"] = p.Continues(run_id=resumed.run_id, call_ids=call_ids)
     em.emit(EventType.RUN_START, run_start)
     for result in open_turn.unfinished_results() if open_turn is not None else ():
         em.emit(EventType.TOOL_RESULT, result)
@@ -234,28 +240,39 @@ async def _wait_out(child: asyncio.Future[AgentEvent]) -> AgentEvent | None:
     return child.result() if child.done() and not child.cancelled() and child.exception() is None else None
 
 
-def _end(em: Emitter, link: dict[str, Any], ctx: ExecutionContext, finish: AgentEvent | None, started: float, parent: ExecutionContext) -> SubagentResult:
+def _end(em: Emitter, link: _Link, ctx: ExecutionContext, finish: AgentEvent | None, started: float, parent: ExecutionContext) -> SubagentResult:
     """Adds the child's usage to the parent, records ``subagent_finish`` and builds the result."""
     stats = ctx.stats
     parent.stats.merge(stats, counts=False)  # its turns and tool calls stay its own
-    data = finish.data if finish is not None else {"reason": TerminationReason.USER_INTERRUPT.value, "text": ""}
     usage = Usage(stats.input_tokens, stats.output_tokens, stats.cache_read_tokens, stats.cache_write_tokens)
-    reason = TerminationReason(data["reason"])
+    if finish is not None:  # its run_finish
+        reason, text, error = TerminationReason(finish.data["reason"]), finish.data.get("text", ""), finish.data.get("error")
+    else:
+        reason, text, error = TerminationReason.USER_INTERRUPT, "", None
     em.emit(
         EventType.SUBAGENT_FINISH,
-        {
+        p.SubagentFinish(
             **link,
-            "text": data.get("text", ""),
-            "reason": reason.value,
-            "usage": usage.to_dict(),
-            "cost_usd": stats.cost_usd,
-            "turns": stats.turns,
-            "tool_calls": stats.tool_calls,
-            "duration_s": time.monotonic() - started,
-            "error": data.get("error"),
-        },
+            text=text,
+            reason=reason.value,
+            usage=usage.to_dict(),
+            cost_usd=stats.cost_usd,
+            turns=stats.turns,
+            tool_calls=stats.tool_calls,
+            duration_s=time.monotonic() - started,
+            error=error,
+        ),
     )
-    return SubagentResult(link["agent_id"], link["name"], data.get("text", ""), reason, usage, stats.cost_usd, stats, data.get("error"))
+    return SubagentResult(link["agent_id"], link["name"], text, reason, usage, stats.cost_usd, stats, error)
+
+
+class _Link(TypedDict):
+    """Who a sub-agent is and what started it, in its ``subagent_start`` and ``subagent_finish``."""
+
+    agent_id: str
+    name: str
+    parent_agent_id: str | None
+    parent_call_id: str | None
 
 
 _DELEGATING_TOOLS: weakref.WeakSet[Tool] = weakref.WeakSet()

@@ -7,6 +7,7 @@ import dataclasses
 import pytest
 
 from agent_kernel import LoopState, TurnState
+from agent_kernel.models.base import Usage
 from agent_kernel.state import LoopStateMachine, LoopStats
 
 
@@ -62,9 +63,9 @@ def test_state_machine_reports_each_change_once() -> None:
 
 def test_unknown_cost_makes_the_total_unknown() -> None:
     s = LoopStats()
-    s.add_usage({"input_tokens": 10, "output_tokens": 2}, 0.5)
+    s.add_usage(Usage(input_tokens=10, output_tokens=2), 0.5)
     assert s.cost_usd == 0.5
-    s.add_usage({"input_tokens": 1}, None)
+    s.add_usage(Usage(input_tokens=1), None)
     assert s.cost_usd is None and s.input_tokens == 11 and s.llm_calls == 2
 
 

@@ -31,7 +31,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..events import EventType
+from .. import payloads as p
+from ..events import Emit, EventType
 from ..messages import Message, SummaryBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
 from ..models import pricing
 from ..models.base import MessageEnd, Model, ModelRequest, TextDelta, Usage
@@ -54,7 +55,6 @@ __all__ = [
     "with_summary",
 ]
 
-Emit = Callable[[EventType, dict[str, Any]], Any]
 
 #: The sections every summary must have, in order.
 SECTIONS: tuple[str, ...] = (
@@ -225,20 +225,21 @@ class CompactionResult:
     source: str = "model"
     restored: Any = None  # a memory.session.Restoration, or None
 
-    def event_data(self, **extra: Any) -> dict[str, Any]:
-        """The ``compaction_complete`` data (``extra`` adds context such as the trigger)."""
-        data = {
-            "tokens_before": self.tokens_before,
-            "tokens_after": self.tokens_after,
-            "messages_removed": self.messages_removed,
-            "kept_messages": self.kept_messages,
-            "summary": self.summary,
-            "fallback": self.fallback,
-            "usage": self.usage.to_dict() if self.usage is not None else None,
-            "cost_usd": self.cost_usd,
-            "source": self.source,
-            **extra,
-        }
+    def event_data(self, *, trigger: str, model: str) -> p.CompactionComplete:
+        """The ``compaction_complete`` data, with what started it and the model that summarised."""
+        data = p.CompactionComplete(
+            tokens_before=self.tokens_before,
+            tokens_after=self.tokens_after,
+            messages_removed=self.messages_removed,
+            kept_messages=self.kept_messages,
+            summary=self.summary,
+            fallback=self.fallback,
+            usage=self.usage.to_dict() if self.usage is not None else None,
+            cost_usd=self.cost_usd,
+            source=self.source,
+            trigger=trigger,
+            model=model,
+        )
         if self.restored is not None:
             data["restored"] = self.restored.text
             data["restored_files"] = list(self.restored.files)
@@ -386,7 +387,7 @@ class Compactor:
             tokens_before = measure(history)
         emit(
             EventType.COMPACTION_START,
-            {"tokens_before": tokens_before, "messages": len(history), "threshold": threshold, "trigger": trigger, "focus": focus},
+            p.CompactionStart(tokens_before=tokens_before, messages=len(history), threshold=threshold, trigger=trigger, focus=focus),
         )
         rebuild = functools.partial(
             self._rebuilt, history=history, session=session, config=session_config, counter=counter, budget=budget,
@@ -398,7 +399,7 @@ class Compactor:
                 new_history, running.text, cut, len(history) - cut, tokens_before, tokens_after, False,
                 source="session_memory", restored=restored,
             )
-            emit(EventType.COMPACTION_COMPLETE, result.event_data(trigger=trigger, model=getattr(model, "name", None)))
+            emit(EventType.COMPACTION_COMPLETE, result.event_data(trigger=trigger, model=model.name))
             _compacted(session)
             return result
         error: str | None = None
@@ -410,12 +411,12 @@ class Compactor:
                 error = f"{type(exc).__name__}: {exc}"
                 if attempt < len(self.retry_delays):
                     delay = self.retry_delays[attempt]
-                    emit(EventType.COMPACTION_RETRY, {"attempt": attempt + 1, "delay_s": delay, "error": error})
+                    emit(EventType.COMPACTION_RETRY, p.CompactionRetry(attempt=attempt + 1, delay_s=delay, error=error))
                     await self.sleep(delay)
                 continue
             new_history, restored, tokens_after = rebuild(summary, cut)
-            name = getattr(model, "name", None)
-            cost = pricing.cost(name, usage) if usage is not None and isinstance(name, str) else None
+            name = model.name
+            cost = pricing.cost(name, usage) if usage is not None else None
             result = CompactionResult(
                 new_history, summary, cut, len(history) - cut, tokens_before, tokens_after, False, usage, cost,
                 restored=restored,
@@ -428,12 +429,12 @@ class Compactor:
         fallback_cut = max(cut, window_cut(history, counter, int(budget * self.target_ratio)))
         notice = fallback_notice(fallback_cut, error)
         new_history, restored, tokens_after = rebuild(notice, fallback_cut)
-        emit(EventType.COMPACTION_FALLBACK, {"messages_removed": fallback_cut, "tokens_after": tokens_after, "error": error})
+        emit(EventType.COMPACTION_FALLBACK, p.CompactionFallback(messages_removed=fallback_cut, tokens_after=tokens_after, error=error))
         result = CompactionResult(
             new_history, notice, fallback_cut, len(history) - fallback_cut, tokens_before, tokens_after, True,
             source="fallback", restored=restored,
         )
-        emit(EventType.COMPACTION_COMPLETE, result.event_data(trigger=trigger, model=getattr(model, "name", None)))
+        emit(EventType.COMPACTION_COMPLETE, result.event_data(trigger=trigger, model=model.name))
         _compacted(session)
         return result
 

@@ -26,6 +26,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+from .. import payloads as p
 from ..context_policy import PreparedContext
 from ..errors import UserError
 from ..events import EventType
@@ -261,12 +262,12 @@ class ContextManager:
         if view.results_cleared:
             emit(
                 EventType.MICRO_COMPACTION,
-                {
-                    "results_cleared": view.results_cleared,
-                    "tokens_saved": view.tokens_saved,
-                    "total_results_cleared": view.total_results_cleared,
-                    "total_tokens_saved": view.total_tokens_saved,
-                },
+                p.MicroCompaction(
+                    results_cleared=view.results_cleared,
+                    tokens_saved=view.tokens_saved,
+                    total_results_cleared=view.total_results_cleared,
+                    total_tokens_saved=view.total_tokens_saved,
+                ),
             )
         messages = view.messages
         assembly = self._assembler.assemble(
@@ -289,13 +290,15 @@ class ContextManager:
                 messages = tuple(with_summary(SummaryBlock(notice, trimmed), messages[trimmed:]))
         emit(
             EventType.CONTEXT_ASSEMBLED,
-            {
-                **assembly.to_dict(),
-                "window": window,
-                "threshold": threshold,
-                "messages": len(messages),
-                "messages_hidden": trimmed,
-            },
+            p.ContextAssembled(
+                budget=assembly.budget,
+                total_tokens=assembly.total_tokens,
+                components=[placed.to_dict() for placed in assembly.components],
+                window=window,
+                threshold=threshold,
+                messages=len(messages),
+                messages_hidden=trimmed,
+            ),
         )
         # Built directly: dataclasses.replace costs several times more on this per-call path.
         sent = request if messages is request.messages else ModelRequest(tuple(messages), request.system, request.tools, request.options)
@@ -404,7 +407,7 @@ def clear_tool_results(history: Sequence[Message], emit: Emit, *, trigger: str, 
         out.append(Message(message.role, tuple(blocks)) if blocks != list(message.content) else message)
     if not cleared:
         return None
-    data: dict[str, Any] = {"results_cleared": cleared, "tokens_saved": saved // 4, "total_results_cleared": cleared, "total_tokens_saved": saved // 4, "trigger": trigger}
+    data = p.MicroCompaction(results_cleared=cleared, tokens_saved=saved // 4, total_results_cleared=cleared, total_tokens_saved=saved // 4, trigger=trigger)
     if reason is not None:
         data["reason"] = reason
     emit(EventType.MICRO_COMPACTION, data)

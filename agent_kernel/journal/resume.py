@@ -48,6 +48,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from .. import payloads as p
 from ..errors import JournalError, UserError, did_you_mean
 from ..events import AgentEvent, EventType
 from ..messages import Message, ToolResultBlock, block_from_dict, message_from_dict
@@ -133,12 +134,12 @@ class Interrupted:
     run_id: str
     subagents: dict[str, SubagentTurn] = field(default_factory=dict)
 
-    def unfinished_results(self) -> list[dict[str, Any]]:
+    def unfinished_results(self) -> list[p.ToolResult]:
         """``tool_result`` data for the calls that had started and never finished: they are
         answered with an error, not run again (they may have had effects)."""
         return [
-            {"call_id": use.id, "name": use.name, "content": self.answered[use.id].content, "is_error": True, "synthetic": True,
-             "duration_s": None, "started_at": None, "ended_at": None}
+            p.ToolResult(call_id=use.id, name=use.name, content=self.answered[use.id].content, is_error=True, synthetic=True,
+                         duration_s=None, started_at=None, ended_at=None)
             for use in self.message.tool_uses
             if use.id in self.answered and self.answered[use.id].content == INTERRUPTED_RESULT
         ]

@@ -33,9 +33,10 @@ from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any, Literal
 
+from .. import payloads as p
 from ..blocking import SHORT_LIVED_LOOP
 from ..errors import ToolError, UserError, did_you_mean
-from ..events import EventType
+from ..events import Emit, EventType, Payload
 from ..models import pricing
 from ..models.base import Usage
 from ..state import LoopStats
@@ -51,7 +52,6 @@ from .tools import MCPTool, SchemaProblem
 
 __all__ = ["MCPHub"]
 
-Emit = Callable[[EventType, dict[str, Any]], None]
 #: Seconds a sampling request may take the model before it is declined.
 SAMPLING_TIMEOUT_S = 300.0
 #: Seconds a person has to answer an elicitation's form before it is cancelled.
@@ -59,7 +59,7 @@ ASK_TIMEOUT_S = 600.0
 #: How a person answers an elicitation: given {id, server, message, schema}, returns (action,
 #: content), or None when nobody can be asked (the headless policy then decides).
 Ask = Callable[[dict[str, Any]], Awaitable[tuple[str, dict[str, Any] | None] | None]]
-Fact = tuple[EventType, dict[str, Any]]
+Fact = tuple[EventType, Payload]
 
 
 def _shutdown(runtime: Runtime, connections: dict[str, Connection], abandoned: list[Connection]) -> None:
@@ -106,8 +106,8 @@ class MCPHub:
         self.servers: dict[str, MCPServer] = {}
         self.connections: dict[str, Connection] = {}
         self.runtime = Runtime()
-        self.elicitations: list[dict[str, Any]] = []
-        self.samplings: list[dict[str, Any]] = []
+        self.elicitations: list[p.McpElicitation] = []  # as journaled (the event has the time)
+        self.samplings: list[p.McpSampling] = []
         #: A person answers elicitations through this while set (the live view sets it for its
         #: run); None: the headless policy decides.
         self.ask: Ask | None = None
@@ -193,7 +193,7 @@ class MCPHub:
             mime_attr = f' mime-type="{mime}"' if mime else ""
             blocks.append(f'<mcp-resource server="{mention.server}" uri="{mention.uri}"{mime_attr}>\n{capped}\n</mcp-resource>')
             facts.append(
-                (EventType.MCP_RESOURCE, {"server": mention.server, "uri": mention.uri, "mime_type": mime, "chars": len(text), "capped": capped != text})
+                (EventType.MCP_RESOURCE, p.McpResource(server=mention.server, uri=mention.uri, mime_type=mime, chars=len(text), capped=capped != text))
             )
         if not blocks:
             return prompt, []
@@ -232,16 +232,16 @@ class MCPHub:
         facts: list[Fact] = [
             (
                 EventType.MCP_CONNECT,
-                {
-                    "server": server.name,
-                    "transport": server.transport,
-                    "target": server.target,
-                    "server_name": info.server_name,
-                    "server_version": info.server_version,
-                    "protocol_version": info.protocol_version,
-                    "duration_s": info.duration_s,
-                    "reconnect": reconnect,
-                },
+                p.McpConnect(
+                    server=server.name,
+                    transport=server.transport,
+                    target=server.target,
+                    server_name=info.server_name,
+                    server_version=info.server_version,
+                    protocol_version=info.protocol_version,
+                    duration_s=info.duration_s,
+                    reconnect=reconnect,
+                ),
             )
         ]
         facts += self._register(server, info)
@@ -256,23 +256,23 @@ class MCPHub:
                 tool = MCPTool(self, server.name, remote, server.permissions, server.call_timeout)
             except SchemaProblem as exc:
                 message = f"Skipped tool {remote.name!r} of MCP server {server.name!r}: {exc}. The server must fix it; its other tools work."
-                facts.append((EventType.MCP_WARNING, {"server": server.name, "tool": str(remote.name), "message": message}))
+                facts.append((EventType.MCP_WARNING, p.McpWarning(server=server.name, tool=str(remote.name), message=message)))
                 continue
             if tool.name in names:
                 message = f"Skipped tool {remote.name!r} of MCP server {server.name!r}: another of its tools is also named {tool.name!r}."
-                facts.append((EventType.MCP_WARNING, {"server": server.name, "tool": str(remote.name), "message": message}))
+                facts.append((EventType.MCP_WARNING, p.McpWarning(server=server.name, tool=str(remote.name), message=message)))
                 continue
             self._tools.add(tool)
             names.append(tool.name)
         facts.append(
             (
                 EventType.MCP_TOOLS_LISTED,
-                {
-                    "server": server.name,
-                    "tools": names,
-                    "resources": [str(r.uri) for r in info.resources],
-                    "prompts": [str(p.name) for p in info.prompts],
-                },
+                p.McpToolsListed(
+                    server=server.name,
+                    tools=names,
+                    resources=[str(resource.uri) for resource in info.resources],
+                    prompts=[str(prompt.name) for prompt in info.prompts],
+                ),
             )
         )
         return facts
@@ -285,8 +285,8 @@ class MCPHub:
     @staticmethod
     def _error_facts(server: MCPServer, phase: str, exc: MCPConnectionError) -> list[Fact]:
         return [
-            (EventType.MCP_ERROR, {"server": server.name, "phase": phase, "message": str(exc), "stderr_tail": exc.stderr_tail}),
-            (EventType.ERROR, {"message": str(exc), "kind": "mcp", "status_code": None, "server": server.name}),
+            (EventType.MCP_ERROR, p.McpError(server=server.name, phase=phase, message=str(exc), stderr_tail=exc.stderr_tail)),
+            (EventType.ERROR, p.Error(message=str(exc), kind="mcp", status_code=None, server=server.name)),
         ]
 
     # -- where connections live -------------------------------------------------------------
@@ -413,9 +413,9 @@ class MCPHub:
         answer = await self._ask_person(server, message, schema) if self.ask is not None else None
         # Nobody to show the form to (the view never rendered: nbval, papermill): the policy decides.
         action, content, reason = answer if answer is not None else self._policy_answer(server, message, schema)
-        record = {"server": server.name, "message": message, "schema": schema, "action": action, "content": content, "reason": reason, "ts": time.time()}
+        record = p.McpElicitation(server=server.name, message=message, schema=schema, action=action, content=content, reason=reason)
         self.elicitations.append(record)
-        self._report(server.name, EventType.MCP_ELICITATION, {k: v for k, v in record.items() if k != "ts"})
+        self._report(server.name, EventType.MCP_ELICITATION, record)
         return types.ElicitResult(action=action, content=content)
 
     async def _ask_person(
@@ -464,7 +464,7 @@ class MCPHub:
             reason = f"the {getattr(policy, 'name', 'approval')} policy declined it"
         return action, content, reason
 
-    def _report(self, server: str, kind: EventType, data: dict[str, Any]) -> None:
+    def _report(self, server: str, kind: EventType, data: Payload) -> None:
         """Records ``data`` in the run that last called ``server`` (from any thread)."""
         target = self._emitters.get(server)
         if target is None:
@@ -483,7 +483,7 @@ class MCPHub:
         target = self._emitters.get(server)
         if stats is None:
             return
-        add = functools.partial(stats.add_usage, (usage or Usage()).to_dict(), cost)
+        add = functools.partial(stats.add_usage, usage or Usage(), cost)
         loop = target[0] if target is not None else None
         if loop is None or _running_loop() is loop:
             add()
@@ -501,19 +501,19 @@ class MCPHub:
 
         summary = request_summary(params)
         name = f"{server.prefix}sampling"
-        record: dict[str, Any] = {
-            "server": server.name,
-            "messages": summary,
-            "system_prompt": getattr(params, "system_prompt", None),
-            "max_tokens": getattr(params, "max_tokens", None),
-            "action": "decline",
-            "model": None,
-            "text": None,
-            "usage": None,
-            "cost_usd": None,
-            "stop_reason": None,
-            "duration_s": None,
-        }
+        record = p.McpSampling(
+            server=server.name,
+            messages=summary,
+            system_prompt=getattr(params, "system_prompt", None),
+            max_tokens=getattr(params, "max_tokens", None),
+            action="decline",
+            model=None,
+            text=None,
+            usage=None,
+            cost_usd=None,
+            stop_reason=None,
+            duration_s=None,
+        )
         if server.sampling:
             allowed, reason = True, f"MCPServer({server.name!r}, sampling=True) allows it"
         else:
@@ -545,8 +545,8 @@ class MCPHub:
                 # makes the cost unknown, not free.
                 model_name = served or str(getattr(model, "name", ""))
                 cost = None if usage is None else pricing.cost(model_name, usage)
-                record.update(action="accept", model=model_name or None, text=text, usage=None if usage is None else usage.to_dict(),
-                              cost_usd=cost, stop_reason=stop, duration_s=time.monotonic() - started)
+                record.update(p.McpSampling(action="accept", model=model_name or None, text=text, usage=None if usage is None else usage.to_dict(),
+                                            cost_usd=cost, stop_reason=stop, duration_s=time.monotonic() - started))
                 self._charge(server.name, usage, cost)
                 answer = sampling_result(text, model_name, stop)
             except asyncio.CancelledError:
@@ -625,15 +625,14 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
         return None
 
 
-def _ignore(kind: EventType, data: dict[str, Any]) -> None:
+def _ignore(kind: EventType, data: Payload) -> None:
     return None
 
 
 def _emitter_of(context: ToolContext | None) -> Emit:
-    run = getattr(context, "run", None)
-    em = getattr(run, "emitter", None)
-    if em is None and run is not None:  # an ExecutionContext that keeps it among its extras
-        em = getattr(run, "extras", {}).get("emitter")
+    """Where a call's MCP events go: its run's emitter (nowhere for a tool called outside a run)."""
+    run = context.run if context is not None else None
+    em = run.emitter if run is not None else None
     return em.later if em is not None else _ignore
 
 

@@ -14,6 +14,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from pydantic_core import PydanticCustomError, ValidationError
+from typing_extensions import TypedDict
 
 from ..errors import ToolError
 from ..tools.tool import Tool, ToolContext
@@ -22,11 +23,20 @@ from .content import result_text
 if TYPE_CHECKING:
     from .hub import MCPHub
 
-__all__ = ["MCPTool", "SchemaProblem", "tool_name"]
+__all__ = ["MCPTool", "McpApprovalInfo", "SchemaProblem", "tool_name"]
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 #: Longest tool name the providers accept.
 MAX_TOOL_NAME = 64
+
+
+class McpApprovalInfo(TypedDict):
+    """What an MCP tool's approval card shows beside the call (these keys of ``approval_required``)."""
+
+    server: str
+    mcp_tool: str
+    destructive: bool
+    read_only: bool
 
 
 class SchemaProblem(ValueError):
@@ -102,13 +112,13 @@ class MCPTool(Tool):
         return f"MCPTool({self.name!r}, server={self.server!r})"
 
     @property
-    def approval_info(self) -> dict[str, Any]:
+    def approval_info(self) -> McpApprovalInfo:
         """What the approval card shows beside the call: the server, the tool and its hints."""
         # The MCP spec's default for destructiveHint is true when the tool is not read-only.
         destructive = self.annotations["destructive"]
         if destructive is None:
             destructive = not self.read_only
-        return {"server": self.server, "mcp_tool": self.remote_name, "destructive": bool(destructive), "read_only": self.read_only}
+        return McpApprovalInfo(server=self.server, mcp_tool=self.remote_name, destructive=bool(destructive), read_only=self.read_only)
 
     def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
         """Checks ``arguments`` against the server's schema; raises ``pydantic.ValidationError``."""

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..events import EventType
+from ..events import EventType, Payload
 from .reminders import ReminderBuilder, Reminders
 from .session import SessionMemory, TodoItem
 from .startup import StartupMemory, load_startup
@@ -121,19 +121,19 @@ class AgentMemory:
             return system
         return f"{system}\n\n{block}" if system else block
 
-    def at_prompt(self, prompt_given: bool) -> list[tuple[EventType, dict[str, Any], str | None]]:
+    def at_prompt(self, prompt_given: bool) -> list[tuple[EventType, Payload, str | None]]:
         """The events to journal as a run starts, each with the text it adds to the prompt (or None).
 
         ``memory_loaded`` (and a ``memory_warning`` per corrupt file) the first time the startup
         block is used, then the ``system_reminder`` when there is something to remind of. A
         reminder that cannot be built is left out: it never ends a run.
         """
-        out: list[tuple[EventType, dict[str, Any], str | None]] = []
+        out: list[tuple[EventType, Payload, str | None]] = []
         startup = self._startup
         if startup is not None and not self._startup_reported:
             self._startup_reported = True
             for problem in startup.problems:
-                out.append((EventType.MEMORY_WARNING, dict(problem), None))
+                out.append((EventType.MEMORY_WARNING, problem.copy(), None))
             out.append((EventType.MEMORY_LOADED, startup.event_data(), None))
         if prompt_given and self.reminders is not None:
             builder = self._builder

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .. import payloads as p
 from ..errors import UserError
 from ..events import AgentEvent, EventType
 from .namespace import NamespaceWatcher, VariableChange
@@ -85,10 +86,10 @@ class Reminder:
     files: list[str]
     todos: int
 
-    def event_data(self) -> dict[str, Any]:
+    def event_data(self) -> p.SystemReminder:
         """The ``system_reminder`` data (the variables listed in the text; the rest are counted there)."""
-        return {"text": self.text, "variables": [v.to_dict() for v in self.variables if v.description or v.change == "removed"],
-                "files": self.files, "todos": self.todos}
+        return p.SystemReminder(text=self.text, variables=[v.to_dict() for v in self.variables if v.description or v.change == "removed"],
+                                files=self.files, todos=self.todos)
 
 
 class _FileTracker:

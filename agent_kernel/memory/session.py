@@ -26,13 +26,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .. import payloads as p
 from ..context.compaction import SECTIONS, ask_for_summary, is_valid_cut, render_transcript
 from ..context.session_config import SessionMemoryConfig
-from ..events import AgentEvent, EventType
+from ..events import AgentEvent, Emit, EventType
 from ..messages import Message
 from ..models import pricing
 from ..models.base import Model, Usage
-from ..tools.builtin.todo import MAX_TODO_CHARS, MAX_TODOS, TODO_STATUSES, TodoItem
+from ..tools.builtin.todo import MAX_TODO_CHARS, MAX_TODOS, TodoItem
 from .tags import FILE_TAG, RESTORED_TAG, attribute, neutralise
 
 __all__ = [
@@ -48,7 +49,6 @@ __all__ = [
     "fingerprint",
 ]
 
-Emit = Callable[[EventType, dict[str, Any]], Any]
 
 # Tools whose successful results mean the agent has seen a file as it then was.
 _READ_TOOL = "read_file"
@@ -184,8 +184,9 @@ class SessionMemory:
         """Replaces the todo list and journals it as ``todo_update``."""
         self._todos = list(todos)
         if emit is not None:
-            counts = {status: sum(1 for t in todos if t.status == status) for status in TODO_STATUSES}
-            emit(EventType.TODO_UPDATE, {"todos": [t.to_dict() for t in todos], **counts})
+            statuses = [t.status for t in todos]
+            emit(EventType.TODO_UPDATE, p.TodoUpdate(todos=[t.to_dict() for t in todos], pending=statuses.count("pending"),
+                                                      in_progress=statuses.count("in_progress"), completed=statuses.count("completed")))
 
     # -- files read -------------------------------------------------------------------------
 
@@ -355,8 +356,8 @@ class SessionMemory:
         except Exception as exc:  # a failed update costs nothing but freshness: compaction still works
             emit(
                 EventType.SESSION_MEMORY_UPDATE,
-                {"summary": "", "messages_covered": start, "messages_added": 0, "fingerprint": "", "model": name,
-                 "usage": None, "cost_usd": None, "error": f"{type(exc).__name__}: {exc}"},
+                p.SessionMemoryUpdate(summary="", messages_covered=start, messages_added=0, fingerprint="", model=name,
+                                      usage=None, cost_usd=None, error=f"{type(exc).__name__}: {exc}"),
             )
             return SummaryUpdate(None, None)
         cost = pricing.cost(name, usage) if usage is not None and isinstance(name, str) else None
@@ -364,8 +365,8 @@ class SessionMemory:
         self._summary_known = True
         emit(
             EventType.SESSION_MEMORY_UPDATE,
-            {"summary": text, "messages_covered": cut, "messages_added": cut - start, "fingerprint": self._summary.fingerprint,
-             "model": name, "usage": usage.to_dict() if usage is not None else None, "cost_usd": cost},
+            p.SessionMemoryUpdate(summary=text, messages_covered=cut, messages_added=cut - start, fingerprint=self._summary.fingerprint,
+                                  model=name, usage=usage.to_dict() if usage is not None else None, cost_usd=cost),
         )
         return SummaryUpdate(usage, cost)
 

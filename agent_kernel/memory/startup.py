@@ -18,8 +18,8 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from .. import payloads as p
 from ..errors import UserError
 from .store import MemoryCorruptWarning, MemoryEntry, MemoryStore
 from .tags import AGENTS_TAG, MEMORY_TAG, neutralise
@@ -59,13 +59,13 @@ class StartupMemory:
     keys: list[str]
     agents_md: str | None
     path: str
-    problems: list[dict[str, str | None]] = field(default_factory=list)
+    problems: list[p.MemoryWarning] = field(default_factory=list)
     left_out: int = 0
 
-    def event_data(self) -> dict[str, Any]:
+    def event_data(self) -> p.MemoryLoaded:
         """The ``memory_loaded`` data."""
-        return {"path": self.path, "keys": self.keys, "entries": len(self.keys), "left_out": self.left_out,
-                "agents_md": self.agents_md, "chars": len(self.text), "text": self.text}
+        return p.MemoryLoaded(path=self.path, keys=self.keys, entries=len(self.keys), left_out=self.left_out,
+                              agents_md=self.agents_md, chars=len(self.text), text=self.text)
 
 
 def _cut(text: str, limit: int, what: str) -> str:
@@ -114,12 +114,12 @@ def load_startup(store: MemoryStore, working_dir: Path) -> StartupMemory:
     Never raises for a memory file that cannot be read: the problem is in ``problems``.
     """
     problems_before = len(store.problems)
-    unusable: list[dict[str, str | None]] = []
+    unusable: list[p.MemoryWarning] = []
     try:
         entries = store.entries()
     except UserError as exc:  # unreadable and stuck where it is: the session goes on without it
         entries = []
-        unusable.append({"path": str(store.path), "moved_to": None, "message": str(exc)})
+        unusable.append(p.MemoryWarning(path=str(store.path), moved_to=None, message=str(exc)))
         warnings.warn(MemoryCorruptWarning(str(exc)), stacklevel=3)
     blocks: list[str] = []
     keys: list[str] = []
@@ -134,5 +134,5 @@ def load_startup(store: MemoryStore, working_dir: Path) -> StartupMemory:
         agents_md = str(agents_path)
         body = neutralise(_cut(instructions, MAX_AGENTS_CHARS, AGENTS_FILE))
         blocks.append(f'<{AGENTS_TAG} path="{AGENTS_FILE}">\n{body}\n</{AGENTS_TAG}>')
-    problems: list[dict[str, str | None]] = [*store.problems[problems_before:], *unusable]
+    problems = [*store.problems[problems_before:], *unusable]
     return StartupMemory("\n\n".join(blocks), keys, agents_md, str(store.path), problems, left_out)

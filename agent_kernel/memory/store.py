@@ -29,13 +29,14 @@ import tempfile
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .. import payloads as p
 from ..errors import UserError
-from ..events import EventType
+from ..events import Emit, EventType
 from ..text import encodable
 
 try:
@@ -65,7 +66,6 @@ _PROCESS_LOCK = threading.Lock()
 # parser goes (RecursionError), entries of the wrong shape, numbers too large for a float.
 _UNREADABLE = (ValueError, TypeError, AttributeError, RecursionError, OverflowError)
 
-Emit = Callable[[EventType, dict[str, Any]], Any]
 
 
 class MemoryCorruptWarning(UserWarning):
@@ -128,7 +128,7 @@ class MemoryStore:
         self.backups = backups
         self.lock_timeout = lock_timeout
         #: Problems met reading the file (a corrupt file moved aside), for the caller to report.
-        self.problems: list[dict[str, str | None]] = []
+        self.problems: list[p.MemoryWarning] = []
 
     @classmethod
     def in_dir(cls, working_dir: str | os.PathLike[str], *, backups: int = 3, lock_timeout: float = LOCK_TIMEOUT) -> MemoryStore:
@@ -174,7 +174,7 @@ class MemoryStore:
         scored.sort(key=lambda item: (item[0], item[1]), reverse=True)
         found = [entry for _, _, entry in scored][:limit]
         if emit is not None:
-            emit(EventType.MEMORY_RECALL, {"query": query, "keys": [e.key for e in found], "path": str(self.path)})
+            emit(EventType.MEMORY_RECALL, p.MemoryRecall(query=query, keys=[e.key for e in found], path=str(self.path)))
         return found
 
     # -- writing ----------------------------------------------------------------------------
@@ -192,7 +192,7 @@ class MemoryStore:
         if len(content) > MAX_CONTENT_CHARS:
             raise UserError(f"a memory holds at most {MAX_CONTENT_CHARS:,} characters (got {len(content):,}); keep the gist, or split it under several keys.")
         if emit is not None:
-            emit(EventType.MEMORY_WRITE_START, {"op": "remember", "key": key, "path": str(self.path)})
+            emit(EventType.MEMORY_WRITE_START, p.MemoryWriteStart(op="remember", key=key, path=str(self.path)))
         with self._locked(create=True):
             entries = self._load(locked=True)
             now = time.time()
@@ -201,21 +201,21 @@ class MemoryStore:
             entries[key] = entry
             self._save(entries, emit)
         if emit is not None:
-            emit(EventType.MEMORY_WRITE_COMPLETE, {"op": "remember", "key": key, "existed": old is not None, "entries": len(entries)})
+            emit(EventType.MEMORY_WRITE_COMPLETE, p.MemoryWriteComplete(op="remember", key=key, existed=old is not None, entries=len(entries)))
         return entry
 
     def forget(self, key: str, *, emit: Emit | None = None) -> bool:
         """Removes the entry called ``key``; returns False (and writes nothing) when there is none."""
         key = _check_key(key)
         if emit is not None:
-            emit(EventType.MEMORY_WRITE_START, {"op": "forget", "key": key, "path": str(self.path)})
+            emit(EventType.MEMORY_WRITE_START, p.MemoryWriteStart(op="forget", key=key, path=str(self.path)))
         with self._locked(create=False):
             entries = self._load(locked=True)
             existed = entries.pop(key, None) is not None
             if existed:
                 self._save(entries, emit)
         if emit is not None:
-            emit(EventType.MEMORY_WRITE_COMPLETE, {"op": "forget", "key": key, "existed": existed, "entries": len(entries)})
+            emit(EventType.MEMORY_WRITE_COMPLETE, p.MemoryWriteComplete(op="forget", key=key, existed=existed, entries=len(entries)))
         return existed
 
     def backup_paths(self) -> list[Path]:
@@ -348,7 +348,7 @@ class MemoryStore:
             f"{target} and memory starts empty. Repair that file and move it back, or copy entries from a backup "
             f"({self.path.name}.1 is the newest)."
         )
-        self.problems.append({"path": str(self.path), "moved_to": str(target), "message": message})
+        self.problems.append(p.MemoryWarning(path=str(self.path), moved_to=str(target), message=message))
         warnings.warn(MemoryCorruptWarning(message), stacklevel=4)
 
     def _save(self, entries: dict[str, MemoryEntry], emit: Emit | None) -> None:
@@ -371,7 +371,7 @@ class MemoryStore:
                 os.unlink(tmp)
             raise
         if emit is not None:
-            emit(EventType.MEMORY_SAVED, {"path": str(self.path), "entries": len(entries), "bytes": len(payload), "backup": backup})
+            emit(EventType.MEMORY_SAVED, p.MemorySaved(path=str(self.path), entries=len(entries), bytes=len(payload), backup=backup))
 
     def _rotate_backups(self) -> str | None:
         """Shifts the backups one place and copies the current file to ``.1``; its path, or None."""

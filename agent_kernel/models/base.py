@@ -10,9 +10,12 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Union, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, Union, runtime_checkable
 
 from ..messages import Message
+
+if TYPE_CHECKING:
+    from ..payloads import UsageDict
 
 __all__ = [
     "MessageEnd",
@@ -55,7 +58,7 @@ class Usage:
             self.cache_write_tokens + other.cache_write_tokens,
         )
 
-    def to_dict(self) -> dict[str, int]:
+    def to_dict(self) -> UsageDict:
         """A JSON-serialisable dict."""
         return {
             "input_tokens": self.input_tokens,

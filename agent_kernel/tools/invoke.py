@@ -17,6 +17,7 @@ from typing import Any
 
 import pydantic
 
+from .. import payloads as p
 from ..emitter import Emitter
 from ..errors import StopRun, ToolError
 from ..events import EventType
@@ -113,10 +114,10 @@ class ToolInvoker:
         if decision is not None and not decision.approved:
             # Rejected by a hook: the tool never runs, and the model reads why.
             reason = decision.reason or "no reason given"
-            em.later(EventType.APPROVAL_DECISION, {"call_id": call.call_id, "tool": name, "decision": "reject", "decided_by": "hook", "reason": reason, "wait_s": 0.0})
+            em.later(EventType.APPROVAL_DECISION, p.ApprovalDecision(call_id=call.call_id, tool=name, decision="reject", decided_by="hook", reason=reason, wait_s=0.0))
             return self.answer(call, ToolResult(f"{name} was rejected before it ran: {reason}", is_error=True))
         started = time.time()
-        em.later(EventType.TOOL_START, {"call_id": call.call_id, "name": name, "arguments": call.arguments, "started_at": started})
+        em.later(EventType.TOOL_START, p.ToolStart(call_id=call.call_id, name=name, arguments=call.arguments, started_at=started))
         if not tool.concurrency_safe and em.agent_id is None:
             # A call that may have effects is journaled as started (its approval too) before it
             # runs: a process that dies inside it leaves that record, and a resumed run answers
@@ -145,7 +146,7 @@ class ToolInvoker:
         )
         self.em.later(
             EventType.ERROR,
-            {"message": message, "kind": "tampering", "status_code": None, "fatal": False, "call_id": call.call_id, "tool": call.name, "changed": changed},
+            p.Error(message=message, kind="tampering", status_code=None, fatal=False, call_id=call.call_id, tool=call.name, changed=changed),
         )
         return message
 
@@ -154,7 +155,7 @@ class ToolInvoker:
         em, name = self.em, call.name
 
         def report(message: str, fraction: float | None) -> None:
-            em.later(EventType.TOOL_PROGRESS, {"call_id": call.call_id, "name": name, "message": message, "fraction": fraction})
+            em.later(EventType.TOOL_PROGRESS, p.ToolProgress(call_id=call.call_id, name=name, message=message, fraction=fraction))
 
         tctx = ToolContext(call.call_id, name, self.ctx.working_dir, self.ctx.tool_extras, report, run=self.ctx)
         try:
@@ -186,15 +187,15 @@ class ToolInvoker:
         ended = time.time()
         self.em.later(
             EventType.TOOL_RESULT,
-            {
-                "call_id": call.call_id,
-                "name": call.name,
-                "content": result.content,
-                "is_error": result.is_error,
-                "duration_s": None if started is None else ended - started,
-                "started_at": started,
-                "ended_at": ended,
-            },
+            p.ToolResult(
+                call_id=call.call_id,
+                name=call.name,
+                content=result.content,
+                is_error=result.is_error,
+                duration_s=None if started is None else ended - started,
+                started_at=started,
+                ended_at=ended,
+            ),
         )
         return result
 

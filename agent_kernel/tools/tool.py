@@ -15,12 +15,15 @@ import re
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 import pydantic
 
 from ..errors import StopRun
 from ..models.base import ToolSpec
+
+if TYPE_CHECKING:
+    from ..state import ExecutionContext
 
 __all__ = ["Tool", "ToolContext", "ToolResult", "tool"]
 
@@ -52,7 +55,7 @@ class ToolContext:
     working_dir: Any = None
     extras: dict[str, Any] = field(default_factory=dict)
     _report: Callable[[str, float | None], None] | None = None
-    run: Any = field(default=None, repr=False)
+    run: ExecutionContext | None = field(default=None, repr=False)
 
     def progress(self, message: str, fraction: float | None = None) -> None:
         """Reports progress; shown live as a ``tool_progress`` event."""
