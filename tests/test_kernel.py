@@ -328,22 +328,36 @@ def test_interrupting_a_prompt_whose_call_waits_for_approval_stops_the_run(kerne
         execute(kc, "%%python\nagent.permissions.policy = policy")
 
 
+def _approval_card(kc: BlockingKernelClient, msg_id: str) -> tuple[str, list[dict[str, Any]]]:
+    """Reads cell ``msg_id``'s messages until its view shows a call waiting for approval, tells
+    the view it rendered (so the call waits for a click), and returns the view's comm id and the
+    messages read."""
+    view, seen = None, []
+    while True:
+        msg = kc.get_iopub_msg(timeout=30)
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        seen.append(msg)
+        if msg["msg_type"] == "comm_open" and "_esm" in str(msg["content"]["data"]):
+            view = msg["content"]["comm_id"]
+        if msg["msg_type"] == "comm_msg" and "awaiting_approval" in str(msg["content"]["data"].get("content", {})):
+            break
+    assert view is not None
+    click(kc, view, {"type": "sync"})
+    return view, seen
+
+
+def click(kc: BlockingKernelClient, view: str, message: dict[str, Any]) -> None:
+    """Sends ``message`` from the live view ``view`` to the kernel, as its front end does."""
+    kc.shell_channel.send(kc.session.msg("comm_msg", {"comm_id": view, "data": {"method": "custom", "content": message}}))
+
+
 def test_a_restart_while_a_prompt_waits_for_approval_leaves_the_approval_to_resume(kernel_home: Path, tmp_path: Path) -> None:
     # Jupyter interrupts a kernel before it restarts it: that interrupt must not answer the call.
     km, kc = start_agent_kernel(kernel_home, tmp_path, AGENT_KERNEL_APPROVAL="")  # nobody but a person decides
     try:
         script(kc, "tool_call('python', {'code': 'ran = True'}, id='call_1')", '"Unused."')
-        msg_id = kc.execute("Set ran")
-        while True:
-            msg = kc.get_iopub_msg(timeout=30)
-            if msg["parent_header"].get("msg_id") != msg_id:
-                continue
-            if msg["msg_type"] == "comm_open" and "_esm" in str(msg["content"]["data"]):
-                view = msg["content"]["comm_id"]
-            if msg["msg_type"] == "comm_msg" and "awaiting_approval" in str(msg["content"]["data"].get("content", {})):
-                break
-        # The view renders, so the call waits for a click.
-        kc.shell_channel.send(kc.session.msg("comm_msg", {"comm_id": view, "data": {"method": "custom", "content": {"type": "sync"}}}))
+        _approval_card(kc, kc.execute("Set ran"))
 
         km.restart_kernel(now=False)  # interrupts, asks the kernel to shut down, starts a new one
 
@@ -352,6 +366,33 @@ def test_a_restart_while_a_prompt_waits_for_approval_leaves_the_approval_to_resu
         assert [p.call_id for p in resumed.pending_approvals] == ["call_1"]
         assert resumed.continue_run_sync().text == "Done."  # asked again, refused, answered
         resumed.close()
+    finally:
+        stop_agent_kernel(km, kc)
+
+
+def test_running_a_cut_off_prompt_again_after_a_restart_shows_its_card_and_finishes_its_run(kernel_home: Path, tmp_path: Path) -> None:
+    km, kc = start_agent_kernel(kernel_home, tmp_path, AGENT_KERNEL_APPROVAL="")
+    try:
+        script(kc, "tool_call('python', {'code': 'ran = True'}, id='call_1')", '"Unused."')
+        _approval_card(kc, kc.execute("Set ran"))
+        km.restart_kernel(now=False)
+        kc.wait_for_ready(timeout=60)
+
+        msg_id = kc.execute("Set ran")  # the same prompt, as the new kernel's first cell
+        view, before = _approval_card(kc, msg_id)  # the card again, not a new question to the model
+        click(kc, view, {"type": "approval", "call_id": "call_1", "decision": "approve"})
+        reply, messages = await_cell(kc, msg_id)
+
+        assert reply["status"] == "ok", reply
+        assert "waiting for approval (call_1) when the kernel went down; continuing it" in stdout(before + messages)
+        reply, messages = execute(kc, "%%python\nprint(ran)")
+        assert stdout(messages) == "True\n"  # the approved call ran, in the notebook's namespace
+        [journal] = (tmp_path / ".agent_kernel" / "sessions").glob("*.jsonl")  # one conversation, continued
+        events = [json.loads(line) for line in journal.read_text().splitlines()[1:]]
+        assert [e["data"]["call_id"] for e in events if e["type"] == "tool_start"] == ["call_1"]  # run once
+        asked = [e for e in events if e["type"] == "llm_complete" and "call_1" in json.dumps(e["data"]["message"])]
+        assert len(asked) == 1  # the model call that asked for it was not repeated
+        assert events[-1]["type"] == "run_finish" and events[-1]["data"]["reason"] == "end_turn"
     finally:
         stop_agent_kernel(km, kc)
 

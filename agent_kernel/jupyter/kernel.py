@@ -34,7 +34,8 @@ the run's view and summary, and an error reply so "Run All" stops there, as for 
 Jupyter also interrupts a kernel just before it shuts it down or restarts it. So an interrupt
 that finds a call waiting for approval gives a shutdown ``runner.SHUTDOWN_WINDOW_S`` to follow: if one
 does, the run stops as the kernel going down, its approval stays open, and ``%agent resume``
-after the restart shows the card again; else the interrupt cancels the run as usual.
+after the restart shows the card again, as does running the same prompt cell again as the new
+kernel's first cell; else the interrupt cancels the run as usual.
 
 The kernel subclasses ``IPythonKernel``, so widgets, comms, display and magics all work;
 completion and inspection go to IPython (in a prompt, completion offers names for the word
@@ -78,7 +79,9 @@ PROMPT_ESCAPE = "%%prompt"
 AGENT_NAME = "agent"
 
 #: Runs one prompt cell, displaying its live view and summary (``runner.run_cell``).
-PromptRunner = Callable[[Agent, str], Awaitable[RunResult]]
+#: Runs one prompt cell: ``await run_prompt(agent, prompt)``; a prompt of None continues the
+#: agent's interrupted run (a call that waited for approval when the last kernel went down).
+PromptRunner = Callable[[Agent, "str | None"], Awaitable[RunResult]]
 
 #: Seconds between tries to cancel a run that an interrupt arrived just before.
 _RETRY_CANCEL_S = 0.02
@@ -242,6 +245,7 @@ class AgentKernel(IPythonKernel):
         self.run_prompt: PromptRunner = run_cell
         self._agent: Agent | None = None
         self._agent_error: str | None = None
+        self._prompted = False  # a prompt cell has run in this kernel
         #: The agent last put in the namespace as ``agent``: another value there means the
         #: person rebound the name.
         self._published: Agent | None = None
@@ -408,9 +412,13 @@ class AgentKernel(IPythonKernel):
             agent = self.agent
         except UserError as exc:
             return "UserError", str(exc)
+        asked: str | None = prompt
+        cut_off = self._cut_off_run(agent, prompt)
+        if cut_off is not None:  # this cell's run, cut off by the last kernel's end: it goes on
+            agent, asked = cut_off, None
         # The python tool runs code in extras["namespace"]: bind it to the notebook's.
         agent.tool_extras["namespace"] = self.shell.user_ns  # type: ignore[union-attr]
-        running = asyncio.ensure_future(self.run_prompt(agent, prompt))
+        running = asyncio.ensure_future(self.run_prompt(agent, asked))
         try:
             with self._interrupt_cancels(agent, running, f"kernel interrupt in cell [{count}]"):
                 result = await running
@@ -423,6 +431,30 @@ class AgentKernel(IPythonKernel):
         if result.termination_reason is TerminationReason.ERROR:
             return "AgentError", result.error or "the agent's run failed"
         return None
+
+    def _cut_off_run(self, agent: Agent, prompt: str) -> Agent | None:
+        """The run the last kernel left waiting for approval, when this is the kernel's first
+        prompt, its agent has not begun a conversation, and the newest journal's last run asked
+        the same prompt: its agent, resumed, made the session's agent. None otherwise.
+
+        So running a cut-off prompt cell again after a restart shows its card again, as
+        ``%agent resume`` does, instead of asking the model anew."""
+        first, self._prompted = not self._prompted, True
+        shell = self.shell
+        magics = loaded_magics(shell) if shell is not None else None
+        if not first or magics is None or agent.messages:
+            return None
+        from .resume_session import cut_off_agent, cut_off_notice
+
+        resumed = cut_off_agent(magics, prompt)
+        if resumed is None:
+            return None
+        self._adopt(resumed)
+        agent.close()  # the kernel's own agent, unused: its journal was never opened
+        assert shell is not None
+        shell.user_ns[AGENT_NAME] = self._published = resumed
+        print(cut_off_notice(resumed, "Run %agent reset, then the cell again, to start afresh instead."))
+        return resumed
 
     @contextlib.contextmanager
     def _interrupt_cancels(self, agent: Agent, running: asyncio.Future[Any], reason: str) -> Iterator[None]:

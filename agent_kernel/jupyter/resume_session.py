@@ -8,7 +8,8 @@ finishes without asking the model again (``Agent.continue_run``).
 
 Running that run's ``%%agent`` cell again, as the new kernel's first cell, does the same
 (``continue_cut_off_run``): the same prompt, from the newest journal, whose last run stopped with
-a call waiting for approval. ``%%agent --new`` starts afresh instead.
+a call waiting for approval. ``%%agent --new`` starts afresh instead. The Agent kernel does the
+same for a prompt cell (``cut_off_agent``).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from .runner import run_cell
 if TYPE_CHECKING:
     from .magics import AgentMagics
 
-__all__ = ["continue_cut_off_run", "resume_session"]
+__all__ = ["continue_cut_off_run", "cut_off_agent", "cut_off_notice", "resume_session"]
 
 #: Bytes read from a journal's end to tell whether its last run closed its calls.
 _TAIL_BYTES = 64 * 1024
@@ -66,6 +67,20 @@ async def resume_session(magics: AgentMagics, rest: str) -> None:
 async def continue_cut_off_run(magics: AgentMagics, prompt: str) -> RunResult | None:
     """Continues the newest journal's last run when it asked ``prompt`` and was cut off while a
     call waited for approval (the cell run again after a restart); None, doing nothing, otherwise."""
+    agent = cut_off_agent(magics, prompt)
+    if agent is None:
+        return None
+    magics.sessions.put(magics.sessions.current, agent)
+    print(cut_off_notice(agent, "%%agent --new starts afresh instead."))
+    return await run_cell(agent, None, render_grace=magics.render_grace())
+
+
+def cut_off_agent(magics: AgentMagics, prompt: str) -> Agent | None:
+    """The agent of the newest journal, resumed, when its last run asked ``prompt`` and the kernel
+    went down while a call of it waited for approval; None otherwise (and nothing is kept open).
+
+    ``continue_cut_off_run`` runs it for a ``%%agent`` cell, the Agent kernel for a prompt cell.
+    """
     try:
         path = _journal_path(magics, "")
     except UserError:  # no journal yet
@@ -73,14 +88,17 @@ async def continue_cut_off_run(magics: AgentMagics, prompt: str) -> RunResult | 
     if not _may_be_cut_off(path) or _last_run_start(path).get("prompt") != prompt:
         return None
     agent = _resumed_agent(magics, path)
-    waiting = [p.call_id for p in agent.pending_approvals]
-    if agent.interrupted is None or not waiting:
+    if agent.interrupted is None or not agent.pending_approvals:
         agent.close()
         return None
-    magics.sessions.put(magics.sessions.current, agent)
-    print(f"This cell's run stopped with {len(waiting)} call(s) waiting for approval ({', '.join(waiting)}) when the "
-          f"kernel went down; continuing it (session {agent.session_id}). %%agent --new starts afresh instead.")
-    return await run_cell(agent, None, render_grace=magics.render_grace())
+    return agent
+
+
+def cut_off_notice(agent: Agent, fresh: str) -> str:
+    """What a cell continuing a cut-off run prints first; ``fresh`` says how to start afresh instead."""
+    waiting = [p.call_id for p in agent.pending_approvals]
+    return (f"This cell's run stopped with {len(waiting)} call(s) waiting for approval ({', '.join(waiting)}) when the "
+            f"kernel went down; continuing it (session {agent.session_id}). {fresh}")
 
 
 def _may_be_cut_off(path: Path) -> bool:
