@@ -29,7 +29,7 @@ from .journal.journal import SESSIONS_DIR
 from .journal.resume import Interrupted
 from .loop import LoopConfig, tt
 from .memory import AgentMemory, Reminders
-from .messages import Message, TextBlock
+from .messages import Message, add_user_text
 from .models.base import Model
 from .redaction import Redactor
 from .result import RunResult
@@ -560,12 +560,7 @@ class Agent:
 
     def _add_user_message(self, prompt: str) -> None:
         self._close_interrupted()
-        if self.messages and self.messages[-1].role == "user":
-            # The last run ended with tool results (cancelled or stopped): keep roles alternating.
-            last = self.messages.pop()
-            self.messages.append(Message("user", last.content + (TextBlock(prompt),)))
-        else:
-            self.messages.append(Message.user(prompt))
+        add_user_text(self.messages, prompt)  # joined to the tool results a stopped run ended with
 
     def _close_interrupted(self) -> None:
         """Answers an interrupted turn's open tool calls as ``Agent.resume`` found them, when the

@@ -32,7 +32,8 @@ from .errors import ModelError, StopRun, UserError
 from .events import AgentEvent, EventType
 from .hooks import HOOK_CONTEXT_TAG, HookError, HookOutcome, HookPoint, Hooks
 from .loop_config import CONTINUE_INSTRUCTION, FINAL_TURN_INSTRUCTION, LoopConfig
-from .messages import Message, TextBlock, ToolResultBlock
+from .messages import Message, ToolResultBlock, add_user_text, with_user_text
+from .models import pricing
 from .models.base import (
     MessageEnd,
     Model,
@@ -245,7 +246,7 @@ class _Loop:
         if final:
             # Tools stay declared (providers reject tool blocks without them) but cannot be chosen.
             options = {**options, "tool_choice": "none"}
-            messages = _with_instruction(messages, FINAL_TURN_INSTRUCTION)
+            messages = with_user_text(messages, FINAL_TURN_INSTRUCTION)
         return ModelRequest(messages, cfg.system, cfg.tools.specs(), options)
 
     async def _prepare(self, turn: TurnState, request: ModelRequest) -> AsyncIterator[AgentEvent]:
@@ -260,7 +261,7 @@ class _Loop:
         if hooked is not None and hooked.context:
             # Extra context goes into this request only: the conversation stays as it was.
             blocks = "\n\n".join(f"<{HOOK_CONTEXT_TAG}>\n{text}\n</{HOOK_CONTEXT_TAG}>" for text in hooked.context)
-            request = ModelRequest(_with_instruction(request.messages, blocks), request.system, request.tools, request.options)
+            request = ModelRequest(with_user_text(request.messages, blocks), request.system, request.tools, request.options)
             self._prepared = (request, turn)
             self._hook_notes["hook_context"] = list(hooked.context)
         self._check_cancelled()
@@ -337,7 +338,7 @@ class _Loop:
             await self._interruptible(control.wait_resumed())
             yield em.emit(EventType.RESUMED, p.Resumed(paused_s=time.monotonic() - held))
         for text in control.take_steers():
-            _add_user_text(self.messages, text)
+            add_user_text(self.messages, text)
             yield em.emit(EventType.STEER, p.Steer(text=text))
         em.flush()
 
@@ -432,7 +433,7 @@ class _Loop:
         duration = time.monotonic() - started
         # No usage reported (llama.cpp never streams it): the cost is unknown, not free.
         usage = Usage() if end.usage is None else end.usage
-        cost = None if end.usage is None else _cost(model.name if end.model is None else end.model, usage)
+        cost = None if end.usage is None else pricing.cost(model.name if end.model is None else end.model, usage)
         ctx.stats.add_usage(usage, cost)
         self.messages.append(message)
         self._completed = message
@@ -781,31 +782,6 @@ class _Loop:
             blocks.append(ToolResultBlock(use.id, result.content, result.is_error) if result else made_up[-1])
         self.messages.append(Message("user", tuple(blocks)))
         return made_up
-
-
-def _cost(model_name: str, usage: Usage) -> float | None:
-    try:
-        from .models import pricing
-    except ImportError:
-        return None
-    return pricing.cost(model_name, usage)
-
-
-def _with_instruction(messages: tuple[Message, ...], instruction: str) -> tuple[Message, ...]:
-    """Adds ``instruction`` to the last user message (or as a new one) in the request only."""
-    if messages and messages[-1].role == "user":
-        last = messages[-1]
-        return messages[:-1] + (Message("user", last.content + (TextBlock(instruction),)),)
-    return messages + (Message.user(instruction),)
-
-
-def _add_user_text(messages: list[Message], text: str) -> None:
-    """Adds ``text`` as a user message, joining a user message that ends the history (roles alternate)."""
-    if messages and messages[-1].role == "user":
-        last = messages.pop()
-        messages.append(Message("user", last.content + (TextBlock(text),)))
-    else:
-        messages.append(Message.user(text))
 
 
 def _result_dict(block: ToolResultBlock) -> p.BlockDict:

@@ -25,8 +25,10 @@ __all__ = [
     "ThinkingBlock",
     "ToolResultBlock",
     "ToolUseBlock",
+    "add_user_text",
     "block_from_dict",
     "message_from_dict",
+    "with_user_text",
 ]
 
 Role = Literal["user", "assistant"]
@@ -163,3 +165,21 @@ class Message:
 def message_from_dict(data: dict[str, Any]) -> Message:
     """Rebuilds a message from ``Message.to_dict`` output."""
     return Message(data["role"], tuple(block_from_dict(b) for b in data["content"]))
+
+
+def add_user_text(messages: list[Message], text: str) -> None:
+    """Adds ``text`` as a user message, joined to a user message that ends ``messages`` (a run
+    that stopped after its tool results, a steered message): roles must alternate."""
+    if messages and messages[-1].role == "user":
+        last = messages.pop()
+        messages.append(Message("user", last.content + (TextBlock(text),)))
+    else:
+        messages.append(Message.user(text))
+
+
+def with_user_text(messages: tuple[Message, ...], text: str) -> tuple[Message, ...]:
+    """``messages`` with ``text`` added as ``add_user_text`` adds it, leaving them unchanged (an
+    instruction for one request only)."""
+    out = list(messages)
+    add_user_text(out, text)
+    return tuple(out)
