@@ -59,7 +59,8 @@ class Agent:
             the model reads (None: it waits until answered or cancelled).
         fallback_model: takes over when the model is overloaded.
         journal: where events are recorded: default ``.agent_kernel/sessions/<id>.jsonl`` under
-            ``working_dir``; a path; a ``Journal``; or None (or False) for no journal.
+            ``working_dir``; a file path; a folder (one that exists, or a path ending in ``/``),
+            which gets ``<id>.jsonl``; a ``Journal``; or None (or False) for no journal.
         context: a ``ContextManager`` (default: micro- and auto-compaction on) or None.
         hooks: lifecycle hooks.
         session_id: the conversation's id (default: a new one).

@@ -89,5 +89,10 @@ def open_journal(journal: Any, session_id: str, working_dir: Path) -> Any:
     if journal is DEFAULT:
         return Journal.for_session(session_id, working_dir)
     if isinstance(journal, (str, os.PathLike)):
-        return Journal(Path(journal), session_id=session_id)
+        path = Path(journal)
+        # A folder (one that exists, or a path written with a trailing slash) keeps one journal
+        # per session in it, as the default folder does: many runs, one glob for sql().
+        if path.is_dir() or str(journal).endswith(("/", os.sep)):
+            path = path / f"{session_id}.jsonl"
+        return Journal(path, session_id=session_id)
     return journal

@@ -310,6 +310,23 @@ def test_sessions_live_under_the_working_directory_by_default(tmp_path: Path) ->
     assert resolve_journal_path(str(journal.path)) == journal.path
 
 
+@pytest.mark.parametrize("make_folder", [True, False], ids=["an existing folder", "a path ending in a slash"])
+def test_an_agent_given_a_folder_keeps_one_journal_per_session_in_it(tmp_path: Path, make_folder: bool) -> None:
+    folder = tmp_path / "runs"
+    if make_folder:
+        folder.mkdir()
+    where = folder if make_folder else f"{folder}/"
+    sessions = []
+    for prompt in ("one", "two"):
+        agent = Agent(ScriptedModel(["Done."]), journal=where)
+        agent.run_sync(prompt)
+        agent.close()
+        sessions.append(agent.session_id)
+
+    assert sorted(p.name for p in folder.iterdir()) == sorted(f"{s}.jsonl" for s in sessions)
+    assert [read_events(folder / f"{s}.jsonl")[0].data["prompt"] for s in sessions] == ["one", "two"]
+
+
 def test_an_unknown_session_names_the_ones_that_exist(tmp_path: Path) -> None:
     Journal.for_session("s_alpha", tmp_path).close()
     with pytest.raises(JournalError, match="Did you mean 's_alpha'") as missing:
