@@ -397,6 +397,27 @@ def test_running_a_cut_off_prompt_again_after_a_restart_shows_its_card_and_finis
         stop_agent_kernel(km, kc)
 
 
+def test_after_a_restart_an_agent_the_person_made_answers_the_cut_off_prompt_afresh(kernel_home: Path, tmp_path: Path) -> None:
+    # Only the kernel's own, unused agent gives way to the cut-off run: never one the person chose.
+    km, kc = start_agent_kernel(kernel_home, tmp_path, AGENT_KERNEL_APPROVAL="")
+    try:
+        script(kc, "tool_call('python', {'code': 'ran = True'}, id='call_1')", '"Unused."')
+        _approval_card(kc, kc.execute("Set ran"))
+        km.restart_kernel(now=False)
+        kc.wait_for_ready(timeout=60)
+        execute(kc, "%%python\nfrom agent_kernel import Agent\n"
+                    "from agent_kernel.models.scripted import ScriptedModel\n"
+                    "agent = Agent(ScriptedModel(['A fresh answer.']), journal=None)")
+
+        reply, messages = execute(kc, "Set ran")
+
+        assert reply["status"] == "ok", messages
+        assert "A fresh answer." in summary_text(messages)
+        assert "continuing it" not in stdout(messages)
+    finally:
+        stop_agent_kernel(km, kc)
+
+
 def test_an_interrupt_delivered_to_another_thread_still_stops_a_silent_run(kc: BlockingKernelClient) -> None:
     # The OS may hand a process-directed SIGINT to any thread. Here a worker thread takes it while
     # the kernel's main thread idles in its event loop, waiting on a model that says nothing.

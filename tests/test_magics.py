@@ -815,6 +815,21 @@ def test_a_first_cell_that_is_not_the_cut_off_one_starts_afresh_and_leaves_it_to
     died.close()
 
 
+def test_a_cut_off_journal_that_cannot_be_resumed_leaves_the_cell_to_start_afresh(cells: Cells) -> None:
+    cells.run(STEERING)
+    cells.run(DIED_WAITING)
+    cells.run('died = journals / "s_died.jsonl"; lines = died.read_text().splitlines()\n'
+              'died.write_text("\\n".join([lines[0].replace(\'"schema":1\', \'"schema":999\')] + lines[1:]) + "\\n")')
+    cells.run(NEWEST)
+    cells.run("fresh = ScriptedModel(['Fresh.'])")
+
+    _, out = cells.run("%%agent -m fresh\nTouch x")  # the cut-off prompt, but its journal is from a newer version
+
+    assert "waiting for approval" not in out.stdout and cells.ns["touched"] == []
+    cells.run("agent = %agent session")
+    assert cells.ns["agent"].messages[-1].text == "Fresh."
+
+
 def test_whether_the_last_run_left_calls_open_is_told_from_the_journals_tail(cells: Cells) -> None:
     from agent_kernel.jupyter.resume_session import _may_be_cut_off
 

@@ -246,6 +246,9 @@ class AgentKernel(IPythonKernel):
         self._agent: Agent | None = None
         self._agent_error: str | None = None
         self._prompted = False  # a prompt cell has run in this kernel
+        #: The agent this kernel created: only it may give way to a cut-off run, never one the
+        #: person made or chose (``agent = Agent(...)``, ``%agent resume``, ``%%agent --new``).
+        self._own: Agent | None = None
         #: The agent last put in the namespace as ``agent``: another value there means the
         #: person rebound the name.
         self._published: Agent | None = None
@@ -258,6 +261,7 @@ class AgentKernel(IPythonKernel):
         except UserError as exc:  # a bad AGENT_KERNEL_MODEL must not stop the kernel starting
             self._agent_error = str(exc)
         else:
+            self._own = self._agent
             self._adopt(self._agent)
             shell.user_ns[AGENT_NAME] = self._published = self._agent
 
@@ -434,15 +438,16 @@ class AgentKernel(IPythonKernel):
 
     def _cut_off_run(self, agent: Agent, prompt: str) -> Agent | None:
         """The run the last kernel left waiting for approval, when this is the kernel's first
-        prompt, its agent has not begun a conversation, and the newest journal's last run asked
-        the same prompt: its agent, resumed, made the session's agent. None otherwise.
+        prompt, its agent is the kernel's own and has not begun a conversation, and the newest
+        journal's last run asked the same prompt: its agent, resumed, made the session's agent.
+        None otherwise.
 
         So running a cut-off prompt cell again after a restart shows its card again, as
         ``%agent resume`` does, instead of asking the model anew."""
         first, self._prompted = not self._prompted, True
         shell = self.shell
         magics = loaded_magics(shell) if shell is not None else None
-        if not first or magics is None or agent.messages:
+        if not first or magics is None or agent is not self._own or agent.messages:
             return None
         from .resume_session import cut_off_agent, cut_off_notice
 
@@ -452,7 +457,8 @@ class AgentKernel(IPythonKernel):
         self._adopt(resumed)
         agent.close()  # the kernel's own agent, unused: its journal was never opened
         assert shell is not None
-        shell.user_ns[AGENT_NAME] = self._published = resumed
+        if isinstance(shell.user_ns.get(AGENT_NAME, agent), Agent):  # a name put to other use stays theirs
+            shell.user_ns[AGENT_NAME] = self._published = resumed
         print(cut_off_notice(resumed, "Run %agent reset, then the cell again, to start afresh instead."))
         return resumed
 

@@ -85,10 +85,17 @@ def cut_off_agent(magics: AgentMagics, prompt: str) -> Agent | None:
         path = _journal_path(magics, "")
     except UserError:  # no journal yet
         return None
-    if not _may_be_cut_off(path) or _last_run_start(path).get("prompt") != prompt:
+    try:
+        if not _may_be_cut_off(path) or _last_run_start(path).get("prompt") != prompt:
+            return None
+        agent = _resumed_agent(magics, path)
+    except (UserError, OSError):  # a journal that cannot be resumed: the cell asks afresh
         return None
-    agent = _resumed_agent(magics, path)
-    if agent.interrupted is None or not agent.pending_approvals:
+    try:
+        continues = agent.interrupted is not None and bool(agent.pending_approvals) and agent.journal is not None
+    except (UserError, OSError):  # opening it to go on failed (a newer schema, another kernel's lock)
+        continues = False
+    if not continues:
         agent.close()
         return None
     return agent
