@@ -17,7 +17,17 @@ from pathlib import Path
 from typing import Any
 
 from . import payloads as p
-from .agent_parts import DEFAULT, LoopSetting, build_context_manager, build_permissions, open_journal, otel_sink, resolve_model_arg
+from .agent_parts import (
+    DEFAULT,
+    LoopSetting,
+    build_context_manager,
+    build_permissions,
+    is_journal_folder,
+    journal_path,
+    open_journal,
+    otel_sink,
+    resolve_model_arg,
+)
 from .approvals import ApprovalRequest
 from .blocking import run_blocking
 from .emitter import Emitter, EventRecorder, EventSink
@@ -216,6 +226,8 @@ class Agent:
         # crew member) leaves no empty journal behind; a Journal object passed in is used as is.
         if journal is False:
             journal = None  # journal=False reads as "no journal", as None does
+        if isinstance(journal, (str, os.PathLike)):
+            journal_path(journal, self.session_id, self.working_dir)  # a bad path fails here, not at the first run
         self._journal_spec = journal
         self._journal: Any = None
         self._sinks: list[EventSink] = [EventRecorder(self.events)]
@@ -585,7 +597,9 @@ class Agent:
         self.stats = LoopStats()
         self._seq = itertools.count(1)
         self._journal = None
-        self._journal_spec = DEFAULT if self._journal_spec is not None else None
+        # The new session records where the old one did: in the same folder, else the default file.
+        if not is_journal_folder(self._journal_spec):
+            self._journal_spec = DEFAULT if self._journal_spec is not None else None
         self._sinks = [EventRecorder(self.events)]
         if self._otel_sink is not None:
             self._sinks.append(self._otel_sink)

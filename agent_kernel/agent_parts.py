@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from .emitter import EventSink
     from .models.base import Model
 
-__all__ = ["DEFAULT", "LoopSetting", "build_context_manager", "build_permissions", "open_journal", "otel_sink", "resolve_model_arg"]
+__all__ = ["DEFAULT", "LoopSetting", "build_context_manager", "build_permissions", "is_journal_folder", "journal_path", "open_journal", "otel_sink", "resolve_model_arg"]
 
 
 class _Default:
@@ -81,18 +81,43 @@ def otel_sink() -> EventSink:
     return OtelSink()
 
 
-def open_journal(journal: Any, session_id: str, working_dir: Path) -> Any:
-    if journal is None:
-        return None
-    from .journal import Journal
+def journal_path(journal: Any, session_id: str, working_dir: Path) -> Path:
+    """Where ``Agent(journal=...)`` records session ``session_id``: the default file under
+    ``working_dir``, a file path as given, or ``<session_id>.jsonl`` in a folder (one that exists,
+    or a str ending in a slash: a ``Path`` drops its trailing slash, so a new folder is told apart
+    only in a str).
+
+    Raises:
+        UserError: ``journal`` is an empty path.
+    """
+    from .journal import session_path
 
     if journal is DEFAULT:
-        return Journal.for_session(session_id, working_dir)
-    if isinstance(journal, (str, os.PathLike)):
-        path = Path(journal)
-        # A folder (one that exists, or a path written with a trailing slash) keeps one journal
-        # per session in it, as the default folder does: many runs, one glob for sql().
-        if path.is_dir() or str(journal).endswith(("/", os.sep)):
-            path = path / f"{session_id}.jsonl"
-        return Journal(path, session_id=session_id)
+        return session_path(session_id, working_dir)
+    text = os.fspath(journal)
+    if not text:
+        raise UserError("journal='' names no file. Pass a file (journal='runs/a.jsonl'), a folder "
+                        "(journal='runs/'), or journal=None to keep no journal.")
+    path = Path(text)
+    # A folder keeps one journal per session in it, as the default folder does: many runs, one
+    # glob for sql().
+    return path / f"{session_id}.jsonl" if is_journal_folder(journal) else path
+
+
+def is_journal_folder(journal: Any) -> bool:
+    """True when the ``journal`` setting names a folder of per-session journals (see ``journal_path``)."""
+    if journal is DEFAULT or not isinstance(journal, (str, os.PathLike)):
+        return False
+    text = os.fspath(journal)
+    return bool(text) and (text.endswith(("/", os.sep)) or Path(text).is_dir())
+
+
+def open_journal(journal: Any, session_id: str, working_dir: Path) -> Any:
+    """The journal an agent records in, opened, for its ``journal`` setting (None: no journal)."""
+    if journal is None:
+        return None
+    if journal is DEFAULT or isinstance(journal, (str, os.PathLike)):
+        from .journal import Journal
+
+        return Journal(journal_path(journal, session_id, working_dir), session_id=session_id)
     return journal

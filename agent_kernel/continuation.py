@@ -16,11 +16,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .agent_parts import DEFAULT
+from .agent_parts import DEFAULT, journal_path
 from .approvals import ApprovalRequest
 from .errors import UserError
 from .events import AgentEvent, EventType
-from .journal import Journal, read_header, resolve_journal_path, session_path
+from .journal import Journal, read_header, resolve_journal_path
 from .journal.event_log import DEFAULT_KEEP_EVENTS
 from .journal.resume import fork_point, rebuild, replace_tool_results, scan, turn_history
 from .state import TurnState, new_id
@@ -78,7 +78,7 @@ def fork_of(
     session_id = new_id("s_")
     forked_from = {"session_id": self.session_id, "run_id": point.run_id, "turn_id": point.turn_state.turn_id, "iteration": point.turn_state.turn_counter}
     if journal is DEFAULT or isinstance(journal, (str, os.PathLike)):
-        path = session_path(session_id, overrides.get("working_dir", self.working_dir)) if journal is DEFAULT else Path(journal)
+        path = journal_path(journal, session_id, Path(overrides.get("working_dir", self.working_dir)))
         journal = Journal(path, session_id=session_id, metadata={"forked_from": forked_from})
     cfg = self.config
     settings: dict[str, Any] = {

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from agent_kernel import Agent, tool
-from agent_kernel.errors import JournalError
+from agent_kernel.errors import JournalError, UserError
 from agent_kernel.events import AgentEvent, EventType
 from agent_kernel.journal import (
     Journal,
@@ -325,6 +325,27 @@ def test_an_agent_given_a_folder_keeps_one_journal_per_session_in_it(tmp_path: P
 
     assert sorted(p.name for p in folder.iterdir()) == sorted(f"{s}.jsonl" for s in sessions)
     assert [read_events(folder / f"{s}.jsonl")[0].data["prompt"] for s in sessions] == ["one", "two"]
+
+
+def test_a_new_session_and_a_fork_of_an_agent_given_a_folder_land_in_that_folder(tmp_path: Path) -> None:
+    agent = Agent(ScriptedModel(["One.", "Two.", "Forked."]), journal=f"{tmp_path}/runs/")
+    agent.run_sync("one")
+    first = agent.session_id
+    agent.reset()  # a new session: the same folder, not the default one
+    agent.run_sync("two")
+    fork = agent.fork(at=0, journal=f"{tmp_path}/forks/")
+    fork.continue_run_sync()
+    agent.close()
+    fork.close()
+
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == sorted([f"{first}.jsonl", f"{agent.session_id}.jsonl"])
+    assert [p.name for p in (tmp_path / "forks").iterdir()] == [f"{fork.session_id}.jsonl"]
+
+
+def test_an_empty_journal_path_is_refused_with_the_choices(tmp_path: Path) -> None:
+    with pytest.raises(UserError, match=r"journal='' names no file.*journal='runs/'.*journal=None"):
+        Agent(ScriptedModel(["Done."]), journal="", working_dir=tmp_path)
+    assert list(tmp_path.iterdir()) == []  # nothing was written in the working folder
 
 
 def test_an_unknown_session_names_the_ones_that_exist(tmp_path: Path) -> None:
