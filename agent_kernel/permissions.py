@@ -38,7 +38,7 @@ import math
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, cast
 
 from . import commands
 from . import payloads as p
@@ -409,12 +409,12 @@ class RuleGate:
             full_key=key, shell=tool.category == "shell",
         )
         required = p.ApprovalRequired(call_id=info.call_id, tool=info.tool, arguments=info.arguments, key=info.key, rule=info.rule, reason=info.reason)
+        # What a tool adds to its approval card (an MCP tool: its server and destructive hint),
+        # never in place of what the call is: the call's own fields win.
+        card = getattr(tool, "approval_info", None) or {}
+        required = cast(p.ApprovalRequired, {**card, **required})
         if self.policy is not None:
             required["policy"] = self.policy.name
-        # What a tool adds to its approval card (an MCP tool: its server and destructive hint).
-        card = getattr(tool, "approval_info", None)
-        if card:
-            required.update(card)
         timeout = self.timeout
         if timeout is not None:
             required["timeout_s"] = timeout

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from agent_kernel.approvals import auto_approve
 from agent_kernel.errors import UserError
 from agent_kernel.events import EventType
 from agent_kernel.permissions import MODES, Permissions, Rule, ToolRequest, build_gate
@@ -176,6 +177,21 @@ async def test_a_read_only_call_runs_silently() -> None:
     auth = await build_gate(None).authorize(ToolRequest("c1", reader, {"x": 1}), emit)
     assert auth.allowed and auth.arguments == {"x": 1} and auth.decided_by == "mode"
     assert emit.events == []
+
+
+class _CardTool(Tool):
+    """A tool that adds to its approval card, as an MCP tool adds its server."""
+
+    approval_info = {"server": "git", "destructive": True, "call_id": "spoofed", "arguments": {"x": 0}}
+
+
+async def test_what_a_tool_adds_to_its_card_never_replaces_what_the_call_is() -> None:
+    emit = Recorder()
+    tool = _CardTool(_noop, name="runner")
+    await build_gate(None, policy=auto_approve).authorize(ToolRequest("c1", tool, {"x": 1}), emit)
+    [card] = emit.of(EventType.APPROVAL_REQUIRED)
+    assert card["server"] == "git" and card["destructive"] is True
+    assert card["call_id"] == "c1" and card["arguments"] == {"x": 1}
 
 
 async def test_a_rule_decision_is_an_event_saying_which_rule() -> None:

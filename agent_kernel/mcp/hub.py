@@ -632,7 +632,7 @@ def _ignore(kind: EventType, data: Payload) -> None:
 def _emitter_of(context: ToolContext | None) -> Emit:
     """Where a call's MCP events go: its run's emitter (nowhere for a tool called outside a run)."""
     run = context.run if context is not None else None
-    em = run.emitter if run is not None else None
+    em = getattr(run, "emitter", None)  # a context built outside the loop may lack one
     return em.later if em is not None else _ignore
 
 

@@ -350,7 +350,7 @@ class SessionMemory:
             return None
         transcript = render_transcript(history[start:cut], max_block_chars=max_block_chars)
         prompt = update_prompt(previous.text if valid and previous is not None else None, transcript)
-        name = getattr(model, "name", None)
+        name = model.name
         try:
             text, usage = await ask_for_summary(model, prompt)
         except Exception as exc:  # a failed update costs nothing but freshness: compaction still works
