@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from . import payloads as p
+from .agent_checks import check_settings
 from .agent_parts import (
     DEFAULT,
     LoopSetting,
@@ -168,15 +169,12 @@ class Agent:
         reminders: Any = True,
         namespace: Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None = None,
     ) -> None:
-        if max_iterations < 1:
-            raise UserError(f"max_iterations must be at least 1 (got {max_iterations}).")
-        if on_stall not in ("retry", "abort", "fallback"):
-            raise UserError(f"on_stall must be 'retry', 'abort' or 'fallback' (got {on_stall!r}).")
+        check_settings(locals(), DEFAULT)  # a setting of the wrong kind is refused here, not deep in a run
         # The loop's settings live in one LoopConfig; the attributes of the same names (model,
         # tools, system, stall_timeout, ...) read and write it, and each run gets a copy.
         self.config = LoopConfig(
             model=resolve_model_arg(model),
-            tools=ToolRegistry(tools),
+            tools=ToolRegistry(tools or ()),
             system=system,
             fallback_model=None if fallback_model is None else resolve_model_arg(fallback_model),
             max_retries=max_retries,
@@ -666,6 +664,18 @@ class Agent:
 
             self.mcp = MCPHub(lambda: self.tools, gate=lambda: self.permissions, model=lambda: self.model)
         self.mcp.add(server)
+
+    def remove_mcp(self, name: str) -> None:
+        """Stops the MCP server ``name`` if it runs and removes it and its tools from this agent.
+
+        Raises:
+            UserError: a run is in progress, or no server has that name.
+        """
+        if self._context is not None:
+            raise UserError(f"Cannot remove the MCP server {name!r} while a run is in progress; wait for it or call agent.cancel() first.")
+        if self.mcp is None:
+            raise UserError(f"There is no MCP server named {name!r}; this agent has none.")
+        self.mcp.remove(name)
 
     # -- journal: resume and DataFrames -----------------------------------------------------
 

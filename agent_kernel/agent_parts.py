@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
 
+from .agent_checks import check_setting
 from .errors import UserError
 
 if TYPE_CHECKING:
@@ -46,6 +47,7 @@ class LoopSetting(Generic[T]):
         return self if agent is None else cast(T, getattr(agent.config, self.name))
 
     def __set__(self, agent: Agent, value: T) -> None:
+        check_setting(self.name, value)
         setattr(agent.config, self.name, value)
 
 
@@ -101,7 +103,19 @@ def journal_path(journal: Any, session_id: str, working_dir: Path) -> Path:
     path = Path(text)
     # A folder keeps one journal per session in it, as the default folder does: many runs, one
     # glob for sql().
-    return path / f"{session_id}.jsonl" if is_journal_folder(journal) else path
+    path = path / f"{session_id}.jsonl" if is_journal_folder(journal) else path
+    _check_can_hold(path, journal)
+    return path
+
+
+def _check_can_hold(path: Path, journal: Any) -> None:
+    """Refuses a journal path no file can be made at: a folder on the way is a file."""
+    for folder in path.parents:
+        if folder.exists():
+            if not folder.is_dir():
+                raise UserError(f"journal={os.fspath(journal)!r} cannot be written: {folder} is a file, not a folder. "
+                                "Pass a path under a folder, or journal=None to keep no journal.")
+            return
 
 
 def is_journal_folder(journal: Any) -> bool:
@@ -119,5 +133,11 @@ def open_journal(journal: Any, session_id: str, working_dir: Path) -> Any:
     if journal is DEFAULT or isinstance(journal, (str, os.PathLike)):
         from .journal import Journal
 
-        return Journal(journal_path(journal, session_id, working_dir), session_id=session_id)
+        path = journal_path(journal, session_id, working_dir)
+        try:
+            return Journal(path, session_id=session_id)
+        except OSError as error:  # a folder that cannot be made, a disk full, no permission
+            where = "the default journal" if journal is DEFAULT else f"journal={os.fspath(journal)!r}"
+            raise UserError(f"{where} cannot be opened at {path}: {error.strerror or error}. "
+                            "Pass a journal path that can be written, or journal=None to keep no journal.") from error
     return journal

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
+import pytest
+
 from agent_kernel import Agent
+from agent_kernel.errors import UserError
 from agent_kernel.models.scripted import ScriptedModel
 
 
@@ -22,3 +28,55 @@ def test_a_runs_copy_of_the_settings_cannot_change_the_agent() -> None:
     config.model_options["temperature"] = 1
     config.stall_timeout = 1.0
     assert agent.model_options == {"temperature": 0} and agent.stall_timeout == 30.0
+
+
+@pytest.mark.parametrize(
+    ("setting", "value", "takes"),
+    [
+        ("tools", "read_file", "a list of tools"),
+        ("max_iterations", "5", "a whole number of at least 1"),
+        ("max_iterations", True, "a whole number of at least 1"),
+        ("stall_timeout", -5, "above 0, or None"),
+        ("max_parallel_tools", 0, "at least 1"),
+        ("model_options", "x", "a dict of options"),
+        ("system", 42, "a str, or None"),
+        ("context", "bogus", "ContextManager"),
+        ("hooks", "x", "Hooks()"),
+        ("on_state_change", 1, "a function"),
+        ("subagents", ["helper"], "a dict of name to Agent"),
+        ("keep_events", "x", "a whole number of at least 0"),
+        ("working_dir", 42, "a folder path"),
+        ("session_id", 42, "a non-empty str"),
+        ("journal", 42, "a file or folder path"),
+        ("on_stall", "later", "'retry', 'abort' or 'fallback'"),
+    ],
+)
+def test_a_setting_of_the_wrong_kind_is_refused_when_the_agent_is_made(setting: str, value: object, takes: str) -> None:
+    settings = {"journal": None, setting: value}
+    with pytest.raises(UserError) as refused:
+        Agent(ScriptedModel(["Hi."]), **settings)
+    assert str(refused.value).startswith(f"{setting}={value!r} is not accepted: {setting} takes") and takes in str(refused.value)
+
+
+def test_a_loop_setting_assigned_later_is_checked_the_same_way() -> None:
+    agent = Agent(ScriptedModel(["Hi."]), journal=None)
+    with pytest.raises(UserError, match="stall_timeout=0 is not accepted"):
+        agent.stall_timeout = 0
+    agent.stall_timeout = None  # never time out: allowed
+    assert agent.run_sync("hello").text == "Hi."
+
+
+def test_no_tools_may_be_given_as_none() -> None:
+    assert Agent(ScriptedModel(["Hi."]), tools=None, journal=None).tools.names == []
+
+
+def test_a_journal_under_a_file_is_refused_at_once_and_one_that_cannot_be_opened_at_the_first_run(tmp_path: Path) -> None:
+    (tmp_path / "notes").write_text("a file")
+    with pytest.raises(UserError, match="notes is a file, not a folder"):
+        Agent(ScriptedModel(["Hi."]), journal=tmp_path / "notes" / "run.jsonl")
+    (tmp_path / "locked").mkdir(mode=0o500)
+    agent = Agent(ScriptedModel(["Hi."]), journal=tmp_path / "locked" / "sub" / "run.jsonl")
+    if os.geteuid() == 0:  # root writes anywhere: a path under /proc cannot be made by anyone
+        agent = Agent(ScriptedModel(["Hi."]), journal="/proc/agent-kernel-test/run.jsonl")
+    with pytest.raises(UserError, match="cannot be opened at .*journal=None to keep no journal"):
+        agent.run_sync("hello")
