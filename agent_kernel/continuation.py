@@ -10,6 +10,7 @@ into the question it asked.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import itertools
 import os
 from collections.abc import Mapping, Sequence
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from .agent_parts import DEFAULT, journal_path
 from .approvals import ApprovalRequest
-from .errors import UserError
+from .errors import UserError, did_you_mean
 from .events import AgentEvent, EventType
 from .journal import Journal, read_header, resolve_journal_path
 from .journal.event_log import DEFAULT_KEEP_EVENTS
@@ -43,9 +44,15 @@ def restore(cls: type[Agent], session_id_or_path: str | os.PathLike[str], agent_
     session_id = found.session_id or path.stem
     if "model" not in agent_kwargs:
         agent_kwargs["model"] = _recorded_model([found.last_run_start] if found.last_run_start is not None else [])
+    opened = None
     if agent_kwargs.get("journal", DEFAULT) is DEFAULT:
-        agent_kwargs["journal"] = Journal(path, session_id=session_id)
-    agent = cls(session_id=session_id, **agent_kwargs)
+        opened = agent_kwargs["journal"] = Journal(path, session_id=session_id)
+    try:
+        agent = cls(session_id=session_id, **_known(cls, agent_kwargs, "Agent.resume"))
+    except BaseException:
+        if opened is not None:
+            opened.close()  # its lock would refuse the next try
+        raise
     if found.interrupted is not None:
         # The process died inside a turn: its tool calls stay open for continue_run, which
         # asks again where an approval was pending; a new prompt closes them instead.
@@ -74,12 +81,14 @@ def fork_of(
     """``Agent.fork``: a new agent whose history is ``self``'s up to the start of turn ``at``."""
     if self._context is not None:
         raise UserError("Cannot fork while a run is in progress; wait for it or call agent.cancel() first.")
+    overrides = _known(type(self), overrides, "fork")
     point = fork_point(list(self.events), at)
     session_id = new_id("s_")
     forked_from = {"session_id": self.session_id, "run_id": point.run_id, "turn_id": point.turn_state.turn_id, "iteration": point.turn_state.turn_counter}
+    made = None
     if journal is DEFAULT or isinstance(journal, (str, os.PathLike)):
         path = journal_path(journal, session_id, Path(overrides.get("working_dir", self.working_dir)))
-        journal = Journal(path, session_id=session_id, metadata={"forked_from": forked_from})
+        journal = made = Journal(path, session_id=session_id, metadata={"forked_from": forked_from})
     cfg = self.config
     settings: dict[str, Any] = {
         "tools": list(self.tools), "system": self.system, "max_iterations": self.max_iterations, "hooks": self.hooks,
@@ -90,7 +99,13 @@ def fork_of(
         "tool_result_limit": cfg.tool_result_limit, "on_state_change": self.on_state_change,
         "memory": self.memory.enabled, "reminders": self.memory.reminders or False, "namespace": self.memory.namespace,
     }
-    fork = type(self)(model if model is not None else self.model, session_id=session_id, journal=journal, **{**settings, **overrides})
+    try:
+        fork = type(self)(model if model is not None else self.model, session_id=session_id, journal=journal, **{**settings, **overrides})
+    except BaseException:
+        if made is not None:  # the journal made for this fork holds its header alone: no fork, no file
+            made.close()
+            made.path.unlink(missing_ok=True)
+        raise
     if "permissions" not in overrides and "approver" not in overrides:
         fork.permissions = self.permissions  # the same gate: the same rules and the same person asked
     fork.tool_extras.update(self.tool_extras)
@@ -109,6 +124,17 @@ def fork_of(
     fork._start_turn = TurnState(turn.turn_counter, new_id("t_"), fork.max_iterations, False, turn.parent_turn_id, turn.metadata)
     fork.forked_from = forked_from
     return fork
+
+
+def _known(cls: type[Agent], settings: dict[str, Any], caller: str) -> dict[str, Any]:
+    """``settings``, once each is known to be an argument of ``cls`` (else a UserError naming it)."""
+    accepted = inspect.signature(cls.__init__).parameters
+    unknown = [name for name in settings if name not in accepted]
+    if unknown:
+        choices = ", ".join(name for name in accepted if name not in ("self", "model", "session_id"))
+        raise UserError(f"{caller}() got {', '.join(map(repr, unknown))}, which Agent does not take.{did_you_mean(unknown[0], list(accepted))} "
+                        f"Agent's settings: {choices}.")
+    return settings
 
 
 def request_of(data: Mapping[str, Any]) -> ApprovalRequest:

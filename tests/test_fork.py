@@ -140,3 +140,16 @@ def test_continue_run_sync_runs_a_fork_from_synchronous_code(tmp_path: Path) -> 
     agent.run_sync("1+2?")
     fork = agent.fork(at=1, model=ScriptedModel(["three"]), journal=None)
     assert fork.continue_run_sync().text == "three"
+
+
+def test_a_fork_that_cannot_be_made_leaves_no_journal_behind_and_names_a_mistyped_setting(tmp_path: Path) -> None:
+    agent = Agent(ScriptedModel(["one", "two"]), journal=f"{tmp_path}/runs/", working_dir=tmp_path)
+    agent.run_sync("hi")
+    with pytest.raises(UserError, match="fork\\(\\) got 'max_iteration', which Agent does not take. Did you mean 'max_iterations'"):
+        agent.fork(at=0, max_iteration=3)
+    for bad in ({"max_iterations": 0}, {"model": "no-such-model"}):
+        with pytest.raises(UserError):
+            agent.fork(at=0, journal=f"{tmp_path}/forks/", **bad)
+    assert not list((tmp_path / "forks").glob("*.jsonl"))  # the journals made for them are gone
+    fork = agent.fork(at=0, journal=f"{tmp_path}/forks/")
+    assert [p.name for p in (tmp_path / "forks").glob("*.jsonl")] == [f"{fork.session_id}.jsonl"]

@@ -13,6 +13,7 @@ import pytest
 
 from agent_kernel import Agent, ToolContext, tool
 from agent_kernel.context import ContextManager
+from agent_kernel.errors import UserError
 from agent_kernel.events import AgentEvent, EventType
 from agent_kernel.journal import INTERRUPTED_RESULT, read_events, rebuild, turn_history
 from agent_kernel.messages import Message, TextBlock, ToolResultBlock
@@ -282,3 +283,18 @@ async def test_a_process_killed_mid_tool_resumes_to_completion_losing_nothing(tm
     assert after.startswith(before)
     seqs = [e.seq for e in read_events(path)]
     assert seqs == list(range(1, len(seqs) + 1)) and len(seqs) > len(emitted)
+
+
+def test_a_resume_that_fails_on_a_setting_can_be_tried_again_at_once(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    agent = Agent(ScriptedModel(["Hi."]), journal=path)
+    agent.run_sync("hello")
+    agent.close()
+    with pytest.raises(UserError):
+        Agent.resume(path, model="no-such-model")
+    with pytest.raises(UserError, match="Agent.resume\\(\\) got 'max_iteration', which Agent does not take"):
+        Agent.resume(path, model=ScriptedModel(["Again."]), max_iteration=3)
+    with pytest.raises(UserError, match="names no journal"):
+        Agent.resume(42)
+    resumed = Agent.resume(path, model=ScriptedModel(["Again."]))  # the failed tries left the journal unlocked
+    assert resumed.run_sync("once more").text == "Again." and len(resumed.messages) == 4
