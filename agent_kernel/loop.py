@@ -47,7 +47,8 @@ from .models.base import (
 )
 from .models.transport import on_stream_activity
 from .state import ExecutionContext, LoopState, TerminationReason, TurnState
-from .streaming import NAMELESS_TOOL, ResponseBuilder, Watchdog, backoff, parse_arguments
+from .streaming import NAMELESS_TOOL, ResponseBuilder, Watchdog, backoff, call_ids_in, parse_arguments
+from .text import encodable
 from .tools.executor import ABORT_FALLBACK, ABORT_RETRY, ABORT_USER, PendingCall, StreamingToolExecutor
 from .tools.invoke import ToolInvoker
 from .tools.tool import ToolResult
@@ -152,6 +153,7 @@ class _Loop:
         self.model: Model = self.config.model
         self.executor: StreamingToolExecutor | None = None
         self.partial: ResponseBuilder | None = None
+        self.call_ids = call_ids_in(messages)  # a new call's id is kept unique against them
         self.last_text = ""
         # What one phase leaves for the next (set before each is read).
         self._prepared: tuple[ModelRequest, TurnState] = (ModelRequest(()), TurnState.initial(1))
@@ -377,7 +379,7 @@ class _Loop:
         recovered = False  # one forced compaction per model call after a context-length error
         while True:
             model = self.model
-            builder = self.partial = ResponseBuilder()
+            builder = self.partial = ResponseBuilder(self.call_ids)
             self.executor = self._new_executor()
             started = time.monotonic()
             async for ev in self._attempt(request, final, attempt):
@@ -483,32 +485,37 @@ class _Loop:
                         watchdog.touch()
                     if em.holding_text and not isinstance(sev, TextDelta):
                         yield em.release()  # text held back for redaction: its block has ended
+                    # A lone surrogate (JSON may escape one) would break every later request: out.
                     if isinstance(sev, TextDelta):  # the common case first
-                        builder.text(sev.text)
-                        delta: p.TextDelta = {"text": sev.text}  # a literal: the hottest line of the loop
+                        text = encodable(sev.text)
+                        builder.text(text)
+                        delta: p.TextDelta = {"text": text}  # a literal: the hottest line of the loop
                         yield em.emit(EventType.TEXT_DELTA, delta)
                     elif isinstance(sev, ThinkingDelta):
-                        builder.thinking(sev.text, sev.signature)
-                        yield em.emit(EventType.THINKING_DELTA, p.ThinkingDelta(text=sev.text, signature=sev.signature))
+                        text = encodable(sev.text)
+                        builder.thinking(text, sev.signature)
+                        yield em.emit(EventType.THINKING_DELTA, p.ThinkingDelta(text=text, signature=sev.signature))
                     elif isinstance(sev, ToolCallStart):
-                        builder.tool_start(sev.index, sev.id, sev.name or NAMELESS_TOOL)
-                        yield em.emit(EventType.TOOL_CALL_START, p.ToolCallStart(call_id=sev.id, name=sev.name or NAMELESS_TOOL, index=sev.index))
+                        name = encodable(sev.name or NAMELESS_TOOL)
+                        call_id = builder.tool_start(sev.index, encodable(sev.id), name)
+                        yield em.emit(EventType.TOOL_CALL_START, p.ToolCallStart(call_id=call_id, name=name, index=sev.index))
                     elif isinstance(sev, ToolCallDelta):
                         yield em.emit(EventType.TOOL_CALL_DELTA, p.ToolCallDelta(call_id=builder.call_id(sev.index), index=sev.index, delta=sev.arguments))
                     elif isinstance(sev, ToolCallEnd):
-                        name = sev.name or NAMELESS_TOOL
+                        name = encodable(sev.name or NAMELESS_TOOL)
+                        call_id = builder.call_id(sev.index) or builder.tool_start(sev.index, encodable(sev.id), name)
                         arguments, parse_error = parse_arguments(sev.arguments)
-                        builder.tool_use(sev.id, name, arguments)
-                        ready = p.ToolCallReady(call_id=sev.id, name=name, arguments=arguments, index=sev.index)
+                        builder.tool_use(call_id, name, arguments)
+                        ready = p.ToolCallReady(call_id=call_id, name=name, arguments=arguments, index=sev.index)
                         if parse_error:
                             ready["parse_error"] = parse_error
                         yield em.emit(EventType.TOOL_CALL_READY, ready)
                         if not final:
                             tool = tools.get(name)
                             if self._held or tool is None or not tool.concurrency_safe:
-                                self._held.append(PendingCall(sev.id, name, arguments, sev.index, False, parse_error))
+                                self._held.append(PendingCall(call_id, name, arguments, sev.index, False, parse_error))
                             else:
-                                executor.submit(sev.id, name, arguments, parse_error=parse_error)
+                                executor.submit(call_id, name, arguments, parse_error=parse_error)
                     elif isinstance(sev, MessageEnd):
                         self._end = sev
                     if em.has_pending:

@@ -133,7 +133,8 @@ def _data_column(pieces: list[Any], n: int) -> Any:
             p.values.cast(arrow_type) if isinstance(p.values, pa.Array) else pa.array(p.values, type=arrow_type)
             for p in pieces
         ]
-    except (pa.ArrowInvalid, OverflowError):  # an integer beyond int64: keep the Python values
+    except (pa.ArrowInvalid, OverflowError, UnicodeEncodeError):
+        # An integer beyond int64, or a lone surrogate an older writer kept: the Python values as they are.
         return _object_column(pieces, n)
     if kind == "str":
         return _string_column(arrays, [p.rows for p in pieces], n)

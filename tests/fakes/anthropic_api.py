@@ -43,6 +43,7 @@ def check_anthropic_request(body: dict[str, Any]) -> None:
         raise StrictAPIError(400, "messages: first message must use the \"user\" role")
     breakpoints = _count_cache_control(body.get("system")) + _count_cache_control(tools)
     pending: list[str] = []
+    seen_ids: set[str] = set()  # tool_use ids across the whole request
     previous = None
     for i, message in enumerate(messages):
         role = message.get("role")
@@ -85,6 +86,9 @@ def check_anthropic_request(body: dict[str, Any]) -> None:
                     raise StrictAPIError(400, f"{where}.input: Input should be a valid dictionary")
                 if not block.get("name"):
                     raise StrictAPIError(400, f"{where}.name: String should have at least 1 character")
+                if block.get("id") in seen_ids:
+                    raise StrictAPIError(400, f"{where}: `tool_use` ids must be unique")
+                seen_ids.add(block.get("id"))
                 pending.append(block.get("id"))
             elif kind == "tool_result":
                 if role != "user":

@@ -47,6 +47,15 @@ def _read_all(fd: int) -> bytes:
         return f.read()
 
 
+def _encoded(text: str) -> bytes:
+    """``text`` as UTF-8; surrogateescape gives back undecodable bytes a file was read with."""
+    try:
+        return text.encode("utf-8", errors="surrogateescape")
+    except UnicodeEncodeError:
+        raise ToolError("the text holds a lone surrogate (an invalid \\ud800-style escape), which no UTF-8 file can hold; "
+                        "write the character itself.") from None
+
+
 def _replace_contents(fd: int, data: bytes) -> None:
     """Writes ``data`` as the file's whole contents through an open descriptor, then closes it."""
     try:
@@ -105,13 +114,13 @@ def _write_file(path: str, content: str, ctx: ToolContext) -> str:
         path: the file, relative to the working directory.
         content: the complete new text of the file.
     """
+    data = _encoded(content)  # before the file is opened: a failure leaves no file and no descriptor
     try:
         fd, target, created = workspace(ctx).open(path, write=True, guard=guard(ctx, "write_file"))
     except ToolError as exc:
         if "is a directory" in str(exc):
             raise ToolError(f"{path!r} is a directory; give a file path.") from None
         raise
-    data = content.encode("utf-8", errors="surrogateescape")
     _replace_contents(fd, data)
     lines = content.count("\n") + (0 if content.endswith("\n") or not content else 1)
     state = "new file" if created else "replaced the previous contents"
@@ -148,9 +157,10 @@ def _edit_file(path: str, old_string: str, new_string: str, ctx: ToolContext, re
         )
     line = text[: text.index(old_string)].count("\n") + 1
     updated = text.replace(old_string, new_string) if replace_all else text.replace(old_string, new_string, 1)
+    data = _encoded(updated)
     # Written through a fresh race-safe open of the same canonical path (the read one was read-only).
     fd, _, _ = workspace(ctx).open(target.rel, write=True, guard=guard(ctx, "edit_file"))
-    _replace_contents(fd, updated.encode("utf-8", errors="surrogateescape"))
+    _replace_contents(fd, data)
     what = f"{count} occurrences" if count > 1 else f"1 occurrence at line {line}"
     return f"Edited {target.rel}: replaced {what}."
 

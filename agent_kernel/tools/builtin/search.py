@@ -15,8 +15,11 @@ import io
 import os
 import posixpath
 import re
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+
+import regex as bounded_re
 
 from ...errors import ToolError
 from ..paths import Workspace, path_key
@@ -30,6 +33,11 @@ MAX_ENTRIES = 500
 MAX_MATCHES = 300
 MAX_MATCH_LINE = 300
 MAX_GREP_FILE_BYTES = 10_000_000
+#: Seconds of matching one glob or grep call may spend. A model's pattern is hostile input: a
+#: nested quantifier such as '(a+)+$' backtracks for ever, and Python's re would hold the
+#: interpreter lock all that time, so matching uses the regex module, which takes a timeout and
+#: releases the lock while it works.
+MATCH_SECONDS = 10.0
 
 
 class _Listing:
@@ -148,7 +156,44 @@ def _names(ws: Workspace, base: str) -> list[str]:
         os.close(fd)
 
 
-def _glob_regex(pattern: str) -> re.Pattern[str]:
+class _Matcher:
+    """A compiled pattern whose matches, over one tool call, stop after ``MATCH_SECONDS``."""
+
+    def __init__(self, compiled: bounded_re.Pattern[str], what: str) -> None:
+        self._compiled = compiled
+        self._what = what
+        self._deadline = time.monotonic() + MATCH_SECONDS
+
+    def _left(self) -> float:
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise self._too_slow()
+        return left
+
+    def _too_slow(self) -> ToolError:
+        return ToolError(f"{self._what} took more than {MATCH_SECONDS:g} s to match and was stopped; it probably backtracks "
+                         "(nested repeats such as '(a+)+' or '(.*)*'). Write a simpler pattern.")
+
+    def search(self, text: str) -> bool:
+        """Whether the pattern occurs in ``text``."""
+        try:
+            return self._compiled.search(text, timeout=self._left(), concurrent=True) is not None
+        except TimeoutError:
+            raise self._too_slow() from None
+
+    def match(self, text: str) -> bool:
+        """Whether ``text`` matches the pattern from its start."""
+        try:
+            return self._compiled.match(text, timeout=self._left(), concurrent=True) is not None
+        except TimeoutError:
+            raise self._too_slow() from None
+
+
+def _glob_matcher(pattern: str) -> _Matcher:
+    return _Matcher(bounded_re.compile(_glob_regex(pattern)), f"The glob {pattern!r}")
+
+
+def _glob_regex(pattern: str) -> str:
     """A regex for a path glob: ``*`` within one folder, ``**`` across folders, ``?``, ``[abc]``."""
     out, i = [], 0
     while i < len(pattern):
@@ -172,7 +217,7 @@ def _glob_regex(pattern: str) -> re.Pattern[str]:
         else:
             out.append(re.escape(pattern[i]))
             i += 1
-    return re.compile("".join(out) + r"\Z")
+    return "".join(out) + r"\Z"
 
 
 def _glob(ctx: ToolContext, pattern: str, path: str = ".") -> str:
@@ -186,8 +231,8 @@ def _glob(ctx: ToolContext, pattern: str, path: str = ".") -> str:
         raise ToolError(f"Refused: the pattern {pattern!r} leaves the search folder; write it relative to {path!r}, without '..'.")
     listing = _Listing(ctx)
     base = _directory(listing, path)
-    regex = _glob_regex(pattern)
-    found = [p for p in listing.files(base) if regex.match(_below(p, base))]
+    matcher = _glob_matcher(pattern)
+    found = [p for p in listing.files(base) if matcher.match(_below(p, base))]
     if not found:
         return _with_note(f"No files match {pattern!r} under {base}.", listing)
     lines = found[:MAX_ENTRIES]
@@ -212,8 +257,8 @@ def _grep(ctx: ToolContext, pattern: str, path: str = ".", glob: str | None = No
         ignore_case: match regardless of case.
     """
     try:
-        regex = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
-    except re.error as exc:
+        regex = _Matcher(bounded_re.compile(pattern, bounded_re.IGNORECASE if ignore_case else 0), f"The pattern {pattern!r}")
+    except bounded_re.error as exc:
         raise ToolError(f"{pattern!r} is not a valid regular expression ({exc}). Escape special characters like '(' with '\\'.") from None
     listing = _Listing(ctx)
     ws = listing.ws
@@ -231,7 +276,7 @@ def _grep(ctx: ToolContext, pattern: str, path: str = ".", glob: str | None = No
                     yield resolved.rel, fd
             return
         base = _directory(listing, path)
-        only = _glob_regex(glob) if glob else None
+        only = _glob_matcher(glob) if glob else None
         for rel, dir_fd, name, is_link in listing.entries(base):
             if only is not None and not only.match(_below(rel, base)):
                 continue
@@ -253,7 +298,7 @@ def _grep(ctx: ToolContext, pattern: str, path: str = ".", glob: str | None = No
             with io.TextIOWrapper(os.fdopen(fd, "rb", closefd=False), encoding="utf-8", errors="replace") as f:
                 searched += 1
                 for number, line in enumerate(f, start=1):
-                    if regex.search(line):
+                    if regex.search(line):  # a pattern that backtracks too long raises ToolError
                         total += 1
                         if len(matches) < MAX_MATCHES:
                             text = line.rstrip("\n")

@@ -1,0 +1,96 @@
+"""A model's tool calls are hostile input: whatever it sends, the session goes on and the record stays readable.
+
+The conversation cases go through the real ``anthropic`` SDK to the strict fake Messages
+endpoint, which refuses what the real API refuses (a repeated ``tool_use`` id; a lone surrogate
+cannot even be encoded into the request).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from agent_kernel import Agent
+from agent_kernel.errors import ToolError
+from agent_kernel.journal import events_df, tool_calls_df
+from agent_kernel.models.anthropic import AnthropicModel
+from agent_kernel.models.scripted import ScriptedModel, tool_call
+from agent_kernel.tools.builtin import search
+from agent_kernel.tools.builtin.files import write_file
+from agent_kernel.tools.tool import ToolContext
+
+from .fakes.server import FakeProvider
+from .fakes.turns import turn
+
+
+@pytest.fixture
+def server() -> FakeProvider:
+    with FakeProvider() as provider:
+        yield provider
+
+
+def claude(server: FakeProvider) -> AnthropicModel:
+    return AnthropicModel("claude-sonnet-4-6", base_url=server.url, api_key="sk-ant-test")
+
+
+def test_a_tool_name_and_id_with_a_lone_surrogate_leave_the_session_and_its_journal_usable(server: FakeProvider, tmp_path: Path) -> None:
+    server.script(turn(calls=[("toolu_\ud800", "read_file\udfff", {"path": "a\ud83d.txt"})]), turn("Sorry."), turn("Still here."))
+    journal = tmp_path / "j.jsonl"
+    agent = Agent(claude(server), tools=["read_file"], journal=journal, working_dir=tmp_path)
+    first = agent.run_sync("go")
+    assert first.text == "Sorry." and first.termination_reason.value == "end_turn"
+    assert agent.run_sync("and on").text == "Still here."
+    (result,) = [e.data for e in first.events if e.type.value == "tool_result"]
+    assert result["name"] == "read_file\ufffd" and result["is_error"] and result["content"].startswith("Unknown tool 'read_file\ufffd'")
+    sent = server.bodies[1]["messages"][1]["content"][0]
+    assert (sent["id"], sent["name"], sent["input"]) == ("toolu_\ufffd", "read_file\ufffd", {"path": "a\ufffd.txt"})
+    frame = events_df(journal)
+    assert "read_file\ufffd" in set(frame["name"].dropna())
+
+
+def test_repeated_call_ids_are_made_unique_in_the_history_the_events_and_the_frames(server: FakeProvider, tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("alpha\n")
+    server.script(
+        turn(calls=[("call_0", "read_file", {"path": "a.txt"}), ("call_0", "read_file", {"path": "missing.txt"})]),
+        turn(calls=[("call_0", "read_file", {"path": "a.txt"})]),  # a server that numbers calls per response
+        turn("Done."),
+    )
+    journal = tmp_path / "j.jsonl"
+    agent = Agent(claude(server), tools=["read_file"], journal=journal, working_dir=tmp_path)
+    assert agent.run_sync("go").text == "Done."  # the strict endpoint refuses a repeated tool_use id
+    ids = [b["id"] for m in server.bodies[2]["messages"] if m["role"] == "assistant" for b in m["content"] if b["type"] == "tool_use"]
+    assert ids == ["call_0", "call_0_2", "call_0_3"]
+    answered = [b["tool_use_id"] for m in server.bodies[2]["messages"] if m["role"] == "user" and isinstance(m["content"], list)
+                for b in m["content"] if b["type"] == "tool_result"]
+    assert answered == ids
+    calls = tool_calls_df(journal)
+    assert list(calls["call_id"]) == ids and list(calls["is_error"]) == [False, True, False]
+
+
+def test_write_file_with_a_lone_surrogate_leaves_no_file_and_no_open_descriptor(tmp_path: Path) -> None:
+    context = ToolContext("call_1", "write_file", working_dir=tmp_path)
+    before = len(os.listdir("/proc/self/fd"))
+    for i in range(20):
+        with pytest.raises(ToolError, match="lone surrogate"):
+            write_file.function(f"new{i}.txt", "a\ud800b", context)
+    assert len(os.listdir("/proc/self/fd")) == before and not list(tmp_path.iterdir())
+
+
+def test_a_pattern_that_backtracks_for_ever_ends_the_grep_call_with_an_error_the_model_can_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "a.txt").write_text("a" * 60 + "!\n")
+    monkeypatch.setattr(search, "MATCH_SECONDS", 0.2)  # the limit itself, not the time it takes, is what is checked
+    model = ScriptedModel([[tool_call("grep", {"pattern": "(a|aa)+$"})], "done"])
+    agent = Agent(model, tools=["grep"], permissions="plan", journal=None, working_dir=tmp_path)
+    result = agent.run_sync("go")
+    assert result.text == "done"
+    (answer,) = [e.data for e in result.events if e.type.value == "tool_result"]
+    assert answer["is_error"] and "took more than 0.2 s to match" in answer["content"] and "simpler pattern" in answer["content"]
+
+
+def test_grep_still_finds_what_a_python_regular_expression_finds(tmp_path: Path) -> None:
+    (tmp_path / "m.py").write_text("def alpha():\n    return 1\nclass Beta:\n    pass\n")
+    out = search.grep.function(ToolContext("call_1", "grep", working_dir=tmp_path), r"^(?:def|class)\s+(?P<name>\w+)", ignore_case=False)
+    assert out.splitlines() == ["m.py:1: def alpha():", "m.py:3: class Beta:"]
+    assert "m.py:3" in search.grep.function(ToolContext("call_1", "grep", working_dir=tmp_path), "BETA", ignore_case=True)
