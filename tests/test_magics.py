@@ -230,8 +230,10 @@ def test_interpolation_fills_in_names_in_and_out_and_keeps_escaped_braces(cells:
 
 
 def test_an_unknown_name_is_left_as_written_with_a_warning(cells: Cells) -> None:
-    with pytest.warns(InterpolationWarning, match=r"\{nowhere\}.*--no-interpolate"):
-        cells.run("%%agent -m model\nUse {nowhere} here")
+    with pytest.warns(InterpolationWarning, match=r"\{nowhere\}.*--no-interpolate") as caught:
+        warnings.simplefilter("always")  # so a second, identical warning would be seen too
+        cells.run("%%agent -m model\nUse {nowhere} here")  # the kernel's first cell: the one a restart may have cut off
+    assert len([w for w in caught if w.category is InterpolationWarning]) == 1
 
     assert cells.ns["model"].requests[-1].messages[-1].content[0].text == "Use {nowhere} here"
 
@@ -871,3 +873,29 @@ def test_resuming_a_journal_another_session_holds_switches_to_that_session(cells
     cells.run("%%agent -m m\nStill there?")  # the session goes on: nothing fought over its journal
     assert other.messages[-1].text == "Three."
     assert cells.magics.sessions.get("default").agent.messages[-1].text == "Two."
+
+
+def test_an_option_line_with_a_quote_left_open_says_so_in_magic_terms(cells: Cells) -> None:
+    error = cells.error('%%agent -m model --system "Answer in French\nHi')
+    assert isinstance(error, UsageError) and "a quote is not closed in the option line" in str(error)
+    assert "cell failed" not in str(error)
+    cells.run('%%agent -m model --system "Answer in French."\nHi')  # closed, it works
+
+
+def test_max_turns_takes_only_plain_digits(cells: Cells) -> None:
+    assert "give a whole number of at least 1" in str(cells.error("%agent max-turns \u00b2"))
+
+
+def test_a_journal_dir_that_is_a_file_is_refused_when_it_is_set(cells: Cells, tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("a file")
+    cells.run(f"%config AgentMagics.journal_dir = {str(tmp_path / 'notes.txt' / 'runs')!r}")  # %config reports, not raises
+    assert cells.magics.journal_dir == str(tmp_path / "journals")  # the bad value was not taken
+    cells.run("%%agent -m model\nHi")  # and the sessions still record where they did
+
+
+def test_show_passes_over_a_file_in_the_journal_folder_that_is_not_a_journal(cells: Cells, tmp_path: Path) -> None:
+    cells.run("%%agent -m model\nHi")
+    cells.run("%agent reset")
+    (tmp_path / "journals" / "zz-notes.jsonl").write_text("not json\n")  # newest of all
+    _, shown = cells.run("%agent show")
+    assert "skipped zz-notes.jsonl, which cannot be read as a journal" in shown.stdout

@@ -79,9 +79,29 @@ def test_mcp_add_then_a_cell_uses_the_servers_tools_and_mcp_lists_them(ip: Inter
 
 def test_mcp_add_refuses_a_second_server_of_the_same_name_and_bad_syntax(ip: InteractiveShell) -> None:
     run(ip, f"%agent mcp add time -- {sys.executable} -m mcp_server_time")
-    assert "Two MCP servers are named 'time'" in str(error_of(ip, "%agent mcp add time http://127.0.0.1:9/mcp"))
+    twice = str(error_of(ip, "%agent mcp add time http://127.0.0.1:9/mcp"))
+    assert "already has a server named 'time'" in twice and "%agent mcp remove time" in twice
     assert "put -- before a command" in str(error_of(ip, "%agent mcp add other python -m x"))
-    assert "not understood" in str(error_of(ip, "%agent mcp remove time"))
+    assert "with a host" in str(error_of(ip, "%agent mcp add other http://"))
+    assert "a quote is not closed" in str(error_of(ip, '%agent mcp add other -- "python -m x'))
+    assert "not understood" in str(error_of(ip, "%agent mcp drop time"))
+
+
+def test_a_mistyped_server_is_removed_and_added_again_and_a_running_one_is_stopped(ip: InteractiveShell) -> None:
+    run(ip, "%agent mcp add time -- pythn -m mcp_server_time")  # the typo shows only when it starts
+    run(ip, "%agent reset")  # a new conversation takes the servers along, typo included
+    assert "no MCP server named 'tme'" in str(error_of(ip, "%agent mcp remove tme"))
+    run(ip, "%agent mcp remove time")
+    assert ip.run_cell("%agent mcp").result.empty
+    run(ip, f"%agent mcp add time -- {sys.executable} -m mcp_server_time")
+    run(ip, "%%agent -m model --mode bypass\nWhat time is it?")
+    agent = loaded_magics(ip).sessions.get().agent
+    assert "mcp__time__get_current_time" in agent.tools
+    procs = server_processes("mcp_server_time")
+    assert procs
+    run(ip, "%agent mcp remove time")
+    _, alive = psutil.wait_procs(procs, timeout=30)
+    assert not alive and "mcp__time__get_current_time" not in agent.tools
 
 
 def test_a_new_conversation_keeps_the_servers_and_stops_the_old_ones(ip: InteractiveShell) -> None:

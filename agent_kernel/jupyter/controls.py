@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from ..errors import UserError, did_you_mean
+from ..errors import JournalError, UserError, did_you_mean
 from ..events import AgentEvent
 from ..tools.registry import BUILTIN_TOOLS, as_tool
 from ..tools.tool import Tool
@@ -80,7 +80,7 @@ HELP = (
     ("%agent replay [SESSION]", "show each recorded run of a session again"),
     ("%agent show [RUN]", "the transcript of one run (a run id, or last), rebuilt from its journal"),
     ("%agent reset", "a new conversation in the session, same settings"),
-    ("%agent mcp", "the session's MCP servers; mcp add NAME [--timeout S] -- COMMAND ... adds one"),
+    ("%agent mcp", "the session's MCP servers; mcp add NAME [--timeout S] -- COMMAND ... adds one, mcp remove NAME stops one"),
 )
 
 
@@ -191,7 +191,7 @@ def cmd_system(magics: AgentMagics, rest: str) -> None:
 
 def cmd_max_turns(magics: AgentMagics, rest: str) -> None:
     """``%agent max-turns N``: the session's model turns per prompt (and new sessions')."""
-    if not rest.strip().isdigit() or int(rest) < 1:
+    if not rest.strip().isascii() or not rest.strip().isdigit() or int(rest) < 1:
         raise UserError(f"%agent max-turns {rest}: give a whole number of at least 1, e.g. %agent max-turns 10.")
     session = _idle_session(magics, "max-turns")
     session.agent.max_iterations = magics.max_turns = int(rest)
@@ -267,20 +267,27 @@ def cmd_tools(magics: AgentMagics, rest: str) -> pd.DataFrame | None:
 
 def cmd_mcp(magics: AgentMagics, rest: str) -> pd.DataFrame | None:
     """``%agent mcp``: the session's MCP servers; ``%agent mcp add NAME -- COMMAND ARGS...`` or
-    ``%agent mcp add NAME URL`` adds one (it starts on the next run). ``--timeout SECONDS`` after
-    the name cancels any of its tool calls that takes longer."""
+    ``%agent mcp add NAME URL`` adds one (it starts on the next run), ``%agent mcp remove NAME``
+    stops one and takes it away. ``--timeout SECONDS`` after the name cancels any of its tool calls
+    that takes longer."""
     import shlex
 
     from ..mcp import MCPServer
 
-    words = shlex.split(rest)
+    try:
+        words = shlex.split(rest)
+    except ValueError:  # shlex's only complaint: a quote left open
+        raise UserError(f"%agent mcp {rest}: a quote is not closed; close it, or quote the argument that holds it.") from None
     columns = ["server", "transport", "target", "status", "tools", "resources", "prompts", "error"]
     if not words:
         session = magics.sessions.find()
         hub = session.agent.mcp if session is not None else None
         return pd.DataFrame(hub.status() if hub is not None else [], columns=columns)
-    usage = ("Usage: %agent mcp add NAME [--timeout SECONDS] -- COMMAND ARGS... (a stdio server) "
-             "or %agent mcp add NAME [--timeout SECONDS] URL (streamable HTTP).")
+    usage = ("Usage: %agent mcp add NAME [--timeout SECONDS] -- COMMAND ARGS... (a stdio server), "
+             "%agent mcp add NAME [--timeout SECONDS] URL (streamable HTTP), or %agent mcp remove NAME.")
+    if words[0] == "remove" and len(words) == 2:
+        _remove_mcp(magics, words[1])
+        return None
     if words[0] != "add" or len(words) < 3:
         raise UserError(f"%agent mcp {rest}: not understood. {usage}")
     name, target = words[1], words[2:]
@@ -299,10 +306,25 @@ def cmd_mcp(magics: AgentMagics, rest: str) -> pd.DataFrame | None:
     session = magics.sessions.find()
     if session is None:
         session = magics.sessions.put(magics.sessions.current, magics.new_agent(None, {}))
+    hub = session.agent.mcp
+    if hub is not None and name in hub.servers:
+        raise UserError(f"%agent mcp add {name}: session {session.name!r} already has a server named {name!r} "
+                        f"({hub.servers[name].target}). Remove it first with %agent mcp remove {name}, or pick another name.")
     session.agent.add_mcp(server)
     limit = "" if call_timeout is None else f", calls cancelled after {call_timeout:g} s"
     print(f"Added MCP server {name!r} ({server.transport}{limit}) to session {session.name!r}; it starts on the next run.")
     return None
+
+
+def _remove_mcp(magics: AgentMagics, name: str) -> None:
+    session = _idle_session(magics, "an MCP server")
+    hub = session.agent.mcp
+    if hub is None or name not in hub.servers:
+        known = ", ".join(hub.servers) if hub is not None and hub.servers else "none"
+        raise UserError(f"%agent mcp remove {name}: session {session.name!r} has no MCP server named {name!r} "
+                        f"(its servers: {known}; %agent mcp lists them).")
+    session.agent.remove_mcp(name)
+    print(f"Removed MCP server {name!r} from session {session.name!r}; its tools are gone and its process is stopped.")
 
 
 def _seconds(option: str, text: str, usage: str) -> float:
@@ -453,11 +475,17 @@ def cmd_show(magics: AgentMagics, rest: str) -> None:
     from .static_view import StaticTranscript
 
     wanted = rest.strip() or "last"
+    unreadable: list[str] = []
     for source in _journals_newest_first(magics):
         if isinstance(source, Path):
             if wanted != "last" and wanted not in source.read_text(encoding="utf-8", errors="replace"):
                 continue  # cheaper than parsing every journal
-            events, complete = read_events(source), True
+            try:
+                events, complete = read_events(source), True
+            except JournalError as error:  # another .jsonl in the folder, or a damaged journal: the older ones still count
+                unreadable.append(source.name)
+                print(f"%agent show: skipped {source.name}, which cannot be read as a journal ({error})")
+                continue
         else:
             events, complete = source  # the current session: a run going on is not interrupted
         runs: dict[str, list[AgentEvent]] = {}
@@ -468,10 +496,11 @@ def cmd_show(magics: AgentMagics, rest: str) -> None:
             display(StaticTranscript.from_events(runs[run], complete=complete or run != list(runs)[-1]))
             return
     where = Path(magics.journal_dir).expanduser() if magics.journal_dir else Path(".agent_kernel/sessions")
+    skipped = f" ({len(unreadable)} file{'s' if len(unreadable) != 1 else ''} there could not be read as journals: {', '.join(unreadable[:5])})" if unreadable else ""
     if wanted == "last":
-        raise UserError(f"%agent show: no recorded run yet, in this session or under {where}.")
+        raise UserError(f"%agent show: no recorded run yet, in this session or under {where}{skipped}.")
     raise UserError(f"%agent show {wanted}: no run with that id in this session or the journals under "
-                    f"{where}. %agent events lists the run ids of this session; %agent show last "
+                    f"{where}{skipped}. %agent events lists the run ids of this session; %agent show last "
                     "shows the latest run.")
 
 

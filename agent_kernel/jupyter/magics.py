@@ -34,6 +34,7 @@ import asyncio
 import functools
 import re
 import sys
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,7 +53,7 @@ from ..permissions import MODES
 from ..state import TerminationReason, new_id
 from ..tools.registry import BUILTIN_TOOLS, ToolRegistry
 from ..tools.tool import Tool
-from .interpolation import interpolate
+from .interpolation import InterpolationWarning, interpolate
 from .runner import RENDER_GRACE_S, ExecutionMode, RunFailed, RunHandle, RunInterrupted, detect_mode, start_run, wait_all
 from .sessions import Session, Sessions
 
@@ -162,6 +163,18 @@ class AgentMagics(Magics):
         if proposal["value"] < 1:
             raise TraitError(f"AgentMagics.max_turns must be at least 1 (got {proposal['value']}).")
         return int(proposal["value"])
+
+    @validate("journal_dir")
+    def _check_journal_dir(self, proposal: Any) -> str | None:
+        folder = proposal["value"]
+        if folder is not None:
+            for path in (Path(folder).expanduser(), *Path(folder).expanduser().parents):
+                if path.exists() and not path.is_dir():  # the nearest thing that exists must be a folder
+                    raise TraitError(f"AgentMagics.journal_dir = {folder!r}: {path} is a file, not a folder. Set a folder "
+                                     "(made when missing), or None for .agent_kernel/sessions.")
+                if path.exists():
+                    break
+        return folder
 
     # -- execution mode and the input transformer ----------------------------------------------
 
@@ -275,7 +288,9 @@ class AgentMagics(Magics):
         args = self.parse_cell_options(line)
         if args.new or args.session or args.detach or args.resource or args.prompt:
             return False
-        prompt = (cell if args.no_interpolate else interpolate(cell, self.user_ns)).strip()
+        with warnings.catch_warnings():  # the cell's own parse warns about {names} once, not here too
+            warnings.simplefilter("ignore", InterpolationWarning)
+            prompt = (cell if args.no_interpolate else interpolate(cell, self.user_ns)).strip()
         from .resume_session import continue_cut_off_run
 
         result = await continue_cut_off_run(self, prompt)
@@ -297,6 +312,9 @@ class AgentMagics(Magics):
             return parser.parse_args(arg_split(line, posix=True))
         except UsageError as exc:
             message = str(exc)
+        except ValueError:  # shlex's only complaint: a quote left open
+            raise UserError(f"%%agent {line.strip()}: a quote is not closed in the option line; close it, "
+                            "as in --system \"Answer in French.\"") from None
         options = sorted(o for o in parser._option_string_actions if o.startswith("--"))
         unknown = re.search(r"unrecognized arguments: (.*)", message)
         if unknown is not None:
@@ -571,7 +589,8 @@ class AgentMagics(Magics):
         ``sessions``. Its record as DataFrames: ``events``, ``turns`` (or ``history``), ``calls``
         (tool calls), ``usage`` (model calls), and ``timeline``. Runs: ``compact [FOCUS]``,
         ``wait``, ``cancel``, ``replay [SESSION]``, ``show [RUN]``, ``reset``, ``mcp`` (MCP servers; ``mcp add
-        NAME [--timeout S] -- COMMAND ARGS...`` or ``mcp add NAME [--timeout S] URL`` adds one). A run in progress: ``say TEXT``
+        NAME [--timeout S] -- COMMAND ARGS...`` or ``mcp add NAME [--timeout S] URL`` adds one, ``mcp remove
+        NAME`` stops one). A run in progress: ``say TEXT``
         (``agent.steer``), ``pause``, ``resume-run``, ``approvals``, ``approve CALL_ID``,
         ``reject CALL_ID REASON``. After a restart: ``resume [SESSION]`` (the session back from its journal,
         a run cut off while an approval waited continued in a live view).

@@ -64,11 +64,19 @@ Fact = tuple[EventType, Payload]
 
 def _shutdown(runtime: Runtime, connections: dict[str, Connection], abandoned: list[Connection]) -> None:
     """Stops every connection, each on its own loop, and the runtime (from ``close`` or the finalizer)."""
+    live = [*connections.values(), *abandoned]
+    abandoned.clear()
+    _stop(runtime, live)
+    if runtime.started:
+        runtime.stop()
+
+
+def _stop(runtime: Runtime, connections: Iterable[Connection]) -> None:
+    """Stops ``connections``, each on its own loop; the runtime keeps running."""
     by_loop: dict[asyncio.AbstractEventLoop, list[Connection]] = {}
-    for connection in [*connections.values(), *abandoned]:
+    for connection in connections:
         if connection.loop is not None and connection.status != "stopped":
             by_loop.setdefault(connection.loop, []).append(connection)
-    abandoned.clear()
 
     async def stop_all(live: list[Connection]) -> None:
         await asyncio.gather(*(c.stop() for c in live), return_exceptions=True)
@@ -79,8 +87,6 @@ def _shutdown(runtime: Runtime, connections: dict[str, Connection], abandoned: l
                 runtime.call_sync(stop_all(live), timeout=30)
             else:
                 runtime.run_on(loop, stop_all(live), timeout=30)
-    if runtime.started:
-        runtime.stop()
 
 
 class MCPHub:
@@ -138,10 +144,29 @@ class MCPHub:
         if server.name in self.servers:
             raise UserError(
                 f"Two MCP servers are named {server.name!r}; names must be unique because tools are called "
-                f"mcp__<server>__<tool>. Rename one: MCPServer.stdio('{server.name}2', ...)."
+                f"mcp__<server>__<tool>. Rename one (MCPServer.stdio('{server.name}2', ...)), or first remove "
+                f"the one there with agent.remove_mcp({server.name!r})."
             )
         self.servers[server.name] = server
         self.connections[server.name] = Connection(server, _weak(self, "_elicit"), _weak(self, "_sample"))
+
+    def remove(self, name: str) -> MCPServer:
+        """Stops server ``name`` if it runs and takes it and its tools away; returns it.
+
+        Raises:
+            UserError: no server has that name.
+        """
+        if name not in self.servers:
+            known = ", ".join(map(repr, self.servers)) or "none"
+            raise UserError(f"There is no MCP server named {name!r}.{did_you_mean(name, self.servers)} Servers: {known}.")
+        connection = self.connections.pop(name)
+        abandoned = [c for c in self._abandoned if c.server.name == name]
+        self._abandoned[:] = [c for c in self._abandoned if c.server.name != name]
+        _stop(self.runtime, [connection, *abandoned])
+        self._unregister(name)
+        for table in (self._emitters, self._payers, self._reported):
+            table.pop(name, None)
+        return self.servers.pop(name)
 
     @property
     def _tools(self) -> ToolRegistry:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
@@ -84,8 +85,10 @@ class MCPServer:
             raise UserError(f"call_timeout={self.call_timeout!r} for MCP server {self.name!r} must be a positive number of seconds or None.")
         if self.transport == "stdio" and not self.command:
             raise UserError(f"MCP server {self.name!r} needs a command to run, e.g. MCPServer.stdio({self.name!r}, 'python', '-m', 'mcp_server_time').")
-        if self.transport == "http" and not (isinstance(self.url, str) and self.url.startswith(("http://", "https://"))):
-            raise UserError(f"MCP server {self.name!r}: {self.url!r} is not an http:// or https:// URL.")
+        if self.transport == "http" and not (isinstance(self.url, str) and self.url.startswith(("http://", "https://"))
+                                             and urllib.parse.urlsplit(self.url).hostname):
+            raise UserError(f"MCP server {self.name!r}: {self.url!r} is not an http:// or https:// URL with a host, "
+                            "such as http://127.0.0.1:3001/mcp.")
 
     @classmethod
     def stdio(
