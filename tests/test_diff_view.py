@@ -5,7 +5,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from agent_kernel import Agent, tool
+from agent_kernel.errors import JournalError
 from agent_kernel.journal import RunDiff, diff_runs, diff_view
 from agent_kernel.models.scripted import ScriptedModel, tool_call
 
@@ -91,3 +94,13 @@ async def test_a_turn_only_one_side_took_says_so_and_runs_that_agree_say_that(tm
     assert agreeing.first_divergence is None
     assert "The two runs agree turn for turn." in agreeing.to_html()
     assert "first divergence" not in agreeing.to_html()
+
+
+def test_diff_runs_names_what_it_cannot_compare(tmp_path: Path) -> None:
+    agent = make_agent(ScriptedModel(["Hi."]), journal=None)
+    agent.run_sync("hello")
+    for other in (42, None, [1, 2]):
+        with pytest.raises(JournalError, match="diff_runs cannot read a session from"):
+            diff_runs(agent, other)
+    with pytest.raises(JournalError, match="is a folder; pass one journal file in it"):
+        diff_runs(agent, tmp_path)

@@ -124,3 +124,12 @@ async def test_the_python_reader_writes_the_rows_duckdb_writes(tmp_path: Path, m
     fast, plain = read(tmp_path / "fast", order), read(tmp_path / "plain", order)
     assert fast.drop(columns="data").equals(plain.drop(columns="data"))
     assert [json.loads(d) for d in fast["data"]] == [json.loads(d) for d in plain["data"]]
+
+
+def test_an_export_folder_that_cannot_be_made_is_named_and_a_single_partition_column_may_be_a_str(tmp_path: Path) -> None:
+    journal = write(tmp_path / "run.jsonl", recorded_run())
+    (tmp_path / "taken").write_text("a file")
+    with pytest.raises(UserError, match="export_parquet cannot make the folder .*taken.*out_dir= a folder that can be written"):
+        export_parquet(journal, tmp_path / "taken" / "out")
+    export = export_parquet(journal, tmp_path / "out", partition_by="type")
+    assert export.files and all(name.startswith("type=") for name in export.files)

@@ -170,6 +170,18 @@ def test_a_bad_query_says_what_failed_and_lists_the_views(journals: list[Path]) 
         sql("SELECT nope FROM turns", journals)
 
 
+@pytest.mark.parametrize("query", ["", "   ", "-- only a comment"])
+def test_a_query_with_no_statement_asks_for_a_select(journals: list[Path], query: str) -> None:
+    with pytest.raises(UserError, match="returns no table; write a SELECT"):
+        sql(query, journals)
+
+
+@pytest.mark.parametrize("paths", [None, 42, [42]])
+def test_journals_given_as_something_else_than_paths_are_refused_with_the_forms_that_work(paths: Any) -> None:
+    with pytest.raises(JournalError, match="pass a path, a glob|must be a path or a glob"):
+        sql("SELECT 1", paths)
+
+
 def test_a_connection_answers_several_queries_over_one_read(journals: list[Path]) -> None:
     con = connect(journals, views={"usage", "turns"})
     try:

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import JournalError
 from ..events import AgentEvent
 from .reader import read_records
 
@@ -65,6 +66,8 @@ def _records(source: Any) -> Iterator[tuple[str, str | None, float, str | None, 
     """(type, agent_id, ts, turn_id, iteration, data) of each event of ``source``."""
     if isinstance(source, (str, os.PathLike)) or hasattr(source, "path") and not hasattr(source, "events"):
         path = source if isinstance(source, (str, os.PathLike)) else source.path
+        if os.path.isdir(path):
+            raise JournalError(f"diff_runs compares two sessions, and {os.fspath(path)!r} is a folder; pass one journal file in it.")
         if hasattr(source, "flush"):
             source.flush()  # a Journal still being written: what it holds so far
         _, records = read_records(path, skip_types=_SKIP)
@@ -72,7 +75,10 @@ def _records(source: Any) -> Iterator[tuple[str, str | None, float, str | None, 
             yield r["type"], r.get("agent_id"), r["ts"], r.get("turn_id"), r.get("iteration", 0), r.get("data") or {}
         return
     events: Iterable[AgentEvent] = source.events if hasattr(source, "events") else source
-    for e in events:
+    for e in events if isinstance(events, Iterable) else [None]:
+        if not isinstance(e, AgentEvent):
+            raise JournalError(f"diff_runs cannot read a session from {type(source).__name__}; pass a journal path, a "
+                               "Journal, an Agent, or a list of its events.")
         yield e.type.value, e.agent_id, e.ts, e.turn_id, e.iteration, e.data
 
 

@@ -224,12 +224,18 @@ def export_parquet(paths: PathsLike, out_dir: str | os.PathLike[str], partition_
     import pyarrow.dataset as ds
 
     names = PARQUET_SCHEMA.names
+    if isinstance(partition_by, str):  # partition_by="date" means the column, not its letters
+        partition_by = (partition_by,)
     unknown = [c for c in partition_by if c not in names]
     if unknown:
         raise UserError(f"cannot partition by {', '.join(map(repr, unknown))}: not a column. Use columns of PARQUET_SCHEMA, such as 'date', 'session_id' or 'type'.")
     partitioning = ds.partitioning(pa.schema([PARQUET_SCHEMA.field(c) for c in partition_by]), flavor="hive") if partition_by else None
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as error:  # a file in the way, no permission, a read-only disk
+        raise UserError(f"export_parquet cannot make the folder {os.fspath(out_dir)!r}: {error.strerror or error}. "
+                        "Pass out_dir= a folder that can be written.") from error
     files = journal_files(paths)
     manifest = _read_manifest(out)
     result = ParquetExport(0, 0, 0, [], 0)

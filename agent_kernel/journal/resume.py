@@ -650,6 +650,8 @@ def resolve_journal_path(session_id_or_path: str | os.PathLike[str], working_dir
     Raises:
         JournalError: no such journal; the message lists the sessions that exist.
     """
+    if not isinstance(session_id_or_path, (str, os.PathLike)):
+        raise JournalError(f"{session_id_or_path!r} names no journal; pass a session id (such as 's_1a2b3c4d5e6f') or a journal path.")
     text = os.fspath(session_id_or_path)
     candidate = Path(text)
     if not isinstance(session_id_or_path, str) or "/" in text or os.sep in text or text.endswith(".jsonl") or candidate.is_file():

@@ -64,7 +64,11 @@ def journal_files(paths: PathsLike) -> JournalFiles:
     Raises:
         JournalError: a path does not exist, a glob matches nothing, or nothing was given.
     """
+    if not isinstance(paths, (str, os.PathLike, Iterable)) or isinstance(paths, bytes):
+        raise JournalError(f"cannot read journals from {type(paths).__name__}; pass a path, a glob such as 'runs/*.jsonl', or a list of them.")
     items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    if not all(isinstance(item, (str, os.PathLike)) for item in items):
+        raise JournalError("every journal in the list must be a path or a glob; pass e.g. ['runs/a.jsonl', 'runs/b/*.jsonl'].")
     if not items:
         raise JournalError("no journal paths given; pass a path, a glob such as 'runs/*.jsonl', or a list of them.")
     seen: dict[str, None] = {}

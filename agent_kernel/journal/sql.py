@@ -450,6 +450,8 @@ def sql(query: str, paths: PathsLike) -> pd.DataFrame:
                 f"the query failed: {exc}. The views are {', '.join(VIEWS)}; list a view's columns with "
                 "sql('DESCRIBE turns', paths)."
             ) from None
+        if result is None or result.description is None:  # an empty query, a comment, or a statement with no rows (SET, ...)
+            raise UserError(f"the query {query.strip()[:60]!r} returns no table; write a SELECT, e.g. sql('SELECT * FROM turns', paths).")
         return result.df()
     finally:
         con.close()
