@@ -8,9 +8,12 @@ cannot even be encoded into the request).
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agent_kernel import Agent
 from agent_kernel.errors import ToolError
@@ -94,3 +97,18 @@ def test_grep_still_finds_what_a_python_regular_expression_finds(tmp_path: Path)
     out = search.grep.function(ToolContext("call_1", "grep", working_dir=tmp_path), r"^(?:def|class)\s+(?P<name>\w+)", ignore_case=False)
     assert out.splitlines() == ["m.py:1: def alpha():", "m.py:3: class Beta:"]
     assert "m.py:3" in search.grep.function(ToolContext("call_1", "grep", working_dir=tmp_path), "BETA", ignore_case=True)
+
+
+PATTERNS = ["a", "ab", "^a", "b$", "^$", "", "a\\s*b", "\\bab\\b", "\\n", ".*", "(?s)b.", "a|^b", "(?<=a)b", "(?<!a)b", "\\Ab", "a\\Z",
+            "b(?=\\n)", "b(?!a)", "[^a]+$", "(?i)A B"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(alphabet="ab \n", max_size=40), pattern=st.sampled_from(PATTERNS))
+def test_grep_finds_the_lines_that_match_alone_whatever_the_pattern_looks_at(text: str, pattern: str) -> None:
+    # grep searches a whole file and checks only lines where a match starts; searching every
+    # line alone (without its newline, as grep(1) does) with Python's re is the plain way, and
+    # the two must agree on every line.
+    lines = text.split("\n")[: text.count("\n") + (not text.endswith("\n"))] if text else []
+    plain = [(n, line) for n, line in enumerate(lines, start=1) if re.search(pattern, line)]
+    assert list(search._Matcher(pattern, 0, "the pattern").matching_lines(text)) == plain

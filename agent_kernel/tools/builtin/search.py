@@ -156,11 +156,22 @@ def _names(ws: Workspace, base: str) -> list[str]:
         os.close(fd)
 
 
-class _Matcher:
-    """A compiled pattern whose matches, over one tool call, stop after ``MATCH_SECONDS``."""
+# What can make a line's match depend on the text around the line: \A, \Z, \z, \G and lookarounds.
+_CONTEXT_SENSITIVE = re.compile(r"\\[AZzG]|\(\?<?[=!]")
 
-    def __init__(self, compiled: bounded_re.Pattern[str], what: str) -> None:
-        self._compiled = compiled
+
+class _Matcher:
+    """A compiled pattern whose matches, over one tool call, stop after ``MATCH_SECONDS``.
+
+    A timeout costs about a microsecond a call, 20 times a short line's plain search, so
+    ``matching_lines`` searches a whole file and checks only the lines where a match starts.
+    """
+
+    def __init__(self, pattern: str, flags: int, what: str) -> None:
+        self._compiled = bounded_re.compile(pattern, flags)
+        # Over the whole text in MULTILINE mode, ^ and $ still mean a line's start and end, so a
+        # line that matches alone matches there too, unless the pattern looks past the line.
+        self._whole = None if _CONTEXT_SENSITIVE.search(pattern) else bounded_re.compile(pattern, flags | bounded_re.MULTILINE)
         self._what = what
         self._deadline = time.monotonic() + MATCH_SECONDS
 
@@ -181,6 +192,35 @@ class _Matcher:
         except TimeoutError:
             raise self._too_slow() from None
 
+    def matching_lines(self, text: str) -> Iterator[tuple[int, str]]:
+        """The lines of ``text`` (numbered from 1, without their newline, as grep(1) sees them) in
+        which ``search`` finds the pattern, exactly as searching each line alone would.
+
+        The next match in the whole text starts in the first line that matches alone or before it
+        (a match may span lines, so its line is checked alone), and the search goes on from the
+        line after: no matching line is passed over.
+        """
+        if self._whole is None:  # the pattern looks past a line: every line alone
+            lines = enumerate(text.split("\n"), start=1)
+            yield from ((n, line) for n, line in lines if (line or n <= text.count("\n")) and self.search(line))
+            return
+        pos, number = 0, 1  # the start of a line, and its number
+        while pos < len(text):
+            try:
+                found = self._whole.search(text, pos, timeout=self._left(), concurrent=True)
+            except TimeoutError:
+                raise self._too_slow() from None
+            if found is None or (found.start() == len(text) and text.endswith("\n")):  # nothing, or past the last line
+                return
+            start = text.rfind("\n", pos, found.start()) + 1 or pos
+            number += text.count("\n", pos, start)
+            end = text.find("\n", found.start())
+            end = len(text) if end < 0 else end
+            line = text[start:end]
+            if self.search(line):
+                yield number, line
+            pos, number = end + 1, number + 1
+
     def match(self, text: str) -> bool:
         """Whether ``text`` matches the pattern from its start."""
         try:
@@ -190,7 +230,7 @@ class _Matcher:
 
 
 def _glob_matcher(pattern: str) -> _Matcher:
-    return _Matcher(bounded_re.compile(_glob_regex(pattern)), f"The glob {pattern!r}")
+    return _Matcher(_glob_regex(pattern), 0, f"The glob {pattern!r}")
 
 
 def _glob_regex(pattern: str) -> str:
@@ -257,7 +297,7 @@ def _grep(ctx: ToolContext, pattern: str, path: str = ".", glob: str | None = No
         ignore_case: match regardless of case.
     """
     try:
-        regex = _Matcher(bounded_re.compile(pattern, bounded_re.IGNORECASE if ignore_case else 0), f"The pattern {pattern!r}")
+        regex = _Matcher(pattern, bounded_re.IGNORECASE if ignore_case else 0, f"The pattern {pattern!r}")
     except bounded_re.error as exc:
         raise ToolError(f"{pattern!r} is not a valid regular expression ({exc}). Escape special characters like '(' with '\\'.") from None
     listing = _Listing(ctx)
@@ -296,15 +336,15 @@ def _grep(ctx: ToolContext, pattern: str, path: str = ".", glob: str | None = No
                 binary += 1
                 continue
             with io.TextIOWrapper(os.fdopen(fd, "rb", closefd=False), encoding="utf-8", errors="replace") as f:
-                searched += 1
-                for number, line in enumerate(f, start=1):
-                    if regex.search(line):  # a pattern that backtracks too long raises ToolError
-                        total += 1
-                        if len(matches) < MAX_MATCHES:
-                            text = line.rstrip("\n")
-                            if len(text) > MAX_MATCH_LINE:
-                                text = text[:MAX_MATCH_LINE] + "…"
-                            matches.append(f"{shown}:{number}: {text}")
+                content = f.read()  # newlines made \n, as line by line
+            searched += 1
+            for number, line in regex.matching_lines(content):  # a pattern that backtracks too long raises ToolError
+                total += 1
+                if len(matches) < MAX_MATCHES:
+                    text = line
+                    if len(text) > MAX_MATCH_LINE:
+                        text = text[:MAX_MATCH_LINE] + "…"
+                    matches.append(f"{shown}:{number}: {text}")
         except OSError:
             continue
         finally:
