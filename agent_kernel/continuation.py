@@ -129,6 +129,8 @@ def fork_of(
 def _known(cls: type[Agent], settings: dict[str, Any], caller: str) -> dict[str, Any]:
     """``settings``, once each is known to be an argument of ``cls`` (else a UserError naming it)."""
     accepted = inspect.signature(cls.__init__).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted.values()):
+        return settings  # a subclass that takes **kwargs judges them itself
     unknown = [name for name in settings if name not in accepted]
     if unknown:
         choices = ", ".join(name for name in accepted if name not in ("self", "model", "session_id"))

@@ -153,3 +153,15 @@ def test_a_fork_that_cannot_be_made_leaves_no_journal_behind_and_names_a_mistype
     assert not list((tmp_path / "forks").glob("*.jsonl"))  # the journals made for them are gone
     fork = agent.fork(at=0, journal=f"{tmp_path}/forks/")
     assert [p.name for p in (tmp_path / "forks").glob("*.jsonl")] == [f"{fork.session_id}.jsonl"]
+
+
+def test_a_subclass_that_takes_its_own_settings_forks_with_them(tmp_path: Path) -> None:
+    class Tinted(Agent):
+        def __init__(self, *args: object, colour: str = "red", **kwargs: object) -> None:
+            super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+            self.colour = colour
+
+    agent = Tinted(ScriptedModel(["one", "two"]), journal=tmp_path / "a.jsonl")
+    agent.run_sync("hi")
+    fork = agent.fork(at=0, colour="blue", journal=tmp_path / "f.jsonl")
+    assert isinstance(fork, Tinted) and fork.colour == "blue"
