@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from .emitter import EventSink
     from .models.base import Model
 
-__all__ = ["DEFAULT", "LoopSetting", "build_context_manager", "build_permissions", "is_journal_folder", "journal_path", "open_journal", "otel_sink", "resolve_model_arg"]
+__all__ = ["DEFAULT", "LoopSetting", "build_context_manager", "build_permissions", "file_in_the_way", "is_journal_folder", "journal_path", "open_journal", "otel_sink", "resolve_model_arg"]
 
 
 class _Default:
@@ -110,12 +110,19 @@ def journal_path(journal: Any, session_id: str, working_dir: Path) -> Path:
 
 def _check_can_hold(path: Path, journal: Any) -> None:
     """Refuses a journal path no file can be made at: a folder on the way is a file."""
-    for folder in path.parents:
-        if folder.exists():
-            if not folder.is_dir():
-                raise UserError(f"journal={os.fspath(journal)!r} cannot be written: {folder} is a file, not a folder. "
-                                "Pass a path under a folder, or journal=None to keep no journal.")
-            return
+    blocking = file_in_the_way(path.parent)
+    if blocking is not None:
+        raise UserError(f"journal={os.fspath(journal)!r} cannot be written: {blocking} is a file, not a folder. "
+                        "Pass a path under a folder, or journal=None to keep no journal.")
+
+
+def file_in_the_way(folder: Path) -> Path | None:
+    """The file that stops ``folder`` from being made (it, or the nearest of its parents that
+    exists, is not a folder), or None when it is a folder or can be made."""
+    for path in (folder, *folder.parents):
+        if path.exists():
+            return None if path.is_dir() else path
+    return None
 
 
 def is_journal_folder(journal: Any) -> bool:

@@ -9,6 +9,7 @@ from typing import Any
 import looptime
 import pytest
 
+from .fakes.server import FakeProvider
 from .payload_check import check_emitted_payloads
 
 # Variables that would point a test at a real provider or change the default model.
@@ -80,3 +81,10 @@ async def fake_clock() -> None:
     sync test and leaves it unclosed.)
     """
     looptime.patch_event_loop(asyncio.get_running_loop())
+
+
+@pytest.fixture
+def fake_provider() -> Any:
+    """A strict fake Anthropic and OpenAI endpoint on loopback (``FakeProvider``), closed after the test."""
+    with FakeProvider() as provider:
+        yield provider

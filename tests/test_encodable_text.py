@@ -9,51 +9,38 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import pytest
-
 from agent_kernel import Agent
-from agent_kernel.models.anthropic import AnthropicModel
 
 from .fakes.server import FakeProvider
 from .fakes.turns import turn
 
 
-@pytest.fixture
-def server() -> FakeProvider:
-    with FakeProvider() as provider:
-        yield provider
-
-
-def claude(server: FakeProvider) -> AnthropicModel:
-    return AnthropicModel("claude-sonnet-4-6", base_url=server.url, api_key="sk-ant-test")
-
-
-def test_a_prompt_with_a_lone_surrogate_is_sent_with_a_replacement_character(server: FakeProvider, tmp_path: Path) -> None:
-    server.script(turn("Got it."), turn("Still fine."))
-    agent = Agent(claude(server), working_dir=tmp_path)
+def test_a_prompt_with_a_lone_surrogate_is_sent_with_a_replacement_character(fake_provider: FakeProvider, tmp_path: Path) -> None:
+    fake_provider.script(turn("Got it."), turn("Still fine."))
+    agent = Agent(fake_provider.claude(), working_dir=tmp_path)
     assert agent.run_sync("half a pair: \ud83d here").text == "Got it."
     assert agent.run_sync("and the session goes on").text == "Still fine."
-    assert server.bodies[0]["messages"][0]["content"][0]["text"] == "half a pair: \ufffd here"
+    assert fake_provider.bodies[0]["messages"][0]["content"][0]["text"] == "half a pair: \ufffd here"
 
 
-def test_a_file_name_that_is_not_utf8_does_not_break_the_session(server: FakeProvider, tmp_path: Path) -> None:
+def test_a_file_name_that_is_not_utf8_does_not_break_the_session(fake_provider: FakeProvider, tmp_path: Path) -> None:
     os.close(os.open(os.path.join(os.fsencode(tmp_path), b"caf\xe9.txt"), os.O_CREAT | os.O_WRONLY))  # Latin-1 bytes
-    server.script(turn(calls=[("c1", "list_files", {"path": "."})]), turn("One file."), turn("Next."))
-    agent = Agent(claude(server), tools=["list_files"], working_dir=tmp_path)
+    fake_provider.script(turn(calls=[("c1", "list_files", {"path": "."})]), turn("One file."), turn("Next."))
+    agent = Agent(fake_provider.claude(), tools=["list_files"], working_dir=tmp_path)
     assert agent.run_sync("What is here?").text == "One file."
     assert agent.run_sync("And now?").text == "Next."
-    results = [b for b in server.bodies[1]["messages"][-1]["content"] if b["type"] == "tool_result"]
-    assert "caf\ufffd.txt" in str(results[0]["content"]) and not server.rejected
+    results = [b for b in fake_provider.bodies[1]["messages"][-1]["content"] if b["type"] == "tool_result"]
+    assert "caf\ufffd.txt" in str(results[0]["content"]) and not fake_provider.rejected
 
 
-def test_a_journal_already_holding_a_lone_surrogate_resumes(server: FakeProvider, tmp_path: Path) -> None:
+def test_a_journal_already_holding_a_lone_surrogate_resumes(fake_provider: FakeProvider, tmp_path: Path) -> None:
     # A journal written before text was made encodable: its prompt holds an escaped lone surrogate.
     journal = tmp_path / "old.jsonl"
     first = Agent("offline", working_dir=tmp_path, journal=journal)
     first.run_sync("PROMPT-TO-BREAK")
     first.close()
     journal.write_text(journal.read_text().replace('"prompt":"PROMPT-TO-BREAK"', '"prompt":"broken \\udcff byte"'))
-    server.script(turn("Resumed."))
-    resumed = Agent.resume(journal, model=claude(server), working_dir=tmp_path)
+    fake_provider.script(turn("Resumed."))
+    resumed = Agent.resume(journal, model=fake_provider.claude(), working_dir=tmp_path)
     assert resumed.run_sync("carry on").text == "Resumed."
-    assert server.bodies[0]["messages"][0]["content"][0]["text"] == "broken \ufffd byte" and not server.rejected
+    assert fake_provider.bodies[0]["messages"][0]["content"][0]["text"] == "broken \ufffd byte" and not fake_provider.rejected

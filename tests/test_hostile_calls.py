@@ -18,7 +18,6 @@ from hypothesis import strategies as st
 from agent_kernel import Agent
 from agent_kernel.errors import ToolError
 from agent_kernel.journal import events_df, tool_calls_df
-from agent_kernel.models.anthropic import AnthropicModel
 from agent_kernel.models.scripted import ScriptedModel, tool_call
 from agent_kernel.tools.builtin import search
 from agent_kernel.tools.builtin.files import write_file
@@ -28,44 +27,34 @@ from .fakes.server import FakeProvider
 from .fakes.turns import turn
 
 
-@pytest.fixture
-def server() -> FakeProvider:
-    with FakeProvider() as provider:
-        yield provider
-
-
-def claude(server: FakeProvider) -> AnthropicModel:
-    return AnthropicModel("claude-sonnet-4-6", base_url=server.url, api_key="sk-ant-test")
-
-
-def test_a_tool_name_and_id_with_a_lone_surrogate_leave_the_session_and_its_journal_usable(server: FakeProvider, tmp_path: Path) -> None:
-    server.script(turn(calls=[("toolu_\ud800", "read_file\udfff", {"path": "a\ud83d.txt"})]), turn("Sorry."), turn("Still here."))
+def test_a_tool_name_and_id_with_a_lone_surrogate_leave_the_session_and_its_journal_usable(fake_provider: FakeProvider, tmp_path: Path) -> None:
+    fake_provider.script(turn(calls=[("toolu_\ud800", "read_file\udfff", {"path": "a\ud83d.txt"})]), turn("Sorry."), turn("Still here."))
     journal = tmp_path / "j.jsonl"
-    agent = Agent(claude(server), tools=["read_file"], journal=journal, working_dir=tmp_path)
+    agent = Agent(fake_provider.claude(), tools=["read_file"], journal=journal, working_dir=tmp_path)
     first = agent.run_sync("go")
     assert first.text == "Sorry." and first.termination_reason.value == "end_turn"
     assert agent.run_sync("and on").text == "Still here."
     (result,) = [e.data for e in first.events if e.type.value == "tool_result"]
     assert result["name"] == "read_file\ufffd" and result["is_error"] and result["content"].startswith("Unknown tool 'read_file\ufffd'")
-    sent = server.bodies[1]["messages"][1]["content"][0]
+    sent = fake_provider.bodies[1]["messages"][1]["content"][0]
     assert (sent["id"], sent["name"], sent["input"]) == ("toolu_\ufffd", "read_file\ufffd", {"path": "a\ufffd.txt"})
     frame = events_df(journal)
     assert "read_file\ufffd" in set(frame["name"].dropna())
 
 
-def test_repeated_call_ids_are_made_unique_in_the_history_the_events_and_the_frames(server: FakeProvider, tmp_path: Path) -> None:
+def test_repeated_call_ids_are_made_unique_in_the_history_the_events_and_the_frames(fake_provider: FakeProvider, tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("alpha\n")
-    server.script(
+    fake_provider.script(
         turn(calls=[("call_0", "read_file", {"path": "a.txt"}), ("call_0", "read_file", {"path": "missing.txt"})]),
         turn(calls=[("call_0", "read_file", {"path": "a.txt"})]),  # a server that numbers calls per response
         turn("Done."),
     )
     journal = tmp_path / "j.jsonl"
-    agent = Agent(claude(server), tools=["read_file"], journal=journal, working_dir=tmp_path)
+    agent = Agent(fake_provider.claude(), tools=["read_file"], journal=journal, working_dir=tmp_path)
     assert agent.run_sync("go").text == "Done."  # the strict endpoint refuses a repeated tool_use id
-    ids = [b["id"] for m in server.bodies[2]["messages"] if m["role"] == "assistant" for b in m["content"] if b["type"] == "tool_use"]
+    ids = [b["id"] for m in fake_provider.bodies[2]["messages"] if m["role"] == "assistant" for b in m["content"] if b["type"] == "tool_use"]
     assert ids == ["call_0", "call_0_2", "call_0_3"]
-    answered = [b["tool_use_id"] for m in server.bodies[2]["messages"] if m["role"] == "user" and isinstance(m["content"], list)
+    answered = [b["tool_use_id"] for m in fake_provider.bodies[2]["messages"] if m["role"] == "user" and isinstance(m["content"], list)
                 for b in m["content"] if b["type"] == "tool_result"]
     assert answered == ids
     calls = tool_calls_df(journal)

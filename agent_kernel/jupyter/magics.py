@@ -47,6 +47,7 @@ from IPython.utils.process import arg_split
 from traitlets import Bool, Enum, Int, TraitError, Unicode, validate
 
 from ..agent import Agent, RunResult
+from ..agent_parts import file_in_the_way
 from ..errors import UserError, did_you_mean
 from ..mcp.attach import PromptRequest, cell_options
 from ..permissions import MODES
@@ -167,13 +168,10 @@ class AgentMagics(Magics):
     @validate("journal_dir")
     def _check_journal_dir(self, proposal: Any) -> str | None:
         folder = proposal["value"]
-        if folder is not None:
-            for path in (Path(folder).expanduser(), *Path(folder).expanduser().parents):
-                if path.exists() and not path.is_dir():  # the nearest thing that exists must be a folder
-                    raise TraitError(f"AgentMagics.journal_dir = {folder!r}: {path} is a file, not a folder. Set a folder "
-                                     "(made when missing), or None for .agent_kernel/sessions.")
-                if path.exists():
-                    break
+        blocking = None if folder is None else file_in_the_way(Path(folder).expanduser())
+        if blocking is not None:
+            raise TraitError(f"AgentMagics.journal_dir = {folder!r}: {blocking} is a file, not a folder. Set a folder "
+                             "(made when missing), or None for .agent_kernel/sessions.")
         return folder
 
     # -- execution mode and the input transformer ----------------------------------------------

@@ -166,6 +166,12 @@ class FakeProvider:
         """The request bodies received, in order."""
         return [body for _, body in self.requests]
 
+    def claude(self) -> Any:
+        """An ``AnthropicModel`` on the real SDK, pointed at this server."""
+        from agent_kernel.models.anthropic import AnthropicModel
+
+        return AnthropicModel("claude-sonnet-4-6", base_url=self.url, api_key="sk-ant-test")
+
     # -- serving ---------------------------------------------------------------------------
 
     def _handle(self, h: BaseHTTPRequestHandler) -> None:
