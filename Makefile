@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 	touch $@
 
 kernelspec: $(STAMP)
-	$(PY) -m agent_kernel.install --sys-prefix
+	$(PY) -m agent_kernel.jupyter.install --sys-prefix
 
 # Browser tests drive the system Chromium through Playwright (no browser download).
 chromium:
@@ -73,10 +73,11 @@ $(MCP_STAMP):
 
 mcp-servers: $(MCP_STAMP)
 
-# Lint and types first: they take seconds and catch what a test run would take minutes to.
+# Lint, types and the layers first: they take seconds and catch what a test run would take minutes to.
 test: $(STAMP) kernelspec chromium bubblewrap llama mcp-servers
 	$(PY) -m ruff check .
 	$(PY) -m mypy
+	$(VENV)/bin/lint-imports --no-cache
 	$(PY) -m pytest -q
 
 # The quickstart on the offline model unless AGENT_KERNEL_MODEL names another; JupyterLab prints

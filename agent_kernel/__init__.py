@@ -8,20 +8,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from .agent import Agent, RunResult
-from .approvals import Approval, ApprovalBroker, ApprovalRequest
-from .crew import Crew, CrewResult, Task, TaskOutput
-from .errors import AgentKernelError, ModelError, RunCancelled, StopRun, ToolError, UserError
-from .events import AgentEvent, EventType
-from .hooks import HookContext, HookPoint, Hooks
-from .loop import tt
-from .messages import Message
-from .permissions import Permissions
-from .state import ExecutionContext, LoopState, LoopStats, TerminationReason, TurnState
-from .subagents import Subagent
-from .tools.tool import Tool, ToolContext, tool
+from agent_kernel import _moved
+from agent_kernel._util import VERSION as __version__  # noqa: F401 (the package version, by convention)
+from agent_kernel.agent import Agent, RunResult
+from agent_kernel.errors import AgentKernelError, ModelError, RunCancelled, StopRun, ToolError, UserError
+from agent_kernel.events import AgentEvent, EventType, TurnState
+from agent_kernel.guard import Approval, ApprovalBroker, ApprovalRequest, Permissions
+from agent_kernel.messages import Message
+from agent_kernel.runtime import ExecutionContext, HookContext, HookPoint, Hooks, LoopState, LoopStats, TerminationReason, tt
+from agent_kernel.team import Crew, CrewResult, Subagent, Task, TaskOutput
+from agent_kernel.tools import Tool, ToolContext, tool
 
-__version__ = "0.1.0"
+_moved.install()
+
 
 __all__ = [
     "Agent",
@@ -63,13 +62,13 @@ __all__ = [
 
 def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext agent_kernel``: registers the ``%%agent`` and ``%agent`` magics."""
-    from .jupyter.extension import load_ipython_extension as load
+    from agent_kernel.jupyter._extension import load_ipython_extension as load
 
     load(ipython)
 
 
 def unload_ipython_extension(ipython: Any) -> None:
     """``%unload_ext agent_kernel``: removes the magics and cancels a run in progress."""
-    from .jupyter.extension import unload_ipython_extension as unload
+    from agent_kernel.jupyter._extension import unload_ipython_extension as unload
 
     unload(ipython)

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Union, cast
+from typing import Any, Literal, Union, cast
 
-from .text import encodable, encodable_data
+from typing_extensions import TypedDict
 
-if TYPE_CHECKING:
-    from .payloads import BlockDict, MessageDict
+from agent_kernel._util.text import encodable, encodable_data
 
 __all__ = [
+    "BlockDict",
+    "MessageDict",
     "Block",
     "Message",
     "Role",
@@ -30,6 +31,28 @@ __all__ = [
     "message_from_dict",
     "with_user_text",
 ]
+
+
+class BlockDict(TypedDict, total=False):
+    """A content block, as ``messages.block_to_dict`` writes it: ``type`` and that block's fields."""
+
+    type: Literal["text", "thinking", "tool_use", "tool_result", "summary"]  # which kind of block
+    text: str  # text, thinking and summary blocks
+    signature: str | None  # thinking: the provider's signature, sent back unchanged
+    id: str  # tool_use: the call id
+    name: str  # tool_use: the tool
+    input: dict[str, Any]  # tool_use: the arguments
+    tool_use_id: str  # tool_result: the call it answers
+    content: str  # tool_result: what the model reads
+    is_error: bool  # tool_result
+    messages_replaced: int  # summary: how many messages it stands for
+
+
+class MessageDict(TypedDict):
+    """A ``Message``, as ``Message.to_dict`` writes it."""
+
+    role: Literal["user", "assistant"]  # who said it
+    content: list[BlockDict]  # its blocks, in order
 
 Role = Literal["user", "assistant"]
 

@@ -13,7 +13,7 @@ import random
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from agent_kernel.events import AgentEvent, EventType
+from agent_kernel.events._event import AgentEvent, EventType
 
 WORDS = "the a of to read file line value test error fix function returns because when which this that".split()
 MODELS = [("anthropic", "claude-sonnet-4-5"), ("anthropic", "claude-haiku-4-5"), ("openai", "gpt-4.1"), ("openai", "gpt-4.1-mini")]

@@ -24,13 +24,13 @@ import anthropic
 import openai
 
 try:
-    import httpx2 as http
+    import httpx2 as http  # type: ignore[no-redef]
 except ImportError:  # older SDKs send through httpx
     import httpx as http  # type: ignore[no-redef]
 
 from agent_kernel.messages import Message
 from agent_kernel.models import AnthropicModel, OpenAIModel
-from agent_kernel.models.base import ModelRequest, TextDelta, ThinkingDelta, ToolCallDelta, ToolCallEnd, ToolSpec
+from agent_kernel.models._base import ModelRequest, TextDelta, ThinkingDelta, ToolCallDelta, ToolCallEnd, ToolSpec
 
 DELTAS = 20_000
 MIX = {"thinking": 2_000, "text": 14_000, "tool_a": 2_000, "tool_b": 2_000}

@@ -18,9 +18,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from agent_kernel import commands
-from agent_kernel.tools.builtin.shell import _REAPER, bash
-from agent_kernel.tools.tool import ToolContext
+from agent_kernel.guard import _shell as commands
+from agent_kernel.tools._tool import ToolContext
+from agent_kernel.tools.builtin._shell import _REAPER, bash
 
 LINES = [
     "git status",

@@ -15,8 +15,8 @@ import statistics
 import time
 
 from agent_kernel import Agent
-from agent_kernel.crew import Crew, CrewResult, Task
 from agent_kernel.models.scripted import ScriptedModel, text
+from agent_kernel.team._crew import Crew, CrewResult, Task
 
 TASK_SECONDS = 1.0
 LIMIT_S = 1.0

@@ -25,8 +25,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import agent_kernel
-from agent_kernel.tools.builtin import search
-from agent_kernel.tools.tool import ToolContext
+from agent_kernel.tools._tool import ToolContext
+from agent_kernel.tools.builtin import _search as search
 
 GOAL = 2.0
 ROUNDS = 5

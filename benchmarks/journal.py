@@ -51,7 +51,7 @@ sys.path.insert(0, str(ROOT))
 
 from _journals import TEXT_HEAVY, crew_session, text_session, tool_session  # noqa: E402
 
-from agent_kernel.events import AgentEvent  # noqa: E402
+from agent_kernel.events._event import AgentEvent  # noqa: E402
 from agent_kernel.journal import Journal  # noqa: E402
 
 APPEND_GOAL = 200_000  # events per second
@@ -118,7 +118,7 @@ def journal_file(name: str, count: int) -> Path:
 READER = r"""
 import json, sys, time, warnings
 import pandas as pd
-from agent_kernel.journal.frames import events_df
+from agent_kernel.journal._frames import events_df
 
 def status(field):
     with open("/proc/self/status") as f:

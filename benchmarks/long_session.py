@@ -45,10 +45,10 @@ from typing import Any
 
 from agent_kernel import Agent, tool
 from agent_kernel.context import SECTIONS, ContextManager
-from agent_kernel.events import EventType
-from agent_kernel.journal.event_log import DEFAULT_KEEP_EVENTS
+from agent_kernel.events._event import EventType
+from agent_kernel.journal._event_log import DEFAULT_KEEP_EVENTS
 from agent_kernel.messages import Message
-from agent_kernel.models.base import Model, ModelRequest, StreamEvent, ToolSpec
+from agent_kernel.models._base import Model, ModelRequest, StreamEvent, ToolSpec
 from agent_kernel.models.scripted import FunctionModel, text, tool_call
 
 TURNS = 1_000

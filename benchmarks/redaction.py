@@ -17,9 +17,10 @@ import os
 import time
 from typing import Any
 
-from agent_kernel.emitter import Emitter, EventRecorder
-from agent_kernel.events import EventType
-from agent_kernel.redaction import Redactor
+from agent_kernel.events._event import EventType
+from agent_kernel.events._sink import EventRecorder
+from agent_kernel.guard._redaction import Redactor
+from agent_kernel.runtime._emitter import Emitter
 
 EVENTS = 50_000
 GOAL_US = 10.0  # per text event, the loop's whole budget

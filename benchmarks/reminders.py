@@ -38,8 +38,8 @@ import pandas as pd
 from agent_kernel import Agent, tool
 from agent_kernel.memory import MemoryStore
 from agent_kernel.models.scripted import ScriptedModel, tool_call
-from agent_kernel.tools.builtin.memory import memory
-from agent_kernel.tools.builtin.todo import todo_write
+from agent_kernel.tools.builtin._memory import memory
+from agent_kernel.tools.builtin._todo import todo_write
 
 GOAL = 1.2
 ROUNDS = 7

@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import comm
 
-from agent_kernel.events import AgentEvent, EventType
+from agent_kernel.events._event import AgentEvent, EventType
 
 GOAL_MESSAGES_PER_S = 25
 GOAL_BYTES_RATIO = 3.0
@@ -82,7 +82,7 @@ async def stream(n_tokens: int, rate: float,
 
     Returns the view, the tokens each agent streamed, and the seconds it took.
     """
-    from agent_kernel.jupyter.view import AgentView
+    from agent_kernel.jupyter._view import AgentView
 
     view = AgentView()
     feed = Feed(view)

@@ -69,7 +69,7 @@ def install_kernels(prefix: Path) -> Path:
     returns the ``share/jupyter`` folder to put on ``JUPYTER_PATH``."""
     from ipykernel.kernelspec import install as install_python
 
-    from agent_kernel.install import install as install_agent
+    from agent_kernel.jupyter.install import install as install_agent
 
     install_python(prefix=str(prefix))
     install_agent(prefix=prefix)

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from agent_kernel.payloads import events_markdown
+from agent_kernel.events.payloads import events_markdown
 
 if __name__ == "__main__":
     target = Path(__file__).resolve().parent.parent / "docs" / "events.md"

@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from agent_kernel import Agent, tool
-from agent_kernel.approvals import Approval
-from agent_kernel.events import AgentEvent, EventType
+from agent_kernel.events._event import AgentEvent, EventType
+from agent_kernel.guard._approvals import Approval
 from agent_kernel.models import scripted as s
-from agent_kernel.models.base import Model
+from agent_kernel.models._base import Model
 
 from .fakes.server import Cut, Fail, FakeProvider, Hang, Pings, Reply
 from .fakes.turns import turn

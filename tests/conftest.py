@@ -69,7 +69,7 @@ def _payloads_match_their_types() -> Any:
     """Every event emitted in any test matches its ``PAYLOADS`` type (keys and value types)."""
     with check_emitted_payloads() as violations:
         yield
-    assert not violations, "events whose data does not match agent_kernel.payloads:\n" + "\n".join(violations[:10])
+    assert not violations, "events whose data does not match agent_kernel.events.payloads:\n" + "\n".join(violations[:10])
 
 
 @pytest.fixture

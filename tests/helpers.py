@@ -10,7 +10,7 @@ from typing import Any
 
 from agent_kernel import Agent, AgentEvent, EventType
 from agent_kernel.messages import Message
-from agent_kernel.models.base import ModelRequest, ToolSpec
+from agent_kernel.models._base import ModelRequest, ToolSpec
 
 #: The smallest request an adapter sends, and a tool for requests that offer one.
 HELLO = ModelRequest((Message.user("hello"),))

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_kernel.events import AgentEvent, EventType
-from agent_kernel.state import TurnState
+from agent_kernel.events._event import AgentEvent, EventType
+from agent_kernel.events._turn import TurnState
 
 T0 = 1_700_000_000.0
 SESSION = "s_frames"

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_kernel import Agent, tool
-from agent_kernel.events import AgentEvent, EventType
+from agent_kernel.events._event import AgentEvent, EventType
 from agent_kernel.journal import Journal
 from agent_kernel.models.scripted import ScriptedModel, text, tool_call
 

@@ -17,7 +17,7 @@ from jupyter_client.blocking.client import BlockingKernelClient
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 
-from agent_kernel.install import KERNEL_NAME, install
+from agent_kernel.jupyter.install import KERNEL_NAME, install
 
 #: Seconds to wait for one cell (prompt cells with scripted models take well under one).
 CELL_TIMEOUT = 30

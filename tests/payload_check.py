@@ -15,8 +15,8 @@ from typing import Any
 
 import pydantic
 
-from agent_kernel.emitter import Emitter
-from agent_kernel.events import PAYLOADS, EventType
+from agent_kernel.events._event import PAYLOADS, EventType
+from agent_kernel.runtime._emitter import Emitter
 
 
 @functools.cache

@@ -9,23 +9,13 @@ from typing import Any
 
 import pytest
 
-from agent_kernel import permissions
-from agent_kernel.approvals import (
-    Approval,
-    ApprovalBroker,
-    ApprovalRequest,
-    PendingApproval,
-    ScriptedPolicy,
-    auto_approve,
-    auto_deny,
-    parse_policy,
-    policy_from_env,
-)
 from agent_kernel.errors import UserError
-from agent_kernel.events import EventType
-from agent_kernel.permissions import Permissions, ToolRequest, build_gate
-from agent_kernel.tools.builtin.files import write_file
-from agent_kernel.tools.builtin.shell import bash
+from agent_kernel.events._event import EventType
+from agent_kernel.guard import _permissions as permissions
+from agent_kernel.guard._approvals import Approval, ApprovalBroker, ApprovalRequest, PendingApproval, ScriptedPolicy, auto_approve, auto_deny, parse_policy, policy_from_env
+from agent_kernel.guard._permissions import Permissions, ToolRequest, build_gate
+from agent_kernel.tools.builtin._files import write_file
+from agent_kernel.tools.builtin._shell import bash
 
 from .payload_check import EmitRecorder
 
@@ -405,7 +395,7 @@ async def test_a_person_approves_a_running_agents_call_from_another_thread(tmp_p
 
 async def test_cancelling_an_agent_while_it_waits_for_approval_ends_the_run_and_clears_the_prompt(tmp_path: Any) -> None:
     from agent_kernel.models.scripted import ScriptedModel, tool_call
-    from agent_kernel.state import TerminationReason
+    from agent_kernel.runtime._state import TerminationReason
 
     model = ScriptedModel([[tool_call("bash", {"command": "echo never"})], "done"])
     agent = _agent(tmp_path, model, ["bash"])
@@ -436,10 +426,10 @@ def _broken_approvers() -> list[Any]:
 
 @pytest.mark.parametrize("approver", _broken_approvers(), ids=lambda a: a.__name__)
 async def test_a_broken_approver_refuses_the_call_and_both_the_person_and_the_model_see_why(tmp_path: Any, approver: Any) -> None:
-    from agent_kernel.jupyter.items import Notice
-    from agent_kernel.jupyter.transcript import Transcript
+    from agent_kernel.jupyter._items import Notice
+    from agent_kernel.jupyter._transcript import Transcript
     from agent_kernel.models.scripted import ScriptedModel, tool_call
-    from agent_kernel.state import TerminationReason
+    from agent_kernel.runtime._state import TerminationReason
 
     marker = tmp_path / "ran"
     model = ScriptedModel([[tool_call("bash", {"command": f"touch {marker}"}, id="c1")], "understood"])

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from agent_kernel.context import Component, ContextAssembler, ContextManager, Priority
-from agent_kernel.context.compaction import with_summary
-from agent_kernel.events import EventType
+from agent_kernel.context._compaction import with_summary
+from agent_kernel.events._event import EventType
+from agent_kernel.events._turn import TurnState
 from agent_kernel.messages import Message, SummaryBlock, TextBlock
-from agent_kernel.models.base import ModelRequest
+from agent_kernel.models._base import ModelRequest
 from agent_kernel.models.scripted import ScriptedModel
-from agent_kernel.state import TurnState
 
 
 def sized(name: str, tokens: int, priority: int, truncatable: bool = False, keep: str = "head") -> Component:

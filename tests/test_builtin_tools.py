@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 
 from agent_kernel.errors import ToolError
-from agent_kernel.tools.builtin.files import edit_file, read_file, write_file
-from agent_kernel.tools.builtin.limits import truncate
-from agent_kernel.tools.builtin.python import python
-from agent_kernel.tools.builtin.search import glob, grep, list_files
-from agent_kernel.tools.builtin.shell import bash
-from agent_kernel.tools.registry import BUILTIN_TOOLS, as_tool
-from agent_kernel.tools.tool import Tool, ToolContext
+from agent_kernel.tools._registry import BUILTIN_TOOLS, as_tool
+from agent_kernel.tools._tool import Tool, ToolContext
+from agent_kernel.tools.builtin._files import edit_file, read_file, write_file
+from agent_kernel.tools.builtin._limits import truncate
+from agent_kernel.tools.builtin._python import python
+from agent_kernel.tools.builtin._search import glob, grep, list_files
+from agent_kernel.tools.builtin._shell import bash
 
 
 @pytest.fixture

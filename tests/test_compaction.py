@@ -9,16 +9,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent_kernel.agent import Agent
+from agent_kernel.agent._agent import Agent
 from agent_kernel.context import SECTIONS, Compactor, ContextManager, TokenCounter, compacted_history
-from agent_kernel.context.compaction import is_valid_cut, render_transcript, summary_block
-from agent_kernel.events import AgentEvent, EventType
+from agent_kernel.context._compaction import is_valid_cut, render_transcript, summary_block
+from agent_kernel.events._event import AgentEvent, EventType
+from agent_kernel.events._turn import TurnState
 from agent_kernel.messages import Message, SummaryBlock, TextBlock, ToolResultBlock, ToolUseBlock
-from agent_kernel.models import pricing
-from agent_kernel.models.base import ModelRequest, Usage
+from agent_kernel.models import _pricing as pricing
+from agent_kernel.models._base import ModelRequest, Usage
 from agent_kernel.models.scripted import ScriptedModel, fail, text, tool_call
-from agent_kernel.state import TurnState
-from agent_kernel.tools.tool import tool
+from agent_kernel.tools._tool import tool
 
 from .payload_check import EmitRecorder
 

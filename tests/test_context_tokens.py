@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 
 from agent_kernel.context import ContextManager, TokenCounter
-from agent_kernel.context.tokens import reported_input_tokens
+from agent_kernel.context._tokens import reported_input_tokens
 from agent_kernel.errors import UserError
-from agent_kernel.events import EventType
+from agent_kernel.events._event import EventType
+from agent_kernel.events._turn import TurnState
 from agent_kernel.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
-from agent_kernel.models.base import ModelRequest, ToolSpec, Usage
+from agent_kernel.models._base import ModelRequest, ToolSpec, Usage
 from agent_kernel.models.scripted import ScriptedModel
-from agent_kernel.state import TurnState
 
 
 def test_each_provider_starts_from_its_own_characters_per_token() -> None:

@@ -10,13 +10,13 @@ import pandas as pd
 import pytest
 
 from agent_kernel import AgentEvent, EventType, TerminationReason, tool
-from agent_kernel.approvals import Approval, ApprovalRequest
-from agent_kernel.crew import Crew, CrewResult, Task
 from agent_kernel.errors import UserError
+from agent_kernel.guard._approvals import Approval, ApprovalRequest
 from agent_kernel.journal import read_events
 from agent_kernel.messages import Message
-from agent_kernel.models.base import ToolSpec
+from agent_kernel.models._base import ToolSpec
 from agent_kernel.models.scripted import FunctionModel, ScriptedModel, fail, text, tool_call
+from agent_kernel.team._crew import Crew, CrewResult, Task
 
 from .helpers import Overlap, make_agent, of_type, types
 
@@ -287,7 +287,7 @@ async def test_dependencies_may_be_the_task_objects_themselves() -> None:
 
 
 async def test_frames_of_a_crew_name_the_agent_of_every_row() -> None:
-    from agent_kernel.journal.frames import events_df, tool_calls_df, turns_df
+    from agent_kernel.journal._frames import events_df, tool_calls_df, turns_df
 
     researcher = scripted("researcher", [tool_call("look", {"topic": "otters"}, id="r1"), "Otters are mustelids."], tools=[look])
     manager = scripted("manager", [tool_call("task", {"agent": "researcher", "instructions": "Otters?"}, id="m1"), "Mustelids."])

@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 
 from agent_kernel import Agent, AgentEvent, EventType, TerminationReason, tool
-from agent_kernel.approvals import Approval
 from agent_kernel.errors import UserError
+from agent_kernel.guard._approvals import Approval
 from agent_kernel.journal import read_events
-from agent_kernel.journal.resume import INTERRUPTED_RESULT, rebuild
+from agent_kernel.journal._resume import INTERRUPTED_RESULT, rebuild
 from agent_kernel.models.scripted import ScriptedModel, Text, tool_call
-from agent_kernel.tools.tool import ToolContext
+from agent_kernel.tools._tool import ToolContext
 
 from .helpers import make_agent, of_type
 
@@ -333,7 +333,7 @@ async def test_a_continued_run_stopped_at_its_start_closes_the_turn_as_the_journ
 
 
 async def test_an_answer_that_lands_as_the_deadline_passes_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
-    from agent_kernel.approvals import ApprovalBroker
+    from agent_kernel.guard._approvals import ApprovalBroker
 
     withdraw = ApprovalBroker.withdraw
 
@@ -430,7 +430,7 @@ async def test_a_sub_agent_left_behind_by_an_earlier_crash_is_never_picked_up_by
 
 
 async def test_a_call_that_started_two_sub_agents_is_answered_interrupted_and_runs_neither_again(tmp_path: Path) -> None:
-    from agent_kernel.subagents import run_subagent
+    from agent_kernel.team._subagents import run_subagent
 
     workers = {name: deployer(ScriptedModel([tool_call("deploy", {"target": name}, id=f"{name}_1"), "unused"])) for name in ("a", "b")}
 
@@ -566,8 +566,8 @@ async def test_a_sub_agent_whose_run_had_ended_is_not_run_again(tmp_path: Path) 
 
 
 def test_the_view_strikes_out_what_a_sub_agent_was_writing_when_its_process_died() -> None:
-    from agent_kernel.jupyter.items import TextBlock
-    from agent_kernel.jupyter.transcript import Transcript
+    from agent_kernel.jupyter._items import TextBlock
+    from agent_kernel.jupyter._transcript import Transcript
 
     def event(seq: int, kind: EventType, data: dict[str, Any], agent: str | None = "w-1") -> AgentEvent:
         return AgentEvent(seq=seq, ts=float(seq), session_id="s", run_id="r", turn_id="t", parent_turn_id=None, agent_id=agent, type=kind, data=data, iteration=0)
@@ -735,7 +735,7 @@ async def test_a_stop_during_a_retry_wait_forgets_the_failed_attempts_answer(tmp
 
 
 async def test_a_failure_while_stopping_does_not_undo_keeping_the_calls_open(tmp_path: Path) -> None:
-    from agent_kernel.state import LoopState
+    from agent_kernel.runtime._state import LoopState
 
     def sink_down(old: Any, new: Any) -> None:
         if new is LoopState.COMPLETED:

@@ -12,10 +12,10 @@ import pytest
 
 from agent_kernel import Agent, RunResult, tool
 from agent_kernel.errors import UserError
-from agent_kernel.events import AgentEvent, EventType
+from agent_kernel.events._event import AgentEvent, EventType
 from agent_kernel.journal import Journal, read_events, rebuild, replay, turn_history
-from agent_kernel.journal.event_log import EventLog, EventsForgottenWarning, EventSlice
-from agent_kernel.journal.resume import scan
+from agent_kernel.journal._event_log import EventLog, EventsForgottenWarning, EventSlice
+from agent_kernel.journal._resume import scan
 from agent_kernel.messages import Message
 from agent_kernel.models.scripted import FunctionModel, text, tool_call
 

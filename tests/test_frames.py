@@ -12,13 +12,14 @@ import pandas as pd
 import pytest
 
 from agent_kernel import Agent, tool
-from agent_kernel.approvals import Approval
 from agent_kernel.context import SECTIONS, ContextManager
 from agent_kernel.errors import JournalError
-from agent_kernel.events import AgentEvent, EventType
-from agent_kernel.journal import Journal, TornLineWarning, chunk_columns, columns, read_events
-from agent_kernel.journal.columns import SlowJournalWarning
-from agent_kernel.journal.frames import (
+from agent_kernel.events._event import AgentEvent, EventType
+from agent_kernel.guard._approvals import Approval
+from agent_kernel.journal import Journal, TornLineWarning, read_events
+from agent_kernel.journal._fast import chunk_columns, columns
+from agent_kernel.journal._fast.columns import SlowJournalWarning
+from agent_kernel.journal._frames import (
     EVENT_COLUMNS,
     MESSAGE_COLUMNS,
     STRING,
@@ -33,7 +34,7 @@ from agent_kernel.journal.frames import (
     usage_df,
 )
 from agent_kernel.messages import Message
-from agent_kernel.models.base import ModelRequest
+from agent_kernel.models._base import ModelRequest
 from agent_kernel.models.scripted import FunctionModel, text, tool_call
 
 from .journal_events import ANSWER, PROMPT, SUMMARY, T0, recorded_run, until

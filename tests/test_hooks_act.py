@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from agent_kernel import EventType, HookPoint, Hooks, LoopState, TerminationReason, tool
-from agent_kernel.hooks import HOOK_CONTEXT_TAG, Decision, HookContext
 from agent_kernel.messages import Message
-from agent_kernel.models.base import ModelRequest
+from agent_kernel.models._base import ModelRequest
 from agent_kernel.models.scripted import ScriptedModel, tool_call
+from agent_kernel.runtime._hooks import HOOK_CONTEXT_TAG, Decision, HookContext
 
 from .helpers import make_agent, of_type
 

@@ -19,9 +19,9 @@ from agent_kernel import Agent
 from agent_kernel.errors import ToolError
 from agent_kernel.journal import events_df, tool_calls_df
 from agent_kernel.models.scripted import ScriptedModel, tool_call
-from agent_kernel.tools.builtin import search
-from agent_kernel.tools.builtin.files import write_file
-from agent_kernel.tools.tool import ToolContext
+from agent_kernel.tools._tool import ToolContext
+from agent_kernel.tools.builtin import _search as search
+from agent_kernel.tools.builtin._files import write_file
 
 from .fakes.server import FakeProvider
 from .fakes.turns import turn

@@ -11,17 +11,9 @@ import pytest
 
 from agent_kernel import Agent, tool
 from agent_kernel.errors import JournalError, UserError
-from agent_kernel.events import AgentEvent, EventType
-from agent_kernel.journal import (
-    Journal,
-    TornLineWarning,
-    list_sessions,
-    read_events,
-    read_header,
-    resolve_journal_path,
-    session_path,
-)
-from agent_kernel.journal.journal import CANONICAL_FIELDS
+from agent_kernel.events._event import AgentEvent, EventType
+from agent_kernel.journal import Journal, TornLineWarning, list_sessions, read_events, read_header, resolve_journal_path, session_path
+from agent_kernel.journal._writer import CANONICAL_FIELDS
 from agent_kernel.models.scripted import ScriptedModel, text, thinking, tool_call
 
 from .journal_events import recorded_run
@@ -281,7 +273,7 @@ def test_the_fast_line_format_writes_every_field_of_an_event() -> None:
 
 
 def test_without_the_fast_format_events_still_round_trip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from agent_kernel.journal import journal as journal_module
+    from agent_kernel.journal import _writer as journal_module
 
     monkeypatch.setattr(journal_module, "_FAST", False)
     events = recorded_run()

@@ -13,8 +13,8 @@ import pytest
 
 from agent_kernel.errors import UserError
 from agent_kernel.journal import SkippedLinesWarning, export_parquet, load_journals, sql
-from agent_kernel.journal.export import PARQUET_SCHEMA
-from agent_kernel.journal.sql import COMMON_DATA_KEYS
+from agent_kernel.journal._export import PARQUET_SCHEMA
+from agent_kernel.journal._sql import COMMON_DATA_KEYS
 
 from .journal_events import recorded_run
 from .journal_fleet import fleet, write
@@ -114,7 +114,7 @@ def test_partitions_can_be_chosen_and_unknown_ones_are_named(tmp_path: Path) -> 
 
 
 async def test_the_python_reader_writes_the_rows_duckdb_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from agent_kernel.journal import export
+    from agent_kernel.journal import _export as export
 
     journals = await fleet(tmp_path / "runs")
     export_parquet(journals, tmp_path / "fast")

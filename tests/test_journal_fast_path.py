@@ -15,11 +15,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agent_kernel.errors import JournalError
-from agent_kernel.events import AgentEvent, EventType
-from agent_kernel.journal import Journal, TornLineWarning, chunk_columns, columns, format, line_scan, read_events
-from agent_kernel.journal.columns import SlowJournalWarning
-from agent_kernel.journal.frames import events_df, tool_calls_df, turns_df
-from agent_kernel.journal.journal import event_line, rewrite_journal
+from agent_kernel.events._event import AgentEvent, EventType
+from agent_kernel.journal import Journal, TornLineWarning, read_events
+from agent_kernel.journal import _format as format
+from agent_kernel.journal._fast import chunk_columns, columns, line_scan
+from agent_kernel.journal._fast.columns import SlowJournalWarning
+from agent_kernel.journal._frames import events_df, tool_calls_df, turns_df
+from agent_kernel.journal._writer import event_line, rewrite_journal
 
 T0 = 1_718_000_000.0
 

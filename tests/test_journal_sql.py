@@ -15,8 +15,8 @@ import pytest
 
 from agent_kernel.errors import JournalError, UserError
 from agent_kernel.journal import SkippedLinesWarning, load_journals, read_events, sql
-from agent_kernel.journal.frames import EVENT_COLUMNS
-from agent_kernel.journal.sql import COMMON_DATA_KEYS, connect
+from agent_kernel.journal._frames import EVENT_COLUMNS
+from agent_kernel.journal._sql import COMMON_DATA_KEYS, connect
 
 from .journal_events import recorded_run
 from .journal_fleet import delegating_agent, fleet, write

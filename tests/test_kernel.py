@@ -19,8 +19,8 @@ from jupyter_client.blocking.client import BlockingKernelClient
 from jupyter_client.manager import KernelManager
 
 from agent_kernel import Agent
-from agent_kernel.install import DISPLAY_NAME, KERNEL_NAME, kernel_spec, main
-from agent_kernel.jupyter.kernel import classify, is_python_cell, strip_python_escape
+from agent_kernel.jupyter._kernel import classify, is_python_cell, strip_python_escape
+from agent_kernel.jupyter.install import DISPLAY_NAME, KERNEL_NAME, kernel_spec, main
 from agent_kernel.models.scripted import ScriptedModel
 
 from .kernel_harness import (
@@ -204,7 +204,7 @@ def test_the_prompt_escape_sends_python_to_the_agent_without_the_escape_line(kc:
 
 
 def test_the_first_prompt_on_the_offline_model_answers_without_an_error(kc: BlockingKernelClient) -> None:
-    execute(kc, "%%python\nfrom agent_kernel.models.offline import OfflineModel\n"
+    execute(kc, "%%python\nfrom agent_kernel.models._offline import OfflineModel\n"
                 "agent.reset()\nagent.model = OfflineModel(delay=0)")
     reply, messages = execute(kc, "hello")
 
@@ -494,7 +494,7 @@ def test_agent_magics_act_on_the_agent_that_prompts_go_to(kc: BlockingKernelClie
     assert "Switched by a magic." in summary_text(messages)
     reply, messages = execute(kc, "%agent reset")  # a new conversation: a new agent
     assert reply["status"] == "ok", messages
-    reply, messages = execute(kc, "%%python\nfrom agent_kernel.jupyter.extension import loaded_magics\n"
+    reply, messages = execute(kc, "%%python\nfrom agent_kernel.jupyter._extension import loaded_magics\n"
                                   "print(loaded_magics(get_ipython()).sessions.get().agent is agent)")
     assert stdout(messages) == "True\n"
 

@@ -6,7 +6,7 @@ complete; completion offers the name at the cursor). A prompt cell's output incl
 view's comm messages, for which the suite has no schema, so the last test here checks a prompt
 cell's messages itself: the suite's schemas for the rest, the protocol's fields for comms.
 Prompts are answered by the offline model, with no key. The kernelspec is the one
-``agent_kernel.install`` writes, installed into a temporary prefix.
+``agent_kernel.jupyter.install`` writes, installed into a temporary prefix.
 """
 
 from __future__ import annotations

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from agent_kernel import Agent, EventType, RunResult, TerminationReason, tool
-from agent_kernel.events import AgentEvent
+from agent_kernel.events._event import AgentEvent
 from agent_kernel.journal import read_events
 from agent_kernel.models import OpenAIModel
-from agent_kernel.models.pricing import price
+from agent_kernel.models._pricing import price
 
 from .llama_server import N_CTX, LlamaServer, llama_server
 

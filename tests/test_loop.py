@@ -12,11 +12,11 @@ import pytest
 
 from agent_kernel import EventType, HookPoint, Hooks, LoopState, StopRun, TerminationReason, ToolContext, TurnState, tool
 from agent_kernel.errors import ToolError, UserError
-from agent_kernel.loop import FINAL_TURN_INSTRUCTION, LoopConfig, tt
 from agent_kernel.messages import Message, TextBlock, ToolResultBlock
-from agent_kernel.models.base import MessageEnd, ModelRequest, StreamEvent, TextDelta, ToolCallEnd, ToolCallStart
+from agent_kernel.models._base import MessageEnd, ModelRequest, StreamEvent, TextDelta, ToolCallEnd, ToolCallStart
 from agent_kernel.models.scripted import ScriptedModel, text, tool_call
-from agent_kernel.state import ExecutionContext
+from agent_kernel.runtime._loop import FINAL_TURN_INSTRUCTION, LoopConfig, tt
+from agent_kernel.runtime._state import ExecutionContext
 
 from .helpers import make_agent, of_type, types
 

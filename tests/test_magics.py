@@ -20,10 +20,10 @@ from IPython.utils.capture import capture_output
 
 from agent_kernel import Agent
 from agent_kernel.journal import read_events
-from agent_kernel.jupyter.extension import loaded_magics
-from agent_kernel.jupyter.interpolation import InterpolationWarning
-from agent_kernel.jupyter.magics import AgentMagics
-from agent_kernel.jupyter.runner import RunHandle
+from agent_kernel.jupyter._extension import loaded_magics
+from agent_kernel.jupyter._interpolation import InterpolationWarning
+from agent_kernel.jupyter._magics import AgentMagics
+from agent_kernel.jupyter._runner import RunHandle
 from agent_kernel.models.scripted import ScriptedModel
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -833,7 +833,7 @@ def test_a_cut_off_journal_that_cannot_be_resumed_leaves_the_cell_to_start_afres
 
 
 def test_whether_the_last_run_left_calls_open_is_told_from_the_journals_tail(cells: Cells) -> None:
-    from agent_kernel.jupyter.resume_session import _may_be_cut_off
+    from agent_kernel.jupyter._resume_session import _may_be_cut_off
 
     cells.run(STEERING)
     cells.run(DIED_WAITING)

@@ -14,11 +14,11 @@ import psutil
 import pytest
 
 from agent_kernel import Agent, EventType
-from agent_kernel.approvals import Approval, ApprovalRequest
 from agent_kernel.errors import UserError
+from agent_kernel.guard._approvals import Approval, ApprovalRequest
+from agent_kernel.guard._permissions import Permissions
 from agent_kernel.mcp import MCPServer
 from agent_kernel.models.scripted import ScriptedModel, tool_call
-from agent_kernel.permissions import Permissions
 
 from .helpers import of_type
 from .mcp_servers import (
@@ -127,9 +127,9 @@ def test_a_server_name_that_cannot_be_part_of_a_tool_name_is_refused() -> None:
 def test_a_tool_whose_schema_is_malformed_is_skipped_with_a_warning() -> None:
     from mcp import types
 
-    from agent_kernel.mcp.connection import ConnectInfo
-    from agent_kernel.mcp.hub import MCPHub
-    from agent_kernel.tools.registry import ToolRegistry
+    from agent_kernel.mcp._connection import ConnectInfo
+    from agent_kernel.mcp._hub import MCPHub
+    from agent_kernel.tools._registry import ToolRegistry
 
     registry = ToolRegistry()
     hub = MCPHub(registry, [time_server()])
@@ -140,8 +140,8 @@ def test_a_tool_whose_schema_is_malformed_is_skipped_with_a_warning() -> None:
     warning = next(data for kind, data in facts if kind is EventType.MCP_WARNING)
     assert warning["tool"] == "broken" and "not a valid JSON schema" in warning["message"]
     # The person sees it in the run's view (and its saved transcript), not only in the journal.
-    from agent_kernel.events import AgentEvent
-    from agent_kernel.jupyter.transcript import Transcript
+    from agent_kernel.events._event import AgentEvent
+    from agent_kernel.jupyter._transcript import Transcript
 
     transcript = Transcript()
     transcript.apply(AgentEvent(1, 0.0, "s", "r", None, None, 0, EventType.MCP_WARNING, warning))
@@ -417,7 +417,7 @@ def test_elicitation_is_declined_headless_by_default_and_nothing_waits(everythin
 
 
 def test_the_live_views_approval_card_says_when_the_server_marks_a_tool_destructive(tmp_path: Path) -> None:
-    from agent_kernel.jupyter.transcript import Transcript
+    from agent_kernel.jupyter._transcript import Transcript
 
     repo = make_repository(tmp_path / "repo")
     call = tool_call("mcp__git__git_reset", {"repo_path": str(repo)})
@@ -441,7 +441,7 @@ def test_an_approving_policy_accepts_an_elicitation_only_when_the_form_can_be_an
         (asked,) = of_type(run.events, EventType.MCP_ELICITATION)
         # "name" is required and has no default: nothing to answer it with, so it is declined.
         assert asked.data["action"] == "decline" and "required field has no default" in asked.data["reason"]
-    from agent_kernel.mcp.hub import _defaults
+    from agent_kernel.mcp._hub import _defaults
 
     assert _defaults({"type": "object", "properties": {"a": {"type": "string", "default": "x"}, "b": {"type": "boolean"}}}) == {"a": "x"}
     assert _defaults({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}) is None
@@ -514,9 +514,9 @@ def test_a_sampling_call_counts_in_the_runs_tokens_and_cost_and_in_every_usage_t
     import pandas as pd
 
     from agent_kernel.journal import sql, turns_df, usage_df
-    from agent_kernel.models import pricing
+    from agent_kernel.models import _pricing as pricing
+    from agent_kernel.models._base import Usage
     from agent_kernel.models.anthropic import AnthropicModel
-    from agent_kernel.models.base import Usage
 
     from .fakes.server import FakeProvider
     from .fakes.turns import turn
@@ -569,9 +569,9 @@ def test_a_sampling_call_is_named_and_priced_by_the_model_the_provider_says_answ
     # A gateway's deployment name the price table does not know, serving a model it does: turns
     # and samples alike are priced by the served model, so the run's cost stays known.
     from agent_kernel.journal import usage_df
-    from agent_kernel.models import pricing
+    from agent_kernel.models import _pricing as pricing
+    from agent_kernel.models._base import Usage
     from agent_kernel.models.anthropic import AnthropicModel
-    from agent_kernel.models.base import Usage
 
     from .fakes.server import FakeProvider
     from .fakes.turns import turn
@@ -667,7 +667,7 @@ async def test_an_answer_that_does_not_fit_the_form_is_declined_with_the_reason(
 
 
 def test_the_live_view_notes_each_sampling_request_and_how_it_was_answered(everything: None) -> None:
-    from agent_kernel.jupyter.transcript import Transcript
+    from agent_kernel.jupyter._transcript import Transcript
 
     with agent_with([everything_stdio(sampling=True)], [SAMPLE], "Hi.", "done", permissions="bypass") as agent:
         run = agent.run_sync("go")
@@ -684,7 +684,7 @@ def test_the_live_view_notes_each_sampling_request_and_how_it_was_answered(every
 async def test_the_live_view_shows_an_elicitation_as_a_form_and_the_persons_answer_resolves_it() -> None:
     import asyncio
 
-    from agent_kernel.jupyter.view import AgentView
+    from agent_kernel.jupyter._view import AgentView
 
     view = AgentView()
     request = {"id": "elicitation-1", "server": "ev", "message": "Who are you?", "schema": {"type": "object", "properties": {"name": {"type": "string"}}}}

@@ -12,7 +12,7 @@ import pytest
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
-from agent_kernel.jupyter.extension import loaded_magics
+from agent_kernel.jupyter._extension import loaded_magics
 
 from .mcp_servers import EVERYTHING, NODE, everything_missing, server_processes
 

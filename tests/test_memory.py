@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 
 from agent_kernel import Agent, EventType, UserError
-from agent_kernel.approvals import ApprovalRequest
 from agent_kernel.context import ContextManager
+from agent_kernel.guard._approvals import ApprovalRequest
+from agent_kernel.guard._permissions import Permissions
 from agent_kernel.journal import read_events
 from agent_kernel.memory import MemoryCorruptWarning, MemoryStore
 from agent_kernel.models.scripted import ScriptedModel, tool_call
-from agent_kernel.permissions import Permissions
-from agent_kernel.tools.builtin.memory import memory as memory_tool
+from agent_kernel.tools.builtin._memory import memory as memory_tool
 
 
 def of(events: Any, kind: EventType) -> list[dict[str, Any]]:
@@ -272,7 +272,7 @@ async def test_a_memory_file_that_cannot_be_moved_aside_says_what_to_do_and_the_
     def refuse(src: Any, dst: Any) -> None:
         raise PermissionError(13, "Permission denied", str(dst))
 
-    monkeypatch.setattr("agent_kernel.memory.store.os.replace", refuse)
+    monkeypatch.setattr("agent_kernel.memory._store.os.replace", refuse)
     with pytest.raises(UserError, match="could not be read.*could not be moved aside.*Move or repair it"):
         store.entries()
     model = ScriptedModel([[tool_call("memory", {"action": "remember", "key": "k", "content": "c"})], "Ok."])
@@ -308,7 +308,7 @@ def test_a_write_that_fails_to_encode_leaves_the_file_and_backups_as_they_were(t
     def broken(*args: Any, **kwargs: Any) -> str:
         raise ValueError("cannot encode")
 
-    monkeypatch.setattr("agent_kernel.memory.store.json.dumps", broken)
+    monkeypatch.setattr("agent_kernel.memory._store.json.dumps", broken)
     with pytest.raises(ValueError, match="cannot encode"):
         store.remember("a", "version 3")
     monkeypatch.undo()

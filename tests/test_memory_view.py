@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from agent_kernel import Agent
-from agent_kernel.jupyter.transcript import Transcript
+from agent_kernel.jupyter._transcript import Transcript
 from agent_kernel.models.scripted import ScriptedModel, tool_call
 
 

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from agent_kernel.agent import Agent
+from agent_kernel.agent._agent import Agent
 from agent_kernel.context import ContextManager, MicroCompactor, TokenCounter
-from agent_kernel.context.micro import placeholder
-from agent_kernel.events import EventType
+from agent_kernel.context._micro import placeholder
+from agent_kernel.events._event import EventType
+from agent_kernel.events._turn import TurnState
 from agent_kernel.messages import Message, ToolResultBlock, ToolUseBlock
-from agent_kernel.models.base import ModelRequest
+from agent_kernel.models._base import ModelRequest
 from agent_kernel.models.scripted import ScriptedModel, estimate_request_tokens, text, tool_call
-from agent_kernel.state import TurnState
-from agent_kernel.tools.tool import tool
+from agent_kernel.tools._tool import tool
 
 
 def conversation(results: list[str]) -> list[Message]:

@@ -6,10 +6,10 @@ import pytest
 
 from agent_kernel.errors import MissingAPIKey, UnknownModel, UserError
 from agent_kernel.models import AnthropicModel, OpenAIModel, ScriptedModel, resolve_model
-from agent_kernel.models.base import Usage
-from agent_kernel.models.offline import OfflineModel
-from agent_kernel.models.pricing import PRICES, Price, cost, price
-from agent_kernel.models.registry import PROVIDERS, default_model_spec, list_models
+from agent_kernel.models._base import Usage
+from agent_kernel.models._offline import OfflineModel
+from agent_kernel.models._pricing import PRICES, Price, cost, price
+from agent_kernel.models._registry import PROVIDERS, default_model_spec, list_models
 
 
 @pytest.fixture

@@ -14,18 +14,8 @@ from agent_kernel import EventType, tool
 from agent_kernel.errors import MissingAPIKey, ModelError, UserError
 from agent_kernel.messages import Message, SummaryBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
 from agent_kernel.models import AnthropicModel, OpenAIModel
-from agent_kernel.models.base import (
-    MessageEnd,
-    ModelRequest,
-    TextDelta,
-    ThinkingDelta,
-    ToolCallDelta,
-    ToolCallEnd,
-    ToolCallStart,
-    ToolSpec,
-    Usage,
-)
-from agent_kernel.models.sdk_errors import ANTHROPIC_BY_STATUS, ANTHROPIC_FIXED
+from agent_kernel.models._base import MessageEnd, ModelRequest, TextDelta, ThinkingDelta, ToolCallDelta, ToolCallEnd, ToolCallStart, ToolSpec, Usage
+from agent_kernel.models._sdk_errors import ANTHROPIC_BY_STATUS, ANTHROPIC_FIXED
 
 from .helpers import ADD, HELLO, make_agent, of_type, unmapped_exceptions
 from .sse import Server, anthropic_client, anthropic_response, anthropic_sse, collect, http, openai_chunk, openai_client, openai_sse

@@ -13,17 +13,8 @@ from hypothesis import strategies as st
 from agent_kernel.errors import MissingAPIKey, ModelError
 from agent_kernel.messages import Message, SummaryBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
 from agent_kernel.models import OpenAIModel
-from agent_kernel.models.base import (
-    MessageEnd,
-    ModelRequest,
-    TextDelta,
-    ThinkingDelta,
-    ToolCallDelta,
-    ToolCallEnd,
-    ToolCallStart,
-    Usage,
-)
-from agent_kernel.models.sdk_errors import OPENAI_BY_STATUS, OPENAI_FIXED
+from agent_kernel.models._base import MessageEnd, ModelRequest, TextDelta, ThinkingDelta, ToolCallDelta, ToolCallEnd, ToolCallStart, Usage
+from agent_kernel.models._sdk_errors import OPENAI_BY_STATUS, OPENAI_FIXED
 
 from .helpers import ADD, HELLO, unmapped_exceptions
 from .sse import Server, collect, http, openai_chunk, openai_client, openai_sse

@@ -11,26 +11,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agent_kernel.errors import ModelError, UserError
-from agent_kernel.messages import (
-    Message,
-    SummaryBlock,
-    TextBlock,
-    ThinkingBlock,
-    ToolResultBlock,
-    ToolUseBlock,
-)
+from agent_kernel.messages import Message, SummaryBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
 from agent_kernel.models import OpenAIModel
-from agent_kernel.models.base import (
-    MessageEnd,
-    ModelRequest,
-    TextDelta,
-    ThinkingDelta,
-    ToolCallDelta,
-    ToolCallEnd,
-    ToolCallStart,
-    Usage,
-)
-from agent_kernel.models.openai_responses import reasoning_item, reasoning_signature
+from agent_kernel.models._base import MessageEnd, ModelRequest, TextDelta, ThinkingDelta, ToolCallDelta, ToolCallEnd, ToolCallStart, Usage
+from agent_kernel.models._openai_responses import reasoning_item, reasoning_signature
 
 from .fakes.errors import StrictAPIError
 from .fakes.responses_api import (

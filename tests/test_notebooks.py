@@ -25,7 +25,7 @@ from types import ModuleType
 
 import pytest
 
-from agent_kernel.state import new_id
+from agent_kernel.events._turn import new_id
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))

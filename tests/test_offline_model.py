@@ -7,9 +7,9 @@ from pathlib import Path
 
 from agent_kernel import Agent, EventType, tool
 from agent_kernel.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
-from agent_kernel.models.base import MessageEnd, ModelRequest, TextDelta, ToolCallEnd, ToolSpec
-from agent_kernel.models.offline import OfflineModel, example_arguments
-from agent_kernel.state import TerminationReason
+from agent_kernel.models._base import MessageEnd, ModelRequest, TextDelta, ToolCallEnd, ToolSpec
+from agent_kernel.models._offline import OfflineModel, example_arguments
+from agent_kernel.runtime._state import TerminationReason
 
 from .helpers import of_type
 from .sse import collect

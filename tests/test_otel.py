@@ -19,7 +19,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 
 from agent_kernel import Agent
-from agent_kernel.events import EventType
+from agent_kernel.events._event import EventType
 from agent_kernel.journal import export_otel, read_events
 from agent_kernel.models.scripted import ScriptedModel
 

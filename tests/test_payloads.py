@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agent_kernel.events import PAYLOADS, EventType
-from agent_kernel.payloads import events_markdown
+from agent_kernel.events._event import PAYLOADS, EventType
+from agent_kernel.events.payloads import events_markdown
 
 from .payload_check import payload_problem
 

@@ -6,13 +6,13 @@ from typing import Any
 
 import pytest
 
-from agent_kernel.approvals import auto_approve
 from agent_kernel.errors import UserError
-from agent_kernel.events import EventType
-from agent_kernel.permissions import MODES, Permissions, Rule, ToolRequest, build_gate
-from agent_kernel.tools.builtin.files import edit_file, read_file, write_file
-from agent_kernel.tools.builtin.shell import bash
-from agent_kernel.tools.tool import Tool
+from agent_kernel.events._event import EventType
+from agent_kernel.guard._approvals import auto_approve
+from agent_kernel.guard._permissions import MODES, Permissions, Rule, ToolRequest, build_gate
+from agent_kernel.tools._tool import Tool
+from agent_kernel.tools.builtin._files import edit_file, read_file, write_file
+from agent_kernel.tools.builtin._shell import bash
 
 from .payload_check import EmitRecorder
 

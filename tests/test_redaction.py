@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from agent_kernel import Agent
-from agent_kernel.approvals import Approval
-from agent_kernel.events import EventType
+from agent_kernel.events._event import EventType
+from agent_kernel.guard._approvals import Approval
+from agent_kernel.guard._redaction import Redactor, looks_like_secret_name
 from agent_kernel.models.scripted import ScriptedModel, tool_call
-from agent_kernel.redaction import Redactor, looks_like_secret_name
 
 SECRET = "sk-test-0123456789abcdef"
 

@@ -15,7 +15,7 @@ from agent_kernel import Agent, EventType, UserError
 from agent_kernel.journal import read_events, rebuild
 from agent_kernel.memory import Reminders, describe
 from agent_kernel.models.scripted import ScriptedModel, tool_call
-from agent_kernel.tools.builtin.todo import todo_write
+from agent_kernel.tools.builtin._todo import todo_write
 
 
 def of(events: Any, kind: EventType) -> list[dict[str, Any]]:
@@ -164,7 +164,7 @@ async def test_the_magic_gives_new_agents_the_notebooks_namespace() -> None:
     pytest.importorskip("IPython")
     from IPython.core.interactiveshell import InteractiveShell
 
-    from agent_kernel.jupyter.magics import AgentMagics
+    from agent_kernel.jupyter._magics import AgentMagics
 
     shell = InteractiveShell.instance()
     magics = AgentMagics(shell=shell)

@@ -6,7 +6,7 @@ import pytest
 
 from agent_kernel import EventType, TerminationReason, tool
 from agent_kernel.models.scripted import ScriptedModel, fail, stall, text, tool_call
-from agent_kernel.streaming import backoff
+from agent_kernel.runtime._streaming import backoff
 
 from .helpers import make_agent, of_type, types
 

@@ -14,11 +14,11 @@ import pytest
 from agent_kernel import Agent, ToolContext, tool
 from agent_kernel.context import ContextManager
 from agent_kernel.errors import UserError
-from agent_kernel.events import AgentEvent, EventType
+from agent_kernel.events._event import AgentEvent, EventType
+from agent_kernel.events._turn import TurnState
 from agent_kernel.journal import INTERRUPTED_RESULT, read_events, rebuild, turn_history
 from agent_kernel.messages import Message, TextBlock, ToolResultBlock
 from agent_kernel.models.scripted import FunctionModel, ScriptedModel, fail, text, thinking, tool_call
-from agent_kernel.state import TurnState
 
 from .journal_events import recorded_run, until
 

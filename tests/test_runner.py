@@ -23,23 +23,14 @@ import pytest
 import traitlets
 
 from agent_kernel import Agent, tool
-from agent_kernel.events import EventType
+from agent_kernel.events._event import EventType
 from agent_kernel.journal import read_events
-from agent_kernel.jupyter import runner
-from agent_kernel.jupyter.runner import (
-    ExecutionMode,
-    RunHandle,
-    RunInterrupted,
-    detect_mode,
-    kernel_handles_comms_while_awaiting,
-    run_cell,
-    start_run,
-    wait_all,
-)
-from agent_kernel.jupyter.static_view import StaticTranscript
-from agent_kernel.jupyter.view import AgentView
+from agent_kernel.jupyter import _runner as runner
+from agent_kernel.jupyter._runner import ExecutionMode, RunHandle, RunInterrupted, detect_mode, kernel_handles_comms_while_awaiting, run_cell, start_run, wait_all
+from agent_kernel.jupyter._static_view import StaticTranscript
+from agent_kernel.jupyter._view import AgentView
 from agent_kernel.models.scripted import FunctionModel, ScriptedModel, text, tool_call
-from agent_kernel.state import TerminationReason
+from agent_kernel.runtime._state import TerminationReason
 
 
 class RecordingComm:

@@ -17,14 +17,14 @@ from typing import Any
 import pytest
 
 from agent_kernel import Agent
-from agent_kernel import sandbox as sandbox_module
 from agent_kernel.errors import ToolError, UserError
-from agent_kernel.events import EventType
+from agent_kernel.events._event import EventType
+from agent_kernel.guard import _sandbox as sandbox_module
+from agent_kernel.guard._permissions import Permissions
+from agent_kernel.guard._sandbox import Sandbox, SandboxUnavailable, sandbox_from
 from agent_kernel.models.scripted import ScriptedModel, tool_call
-from agent_kernel.permissions import Permissions
-from agent_kernel.sandbox import Sandbox, SandboxUnavailable, sandbox_from
-from agent_kernel.tools.builtin.shell import bash
-from agent_kernel.tools.tool import ToolContext
+from agent_kernel.tools._tool import ToolContext
+from agent_kernel.tools.builtin._shell import bash
 
 
 @pytest.fixture
@@ -292,7 +292,7 @@ def test_the_sandbox_magic_option_turns_the_sandbox_on(tmp_path: Path, monkeypat
     from IPython.core.interactiveshell import InteractiveShell
     from IPython.utils.capture import capture_output
 
-    from agent_kernel.jupyter.extension import loaded_magics
+    from agent_kernel.jupyter._extension import loaded_magics
 
     (tmp_path / "outside").mkdir(exist_ok=True)
     work = tmp_path / "nb"

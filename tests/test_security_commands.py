@@ -15,12 +15,12 @@ from typing import Any
 import pytest
 
 from agent_kernel import Agent
-from agent_kernel.approvals import Approval, parse_policy
-from agent_kernel.commands import matches, parse
-from agent_kernel.events import EventType
+from agent_kernel.events._event import EventType
+from agent_kernel.guard._approvals import Approval, parse_policy
+from agent_kernel.guard._permissions import Permissions, ToolRequest, build_gate
+from agent_kernel.guard._shell import matches, parse
 from agent_kernel.models.scripted import ScriptedModel, tool_call
-from agent_kernel.permissions import Permissions, ToolRequest, build_gate
-from agent_kernel.tools.builtin.shell import bash
+from agent_kernel.tools.builtin._shell import bash
 
 MARK = "PWNED"
 

@@ -16,13 +16,13 @@ import pytest
 
 from agent_kernel import Agent
 from agent_kernel.errors import ToolError
-from agent_kernel.events import EventType
+from agent_kernel.events._event import EventType
+from agent_kernel.guard._paths import PathKey, Workspace
+from agent_kernel.guard._permissions import Permissions
 from agent_kernel.models.scripted import ScriptedModel, tool_call
-from agent_kernel.permissions import Permissions
-from agent_kernel.tools.builtin.files import edit_file, read_file, write_file
-from agent_kernel.tools.builtin.search import glob, grep, list_files
-from agent_kernel.tools.paths import PathKey, Workspace
-from agent_kernel.tools.tool import ToolContext
+from agent_kernel.tools._tool import ToolContext
+from agent_kernel.tools.builtin._files import edit_file, read_file, write_file
+from agent_kernel.tools.builtin._search import glob, grep, list_files
 
 TOOLS = [read_file, write_file, edit_file, list_files, glob, grep]
 
@@ -131,7 +131,7 @@ def test_a_link_re_pointed_after_the_check_still_meets_the_deny_rule(ws: Path) -
     # The gate saw "notes_link" lead to notes.md; by the time the tool opens it, it leads to .env.
     from types import SimpleNamespace
 
-    from agent_kernel.permissions import build_gate
+    from agent_kernel.guard._permissions import build_gate
 
     (ws / "notes_link").symlink_to(".env")
     run = SimpleNamespace(permissions=build_gate(Permissions(mode="accept_edits", deny=["write_file(.env)", "read_file(.env)"])))

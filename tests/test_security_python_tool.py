@@ -8,9 +8,9 @@ import threading
 from typing import Any
 
 from agent_kernel import Agent, EventType, TerminationReason
-from agent_kernel.approvals import ApprovalRequest
+from agent_kernel.guard._approvals import ApprovalRequest
 from agent_kernel.models.scripted import ScriptedModel, tool_call
-from agent_kernel.tools.builtin.python import python
+from agent_kernel.tools.builtin._python import python
 
 from .helpers import of_type
 

@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 
 from agent_kernel import Agent, tool
-from agent_kernel.events import EventType
+from agent_kernel.events._event import EventType
+from agent_kernel.guard._redaction import Redactor, looks_like_secret, secrets_in_environ
 from agent_kernel.models.scripted import ScriptedModel, text, tool_call
-from agent_kernel.redaction import Redactor, looks_like_secret, secrets_in_environ
 
 _rng = random.Random(20240611)  # fixed: the corpus is the same on every run
 _A62 = string.ascii_letters + string.digits
@@ -60,7 +60,7 @@ ORDINARY: dict[str, str] = {
     "TERM_LIKE": "xterm-256color",
     "IMAGE": "python3.11-slim-bookworm-amd64",
     "SETTING": "my_super_long_variable_value_1",
-    "MODULE": "agent_kernel.jupyter.kernel",
+    "MODULE": "agent_kernel.jupyter._kernel",
     "SITE": "/opt/conda/envs/py311/lib/python3.11/site-packages",
     "APP": "MyApplicationName2024Edition",
     "WHEEL": "jupyterlab-4.2.5-py3-none-any.whl",
@@ -193,7 +193,7 @@ def _printing(*names: str) -> str:
 
 
 def test_secrets_under_any_name_reach_nothing_through_bash(tmp_path: Path, corpus_env: None) -> None:
-    from agent_kernel.tools.builtin.shell import bash
+    from agent_kernel.tools.builtin._shell import bash
 
     names = sorted(SECRETS)
     script = [[tool_call("bash", {"command": _printing(*names)})], [tool_call("bash", {"command": "env"})], "done"]
@@ -226,7 +226,7 @@ def test_a_key_set_after_the_agent_was_built_is_redacted(tmp_path: Path, monkeyp
 
 
 def test_encoded_secrets_printed_by_a_tool_are_redacted(tmp_path: Path, corpus_env: None) -> None:
-    from agent_kernel.tools.builtin.shell import bash
+    from agent_kernel.tools.builtin._shell import bash
 
     code = (
         "import base64, os; k = os.environ['OPENAI_DEFAULT'].encode(); "

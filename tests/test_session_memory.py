@@ -10,9 +10,9 @@ from agent_kernel.context import ContextManager
 from agent_kernel.journal import read_events, rebuild
 from agent_kernel.memory import SessionMemoryConfig, TodoItem
 from agent_kernel.messages import Message, SummaryBlock, TextBlock
-from agent_kernel.models.base import ToolSpec
+from agent_kernel.models._base import ToolSpec
 from agent_kernel.models.scripted import FunctionModel, ScriptedModel, text, tool_call
-from agent_kernel.tools.builtin.todo import todo_write
+from agent_kernel.tools.builtin._todo import todo_write
 
 PLAN = [{"content": "Read the inputs", "status": "completed"}, {"content": "Write the report", "status": "in_progress"}]
 
@@ -222,7 +222,7 @@ async def test_secrets_in_restored_files_are_redacted_and_the_journal_rebuilds_t
 
 
 async def test_a_file_a_deny_rule_now_forbids_is_not_restored(tmp_path: Path) -> None:
-    from agent_kernel.permissions import Permissions
+    from agent_kernel.guard._permissions import Permissions
 
     agent = working_agent(tmp_path, ["The summary."])
     await agent.run("Read both files.")

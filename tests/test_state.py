@@ -7,8 +7,8 @@ import dataclasses
 import pytest
 
 from agent_kernel import LoopState, TurnState
-from agent_kernel.models.base import Usage
-from agent_kernel.state import LoopStateMachine, LoopStats
+from agent_kernel.models._base import Usage
+from agent_kernel.runtime._state import LoopStateMachine, LoopStats
 
 
 def test_turn_state_is_frozen() -> None:

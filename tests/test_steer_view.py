@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 
 from agent_kernel import Agent, tool
-from agent_kernel.events import EventType
-from agent_kernel.jupyter.protocol import TO_KERNEL, problem
-from agent_kernel.jupyter.runner import start_run
-from agent_kernel.jupyter.view import STEER_CAP, AgentView
+from agent_kernel.events._event import EventType
+from agent_kernel.jupyter._protocol import TO_KERNEL, problem
+from agent_kernel.jupyter._runner import start_run
+from agent_kernel.jupyter._view import STEER_CAP, AgentView
 from agent_kernel.models.scripted import ScriptedModel, text, tool_call
 
 from . import test_runner, test_view
@@ -180,7 +180,7 @@ def test_the_static_transcript_shows_steered_messages_and_pauses_but_no_controls
 
 
 def test_while_paused_the_status_line_says_so_in_both_renderings(make_view):
-    from agent_kernel.jupyter.static_view import PAUSED_LABEL, phase_label
+    from agent_kernel.jupyter._static_view import PAUSED_LABEL, phase_label
 
     ev = Events()
     view = Controls().view(make_view, clock=Clock())

@@ -10,13 +10,13 @@ import pandas as pd
 import pytest
 
 from agent_kernel import Agent, AgentEvent, EventType, TerminationReason, tool
-from agent_kernel.approvals import Approval, ApprovalRequest
 from agent_kernel.errors import UnknownTool, UserError
+from agent_kernel.guard._approvals import Approval, ApprovalRequest
 from agent_kernel.journal import read_events
 from agent_kernel.messages import Message, TextBlock
-from agent_kernel.models.base import ToolSpec
+from agent_kernel.models._base import ToolSpec
 from agent_kernel.models.scripted import FunctionModel, ScriptedModel, fail, text, tool_call
-from agent_kernel.subagents import Subagent
+from agent_kernel.team._subagents import Subagent
 
 from .helpers import Overlap, make_agent, of_type, types
 
@@ -345,7 +345,7 @@ async def test_one_sub_agent_serves_every_call_with_a_fresh_conversation() -> No
 
 
 async def test_frames_name_each_row_s_agent_and_its_parent(tmp_path: Path) -> None:
-    from agent_kernel.journal.frames import events_df, tool_calls_df, turns_df, usage_df
+    from agent_kernel.journal._frames import events_df, tool_calls_df, turns_df, usage_df
 
     leaf = mathematician([tool_call("add", {"a": 1, "b": 1}, id="g1"), "2"])
     middle = make_agent(ScriptedModel([tool_call("task", {"agent": "math", "instructions": "1+1"}, id="m1"), "It is 2."]), name="middle", subagents={"math": leaf})
@@ -369,7 +369,7 @@ async def test_frames_name_each_row_s_agent_and_its_parent(tmp_path: Path) -> No
 
 
 async def test_calls_with_the_same_id_in_parent_and_child_stay_separate_rows() -> None:
-    from agent_kernel.journal.frames import tool_calls_df
+    from agent_kernel.journal._frames import tool_calls_df
 
     # Offline models number their calls per model, so parent and child both make call_0_0.
     child = mathematician([tool_call("add", {"a": 1, "b": 1}), "2"])

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from agent_kernel.events import AgentEvent, EventType
-from agent_kernel.jupyter.summary import RunSummary, markdown_to_html
+from agent_kernel.events._event import AgentEvent, EventType
+from agent_kernel.jupyter._summary import RunSummary, markdown_to_html
 
 T = EventType
 
@@ -222,7 +222,7 @@ def test_a_long_sub_agent_answer_is_shortened_to_one_line():
 
 
 def test_an_unknown_cost_reads_as_a_dash_and_a_known_one_with_four_decimals():
-    from agent_kernel.jupyter.summary import format_cost
+    from agent_kernel.jupyter._summary import format_cost
 
     assert (format_cost(None), format_cost(0.0), format_cost(0.01234), format_cost(12.5)) == (
         "—", "$0.0000", "$0.0123", "$12.5000")
@@ -233,6 +233,6 @@ def test_an_unknown_cost_reads_as_a_dash_and_a_known_one_with_four_decimals():
 
 
 def test_durations_round_half_up_as_the_browser_does():
-    from agent_kernel.jupyter.summary import one_decimal
+    from agent_kernel.jupyter._summary import one_decimal
 
     assert [one_decimal(x) for x in (0.25, 3.25, 0.05, 2.0)] == ["0.3", "3.3", "0.1", "2.0"]

@@ -13,9 +13,9 @@ from IPython.core.formatters import DisplayFormatter
 from nbconvert import HTMLExporter
 
 from agent_kernel import Agent
-from agent_kernel.events import AgentEvent, EventType
+from agent_kernel.events._event import AgentEvent, EventType
 from agent_kernel.journal import Journal, Timeline, timeline
-from agent_kernel.journal.svg_timeline import BAR_COLUMNS
+from agent_kernel.journal._svg_timeline import BAR_COLUMNS
 from agent_kernel.models.scripted import ScriptedModel
 
 from .journal_events import recorded_run, until

@@ -11,7 +11,7 @@ import pytest
 from agent_kernel import ToolContext, tool
 from agent_kernel.errors import UnknownTool
 from agent_kernel.models.scripted import ScriptedModel, tool_call
-from agent_kernel.tools.registry import ToolRegistry, as_tool
+from agent_kernel.tools._registry import ToolRegistry, as_tool
 
 from .helpers import make_agent
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from agent_kernel import Agent
-from agent_kernel.models.transport import LoopBound
+from agent_kernel.models._transport import LoopBound
 
 
 class Client:

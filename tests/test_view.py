@@ -20,9 +20,9 @@ from typing import Any
 import comm
 import pytest
 
-from agent_kernel.events import AgentEvent, EventType
-from agent_kernel.jupyter.protocol import TO_FRONT_END, TO_KERNEL, problem
-from agent_kernel.jupyter.view import AgentView
+from agent_kernel.events._event import AgentEvent, EventType
+from agent_kernel.jupyter._protocol import TO_FRONT_END, TO_KERNEL, problem
+from agent_kernel.jupyter._view import AgentView
 
 T = EventType
 REPO = Path(__file__).resolve().parents[1]
@@ -773,7 +773,7 @@ def test_an_unknown_cost_reads_as_a_dash_never_as_zero(make_view):
 
 
 def test_events_that_stop_before_the_runs_end_show_as_an_interrupted_transcript():
-    from agent_kernel.jupyter.static_view import StaticTranscript
+    from agent_kernel.jupyter._static_view import StaticTranscript
 
     ev = Events()
     events = [ev(T.RUN_START, prompt="Go", model="scripted", max_iterations=5),
@@ -1223,7 +1223,7 @@ MARKDOWN_CORPUS = [
 
 @pytest.mark.browser
 def test_the_live_markdown_and_the_transcripts_markdown_agree_on_a_corpus(make_view, chromium):
-    from agent_kernel.jupyter.summary import markdown_to_html
+    from agent_kernel.jupyter._summary import markdown_to_html
 
     browser = BrowserPage(chromium, make_view())
     page = browser.page

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from .assembler import Assembly, Component, ContextAssembler, Placed, Priority
-from .compaction import SECTIONS, CompactionResult, Compactor, compacted_history
-from .manager import ContextManager, PreparedContext
-from .micro import MicroCompactor, MicroResult
-from .tokens import TokenCounter
+from agent_kernel.context._assembler import Assembly, Component, ContextAssembler, Placed, Priority
+from agent_kernel.context._compaction import SECTIONS, CompactionResult, Compactor, compacted_history
+from agent_kernel.context._manager import ContextManager, PreparedContext
+from agent_kernel.context._micro import MicroCompactor, MicroResult
+from agent_kernel.context._tokens import TokenCounter
 
 __all__ = [
     "SECTIONS",

@@ -10,22 +10,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .diff import diff_runs
-from .html_diff import RunDiff, diff_view
-from .journal import JOURNAL_SCHEMA, SESSIONS_DIR, Journal, rewrite_journal, session_path
-from .reader import TornLineWarning, read_events, read_header
-from .replay import replay
-from .resume import INTERRUPTED_RESULT, Resumed, list_sessions, rebuild, resolve_journal_path, turn_history
-from .sources import SkippedLinesWarning
+from agent_kernel.journal._diff import diff_runs
+from agent_kernel.journal._html_diff import RunDiff, diff_view
+from agent_kernel.journal._reader import TornLineWarning, read_events, read_header
+from agent_kernel.journal._replay import replay
+from agent_kernel.journal._resume import INTERRUPTED_RESULT, Resumed, list_sessions, rebuild, resolve_journal_path, turn_history
+from agent_kernel.journal._sources import SkippedLinesWarning
 
 # Eager: a lazy load would leave the submodule, not the function, under the name ``sql``. The
 # module imports neither DuckDB nor pandas until a query runs.
-from .sql import sql
+from agent_kernel.journal._sql import connect, sql
+from agent_kernel.journal._writer import JOURNAL_SCHEMA, SESSIONS_DIR, Journal, rewrite_journal, session_path
 
 if TYPE_CHECKING:
-    from .export import export_otel, export_parquet
-    from .frames import events_df, load_journals, messages_df, tool_calls_df, turns_df, usage_df
-    from .svg_timeline import Timeline, timeline
+    from agent_kernel.journal._export import export_otel, export_parquet
+    from agent_kernel.journal._frames import events_df, load_journals, messages_df, tool_calls_df, turns_df, usage_df
+    from agent_kernel.journal._svg_timeline import Timeline, timeline
 
 __all__ = [
     "INTERRUPTED_RESULT",
@@ -37,6 +37,7 @@ __all__ = [
     "SkippedLinesWarning",
     "Timeline",
     "TornLineWarning",
+    "connect",
     "diff_runs",
     "diff_view",
     "events_df",
@@ -61,17 +62,16 @@ __all__ = [
 ]
 
 _LAZY = {
-    "events_df": "frames",
-    "load_journals": "frames",
-    "messages_df": "frames",
-    "tool_calls_df": "frames",
-    "turns_df": "frames",
-    "usage_df": "frames",
-    "export_otel": "export",
-    "export_parquet": "export",
-    # Not a module named "timeline": importing it would replace the function on this package.
-    "Timeline": "svg_timeline",
-    "timeline": "svg_timeline",
+    "events_df": "_frames",
+    "load_journals": "_frames",
+    "messages_df": "_frames",
+    "tool_calls_df": "_frames",
+    "turns_df": "_frames",
+    "usage_df": "_frames",
+    "export_otel": "_export",
+    "export_parquet": "_export",
+    "Timeline": "_svg_timeline",
+    "timeline": "_svg_timeline",
 }
 
 

@@ -12,8 +12,8 @@ from typing import Any
 
 __all__ = ["AgentMagics", "AgentView", "RunHandle", "RunSummary", "run_cell", "start_run"]
 
-_LAZY = {"AgentMagics": ".magics", "AgentView": ".view", "RunHandle": ".runner", "RunSummary": ".summary",
-         "run_cell": ".runner", "start_run": ".runner"}
+_LAZY = {"AgentMagics": "._magics", "AgentView": "._view", "RunHandle": "._runner", "RunSummary": "._summary",
+         "run_cell": "._runner", "start_run": "._runner"}
 
 
 def __getattr__(name: str) -> Any:

@@ -13,7 +13,7 @@ def main() -> None:
     """Launches ``AgentKernel`` with ipykernel's application (reads ``-f CONNECTION_FILE``)."""
     from ipykernel.kernelapp import IPKernelApp
 
-    from .kernel import AgentKernel
+    from agent_kernel.jupyter._kernel import AgentKernel
 
     IPKernelApp.launch_instance(kernel_class=AgentKernel)
 

@@ -13,9 +13,9 @@ extra and a missing SDK is reported when it is needed.
 
 from __future__ import annotations
 
-from .connection import MCPConnectionError
-from .hub import MCPHub
-from .server import MCPServer
-from .tools import MCPTool
+from agent_kernel.mcp._connection import MCPConnectionError
+from agent_kernel.mcp._hub import MCPHub
+from agent_kernel.mcp._server import MCPServer
+from agent_kernel.mcp._tools import MCPTool
 
 __all__ = ["MCPConnectionError", "MCPHub", "MCPServer", "MCPTool"]

@@ -4,20 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import (
-    MessageEnd,
-    Model,
-    ModelRequest,
-    StreamEvent,
-    TextDelta,
-    ThinkingDelta,
-    ToolCallDelta,
-    ToolCallEnd,
-    ToolCallStart,
-    ToolSpec,
-    Usage,
-)
-from .scripted import FunctionModel, ScriptedModel
+from agent_kernel.models._base import MessageEnd, Model, ModelRequest, StreamEvent, TextDelta, ThinkingDelta, ToolCallDelta, ToolCallEnd, ToolCallStart, ToolSpec, Usage
+from agent_kernel.models.scripted import FunctionModel, ScriptedModel
 
 __all__ = [
     "AnthropicModel",
@@ -35,13 +23,21 @@ __all__ = [
     "ToolCallStart",
     "ToolSpec",
     "Usage",
+    "cost",
+    "default_model_spec",
+    "list_models",
+    "price",
     "resolve_model",
 ]
 
 _LAZY = {
     "AnthropicModel": ("agent_kernel.models.anthropic", "AnthropicModel"),
     "OpenAIModel": ("agent_kernel.models.openai", "OpenAIModel"),
-    "resolve_model": ("agent_kernel.models.registry", "resolve_model"),
+    "resolve_model": ("agent_kernel.models._registry", "resolve_model"),
+    "default_model_spec": ("agent_kernel.models._registry", "default_model_spec"),
+    "list_models": ("agent_kernel.models._registry", "list_models"),
+    "cost": ("agent_kernel.models._pricing", "cost"),
+    "price": ("agent_kernel.models._pricing", "price"),
 }
 
 

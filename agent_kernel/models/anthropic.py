@@ -23,25 +23,14 @@ from typing import Any, Literal
 
 import anthropic
 
-from ..errors import ModelError
-from ..messages import Message, SummaryBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
-from .base import (
-    MessageEnd,
-    ModelRequest,
-    StreamEvent,
-    TextDelta,
-    ThinkingDelta,
-    ToolCallDelta,
-    ToolCallEnd,
-    ToolCallStart,
-    ToolSpec,
-    Usage,
-)
-from .catalog import DEFAULT_MODELS, context_window
-from .keys import require_key
-from .options import check_options, fit_to_signature, provider_extras, tool_choice
-from .sdk_errors import map_anthropic_error, stream_cut
-from .transport import LoopBound, watch_stream_activity
+from agent_kernel.errors import ModelError
+from agent_kernel.messages import Message, SummaryBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
+from agent_kernel.models._base import MessageEnd, ModelRequest, StreamEvent, TextDelta, ThinkingDelta, ToolCallDelta, ToolCallEnd, ToolCallStart, ToolSpec, Usage
+from agent_kernel.models._catalog import DEFAULT_MODELS, context_window
+from agent_kernel.models._keys import require_key
+from agent_kernel.models._options import check_options, fit_to_signature, provider_extras, tool_choice
+from agent_kernel.models._sdk_errors import map_anthropic_error, stream_cut
+from agent_kernel.models._transport import LoopBound, watch_stream_activity
 
 __all__ = ["AnthropicModel", "to_anthropic_messages", "to_anthropic_tools"]
 

@@ -27,26 +27,15 @@ from urllib.parse import urlsplit
 
 import openai
 
-from ..errors import ModelError, UserError
-from ..messages import Message, SummaryBlock, TextBlock, ToolResultBlock, ToolUseBlock
-from .base import (
-    MessageEnd,
-    ModelRequest,
-    StreamEvent,
-    TextDelta,
-    ThinkingDelta,
-    ToolCallDelta,
-    ToolCallEnd,
-    ToolCallStart,
-    ToolSpec,
-    Usage,
-)
-from .catalog import DEFAULT_MODELS, context_window
-from .keys import require_key
-from .openai_responses import arguments_json, responses_events, responses_params
-from .options import check_options, fit_to_signature, provider_extras, tool_choice
-from .sdk_errors import map_openai_error, stream_cut
-from .transport import LoopBound, watch_stream_activity
+from agent_kernel.errors import ModelError, UserError
+from agent_kernel.messages import Message, SummaryBlock, TextBlock, ToolResultBlock, ToolUseBlock
+from agent_kernel.models._base import MessageEnd, ModelRequest, StreamEvent, TextDelta, ThinkingDelta, ToolCallDelta, ToolCallEnd, ToolCallStart, ToolSpec, Usage
+from agent_kernel.models._catalog import DEFAULT_MODELS, context_window
+from agent_kernel.models._keys import require_key
+from agent_kernel.models._openai_responses import arguments_json, responses_events, responses_params
+from agent_kernel.models._options import check_options, fit_to_signature, provider_extras, tool_choice
+from agent_kernel.models._sdk_errors import map_openai_error, stream_cut
+from agent_kernel.models._transport import LoopBound, watch_stream_activity
 
 __all__ = ["OpenAIModel", "to_openai_messages", "to_openai_tools"]
 

@@ -18,20 +18,9 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Union
 
-from ..errors import ModelError
-from ..messages import Message
-from .base import (
-    MessageEnd,
-    ModelRequest,
-    StreamEvent,
-    TextDelta,
-    ThinkingDelta,
-    ToolCallDelta,
-    ToolCallEnd,
-    ToolCallStart,
-    ToolSpec,
-    Usage,
-)
+from agent_kernel.errors import ModelError
+from agent_kernel.messages import Message
+from agent_kernel.models._base import MessageEnd, ModelRequest, StreamEvent, TextDelta, ThinkingDelta, ToolCallDelta, ToolCallEnd, ToolCallStart, ToolSpec, Usage
 
 __all__ = [
     "Fail",

@@ -1,0 +1,164 @@
+"""continuation — how a conversation goes on elsewhere: resumed from its journal, or forked at a turn.
+
+``Agent.resume`` and ``Agent.fork`` are thin wrappers over ``restore`` and ``fork_of``. A resumed
+journal that ends inside a turn (a process died between the model's tool calls and their results)
+keeps that turn open for ``Agent.continue_run`` (``Interrupted.unfinished_results`` answers the
+calls that had started as interrupted), and ``request_of`` turns each pending ``approval_required`` back
+into the question it asked.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import itertools
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agent_kernel.agent._parts import DEFAULT, journal_path
+from agent_kernel.errors import UserError, did_you_mean
+from agent_kernel.events._event import AgentEvent, EventType
+from agent_kernel.events._turn import TurnState, new_id
+from agent_kernel.guard._approvals import ApprovalRequest
+from agent_kernel.journal import Journal, read_header, resolve_journal_path
+from agent_kernel.journal._event_log import DEFAULT_KEEP_EVENTS
+from agent_kernel.journal._resume import fork_point, rebuild, replace_tool_results, scan, turn_history
+
+if TYPE_CHECKING:
+    from agent_kernel.agent._agent import Agent
+    from agent_kernel.models._base import Model
+
+__all__ = ["fork_of", "request_of", "restore"]
+
+
+def restore(cls: type[Agent], session_id_or_path: str | os.PathLike[str], agent_kwargs: dict[str, Any]) -> Agent:
+    """``Agent.resume``: an agent of class ``cls`` rebuilt from its journal (see there)."""
+    from agent_kernel.journal import Journal
+
+    path = resolve_journal_path(session_id_or_path, agent_kwargs.get("working_dir"))
+    # One pass, line by line: a long session's journal never has to fit in memory.
+    found = scan(path, agent_kwargs.get("keep_events", DEFAULT_KEEP_EVENTS))
+    messages, _, last_seq = found.resumed
+    session_id = found.session_id or path.stem
+    if "model" not in agent_kwargs:
+        agent_kwargs["model"] = _recorded_model([found.last_run_start] if found.last_run_start is not None else [])
+    opened = None
+    if agent_kwargs.get("journal", DEFAULT) is DEFAULT:
+        opened = agent_kwargs["journal"] = Journal(path, session_id=session_id)
+    try:
+        agent = cls(session_id=session_id, **_known(cls, agent_kwargs, "Agent.resume"))
+    except BaseException:
+        if opened is not None:
+            opened.close()  # its lock would refuse the next try
+        raise
+    if found.interrupted is not None:
+        # The process died inside a turn: its tool calls stay open for continue_run, which
+        # asks again where an approval was pending; a new prompt closes them instead.
+        messages = messages[:-1]
+        # Upward, lazily: only a resumed delegation needs the team part above this one.
+        from agent_kernel.team._subagents import resumable_delegation
+
+        agent._interrupted = found.interrupted.keeping_subagents(lambda tool: resumable_delegation(agent.tools.get(tool)))
+    agent.messages[:] = messages
+    agent.history[:] = found.turn_states
+    agent.events.load(found.tail, found.total)  # the tail in memory; the rest is read back from the journal
+    agent._seq = itertools.count(last_seq + 1)
+    header = read_header(path)
+    if header is not None and isinstance(header.get("forked_from"), dict):
+        agent.forked_from = header["forked_from"]  # a fork stays one when resumed
+    return agent
+
+
+def fork_of(
+    self: Agent,
+    at: int | str,
+    model: str | Model | None,
+    journal: Any,
+    replace_result: Mapping[str, str] | None,
+    overrides: dict[str, Any],
+) -> Agent:
+    """``Agent.fork``: a new agent whose history is ``self``'s up to the start of turn ``at``."""
+    if self._context is not None:
+        raise UserError("Cannot fork while a run is in progress; wait for it or call agent.cancel() first.")
+    overrides = _known(type(self), overrides, "fork")
+    point = fork_point(list(self.events), at)
+    session_id = new_id("s_")
+    forked_from = {"session_id": self.session_id, "run_id": point.run_id, "turn_id": point.turn_state.turn_id, "iteration": point.turn_state.turn_counter}
+    made = None
+    if journal is DEFAULT or isinstance(journal, (str, os.PathLike)):
+        path = journal_path(journal, session_id, Path(overrides.get("working_dir", self.working_dir)))
+        journal = made = Journal(path, session_id=session_id, metadata={"forked_from": forked_from})
+    cfg = self.config
+    settings: dict[str, Any] = {
+        "tools": list(self.tools), "system": self.system, "max_iterations": self.max_iterations, "hooks": self.hooks,
+        "context": None if self.context_manager is None else DEFAULT, "working_dir": self.working_dir, "name": self.name,
+        "fallback_model": cfg.fallback_model, "max_retries": cfg.max_retries, "retry_base_delay": cfg.retry_base_delay,
+        "retry_max_delay": cfg.retry_max_delay, "stall_timeout": cfg.stall_timeout, "on_stall": cfg.on_stall,
+        "max_parallel_tools": cfg.max_parallel_tools, "model_options": dict(cfg.model_options),
+        "tool_result_limit": cfg.tool_result_limit, "on_state_change": self.on_state_change,
+        "memory": self.memory.enabled, "reminders": self.memory.reminders or False, "namespace": self.memory.namespace,
+    }
+    try:
+        fork = type(self)(model if model is not None else self.model, session_id=session_id, journal=journal, **{**settings, **overrides})
+    except BaseException:
+        if made is not None:  # the journal made for this fork holds its header alone: no fork, no file
+            made.close()
+            made.path.unlink(missing_ok=True)
+        raise
+    if "permissions" not in overrides and "approver" not in overrides:
+        fork.permissions = self.permissions  # the same gate: the same rules and the same person asked
+    fork.tool_extras.update(self.tool_extras)
+    fork.tool_extras["memory"] = fork.memory  # the fork keeps its own todo list and reminders
+    # The history before the turn, as this session recorded it, under the fork's session id.
+    events = [dataclasses.replace(e, session_id=session_id) for e in replace_tool_results(point.events, replace_result or {})]
+    if fork.journal is not None:
+        for event in events:
+            fork.journal.write(event)
+        fork.journal.flush()
+    fork.events.load(events)
+    fork.messages[:] = rebuild(events).messages
+    fork.history[:] = turn_history(events)
+    fork._seq = itertools.count((events[-1].seq if events else 0) + 1)
+    turn = point.turn_state
+    fork._start_turn = TurnState(turn.turn_counter, new_id("t_"), fork.max_iterations, False, turn.parent_turn_id, turn.metadata)
+    fork.forked_from = forked_from
+    return fork
+
+
+def _known(cls: type[Agent], settings: dict[str, Any], caller: str) -> dict[str, Any]:
+    """``settings``, once each is known to be an argument of ``cls`` (else a UserError naming it)."""
+    accepted = inspect.signature(cls.__init__).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted.values()):
+        return settings  # a subclass that takes **kwargs judges them itself
+    unknown = [name for name in settings if name not in accepted]
+    if unknown:
+        choices = ", ".join(name for name in accepted if name not in ("self", "model", "session_id"))
+        raise UserError(f"{caller}() got {', '.join(map(repr, unknown))}, which Agent does not take.{did_you_mean(unknown[0], list(accepted))} "
+                        f"Agent's settings: {choices}.")
+    return settings
+
+
+def request_of(data: Mapping[str, Any]) -> ApprovalRequest:
+    """The ``ApprovalRequest`` an ``approval_required`` event recorded."""
+    key = str(data.get("key") or data.get("tool"))
+    return ApprovalRequest(
+        str(data.get("call_id")), str(data.get("tool")), dict(data.get("arguments") or {}), key,
+        data.get("rule"), str(data.get("reason", "")), None, full_key=key,
+    )
+
+
+def _recorded_model(events: Sequence[AgentEvent]) -> str | None:
+    """The model string of the last recorded run, when one can rebuild it (not scripted ones)."""
+    for event in reversed(events):
+        if event.type is EventType.RUN_START:
+            provider, name = event.data.get("provider"), event.data.get("model")
+            if provider == "offline":
+                return "offline"
+            if provider in ("anthropic", "openai") and name:
+                return f"{provider}:{name}"
+            return None
+    return None
+
+

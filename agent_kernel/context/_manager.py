@@ -1,0 +1,434 @@
+"""context.manager — ContextManager: what the loop calls before every model call.
+
+It owns the context policy of a conversation: micro-compaction of old tool results in the
+request copy, auto-compaction of the stored history when the estimated input passes the
+threshold, assembly of system, tools and history within the model's window (reported as a
+``context_assembled`` event), calibration of the token estimates from reported usage, and manual
+compaction (``agent.compact(focus)``).
+
+With a session memory bound (``bind_session``; every ``Agent`` binds its own) a compaction
+restores the todo list and recently read files behind the summary, and, with
+``SessionMemoryConfig(summary=True)``, a running summary is brought up to date between turns and
+used by a compaction instead of a new summary call while it is current.
+
+The loop's side of the contract::
+
+    prepared = await manager.prepare(history, turn, request, model, emit)   # a task if due()
+    if prepared.history is not None:      # auto-compaction rewrote the conversation
+        history[:] = prepared.history     # and the turn is marked compacted
+    ... stream prepared.request ...
+    manager.record_usage(prepared.request, usage)
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from agent_kernel.context._assembler import Component, ContextAssembler, Priority
+from agent_kernel.context._compaction import CompactionResult, Compactor, Emit, SessionSource, compacted_history, window_cut, with_summary
+from agent_kernel.context._micro import MicroCompactor, MicroResult, placeholder
+from agent_kernel.context._policy import PreparedContext
+from agent_kernel.context._session_config import SessionMemoryConfig
+from agent_kernel.context._tokens import TokenCounter, reported_input_tokens
+from agent_kernel.errors import UserError
+from agent_kernel.events import payloads as p
+from agent_kernel.events._event import EventType
+from agent_kernel.events._turn import TurnState
+from agent_kernel.messages import Message, SummaryBlock, ToolResultBlock
+from agent_kernel.models._base import Model, ModelRequest, Usage
+
+__all__ = ["DEFAULT_CONTEXT_WINDOW", "ContextManager", "PreparedContext"]
+
+#: Used when neither the model nor the manager says how large the window is.
+DEFAULT_CONTEXT_WINDOW = 128_000
+
+
+class ContextManager:
+    """Keeps a conversation inside its model's context window.
+
+    Args:
+        micro_keep: tool results kept whole in what the model sees (the newest ones).
+        micro_threshold_tokens: the least saving for which older results are cleared.
+        threshold: auto-compaction starts when the estimated input passes this share of the window.
+        reserve_tokens: instead of ``threshold``, compact when fewer than this many tokens of the
+            window would be left.
+        keep_messages: the newest messages kept verbatim by a compaction.
+        compaction_model: a (cheaper) model that writes summaries; the run's model by default.
+        retry_delays: seconds before each retry of a failed summary (one retry per entry).
+        context_window: overrides the model's ``context_window``.
+        auto_compact: False disables auto-compaction (manual ``compact`` still works).
+        micro_compact: False disables micro-compaction.
+        chars_per_token: overrides the per-provider starting ratio of the token estimate.
+        calibrate: False keeps the estimates uncalibrated (reproducible figures in tests).
+        target_ratio: the share of the threshold the kept messages may fill after a compaction.
+        session_memory: what a compaction restores and whether a running summary is kept: a
+            ``SessionMemoryConfig`` (default: restore the todo list and recently read
+            files within 50,000 tokens; no running summary), True for the defaults, or False
+            for neither.
+        sleep: the sleep used between retries (injectable for tests).
+
+    Example:
+        >>> from agent_kernel.context import ContextManager
+        >>> manager = ContextManager(threshold=0.7, keep_messages=8, retry_delays=(0.5, 1, 2))
+    """
+
+    def __init__(
+        self,
+        *,
+        micro_keep: int = 3,
+        micro_threshold_tokens: int = 20_000,
+        threshold: float = 0.8,
+        reserve_tokens: int | None = None,
+        keep_messages: int = 6,
+        compaction_model: Model | None = None,
+        retry_delays: Sequence[float] = (1.0, 2.0, 4.0),
+        context_window: int | None = None,
+        auto_compact: bool = True,
+        micro_compact: bool = True,
+        chars_per_token: float | None = None,
+        calibrate: bool = True,
+        target_ratio: float = 0.5,
+        session_memory: Any = True,
+        sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+    ) -> None:
+        if not 0.0 < threshold <= 1.0:
+            raise UserError(f"threshold must be a share of the context window in (0, 1], got {threshold}; e.g. threshold=0.8")
+        if reserve_tokens is not None and reserve_tokens < 0:
+            raise UserError(f"reserve_tokens must be 0 or more, got {reserve_tokens}; e.g. reserve_tokens=20_000")
+        if context_window is not None and context_window <= 0:
+            raise UserError(f"context_window must be a positive number of tokens, got {context_window}")
+        if any(d < 0 for d in retry_delays):
+            raise UserError(f"retry_delays must be 0 or more seconds each, got {tuple(retry_delays)}")
+        try:
+            self.micro = MicroCompactor(micro_keep, micro_threshold_tokens, enabled=micro_compact)
+            self.compactor = Compactor(
+                keep_messages=keep_messages, retry_delays=retry_delays, target_ratio=target_ratio, sleep=sleep
+            )
+        except ValueError as exc:
+            raise UserError(f"{exc}; see help(ContextManager) for each setting") from None
+        self.threshold = threshold
+        self.reserve_tokens = reserve_tokens
+        self.compaction_model = compaction_model
+        self.context_window = context_window
+        self.auto_compact = auto_compact
+        self.chars_per_token = chars_per_token
+        self.calibrate = calibrate
+        self._counters: dict[str, TokenCounter] = {}
+        self._provider = ""
+        self._fixed_tokens = 0
+        self._sent: tuple[ModelRequest, float] | None = None
+        self._assembler = ContextAssembler()
+        self._components: dict[str, Component] = {}
+        self._last_view: tuple[Sequence[Message], TokenCounter, MicroResult] | None = None
+        self.session_memory = _session_config(session_memory)
+        self.session: Any = None  # the SessionSource of the agent this manager serves (bind_session)
+
+    def bind_session(self, session: SessionSource | None) -> None:
+        """Serves ``session`` (an agent's ``memory.session``): what compactions restore and the running summary."""
+        self.session = session
+
+    def _session_for_compaction(self) -> SessionSource | None:
+        return self.session if self.session is not None and self.session_memory is not None else None
+
+    def _summary_due(self, messages: Sequence[Message], counter: TokenCounter) -> bool:
+        config = self.session_memory
+        if config is None or not config.summary or self.session is None:
+            return False
+        return bool(self.session.summary_due(messages, config, counter.messages))
+
+    def __repr__(self) -> str:
+        limit = f"reserve_tokens={self.reserve_tokens}" if self.reserve_tokens is not None else f"threshold={self.threshold}"
+        return f"ContextManager({limit}, keep_messages={self.compactor.keep_messages}, micro_keep={self.micro.keep})"
+
+    # -- sizes ----------------------------------------------------------------------------------
+
+    def counter(self, model: Model | None = None) -> TokenCounter:
+        """The token counter for ``model``'s provider (the last model seen when omitted)."""
+        provider = getattr(model, "provider", "") if model is not None else self._provider
+        counter = self._counters.get(provider)
+        if counter is None:
+            counter = self._counters[provider] = TokenCounter(provider, self.chars_per_token)
+        return counter
+
+    def window(self, model: Model) -> int:
+        """The context window in tokens: this manager's setting, else the model's."""
+        return self.context_window or int(getattr(model, "context_window", 0) or 0) or DEFAULT_CONTEXT_WINDOW
+
+    def threshold_tokens(self, model: Model) -> int:
+        """The estimated input above which auto-compaction starts."""
+        window = self.window(model)
+        if self.reserve_tokens is not None:
+            if self.reserve_tokens >= window:
+                raise UserError(
+                    f"reserve_tokens={self.reserve_tokens} leaves no room in the {window}-token window of "
+                    f"{getattr(model, 'name', 'the model')}; use a smaller reserve or threshold=0.8 instead"
+                )
+            return window - self.reserve_tokens
+        return int(window * self.threshold)
+
+    def estimate(self, request: ModelRequest, model: Model) -> int:
+        """Estimated input tokens of ``request`` for ``model``."""
+        return self.counter(model).request(request)
+
+    def _fixed_component(self, name: str, tokens: int) -> Component:
+        # System and tools rarely change size: reuse their components from call to call.
+        component = self._components.get(name)
+        if component is None or component.tokens != tokens:
+            component = self._components[name] = Component(name, "", Priority.CRITICAL, False, tokens)
+        return component
+
+    def _view(self, messages: Sequence[Message], counter: TokenCounter) -> MicroResult:
+        # The manager's own compactor follows the conversation from call to call. ``due`` and
+        # ``prepare`` look at the same request one after the other: measure it once.
+        last = self._last_view
+        if last is not None and last[0] is messages and last[1] is counter:
+            return last[2]
+        result = self.micro.apply(messages, counter)
+        self._last_view = (messages, counter, result)
+        return result
+
+    def _measure(self, fixed: int, counter: TokenCounter) -> Callable[[Sequence[Message]], int]:
+        # Estimated input of a request carrying another history (before or after a compaction),
+        # as it would be sent; a fresh compactor leaves the one following the conversation alone.
+        return lambda history: fixed + self.micro.fresh().apply(history, counter).tokens
+
+    # -- the loop's contract --------------------------------------------------------------------
+
+    def due(self, request: ModelRequest, model: Model) -> bool:
+        """True when ``prepare`` for this request will auto-compact, and so wait on a model.
+
+        Otherwise ``prepare`` returns without suspending: the loop may await it inline and need
+        not run it as a task that streams events while it waits.
+        """
+        if not self.auto_compact:
+            return False
+        counter = self.counter(model)
+        fixed = counter.system(request.system) + counter.tools(request.tools)
+        if fixed < self.threshold_tokens(model) < fixed + self._view(request.messages, counter).tokens:
+            return True
+        return self._summary_due(request.messages, counter)  # a running-summary update calls a model too
+
+    async def prepare(
+        self, history: list[Message], turn: TurnState, request: ModelRequest, model: Model, emit: Emit
+    ) -> PreparedContext:
+        """Prepares one model call: micro-compaction, auto-compaction when needed, assembly.
+
+        Args:
+            history: the stored conversation (``request.messages`` is a copy of it).
+            turn: the current turn.
+            request: the request the loop would send.
+            model: the model it goes to.
+            emit: records an event (``emit(EventType, data)``).
+
+        Returns:
+            The request to send, and the new history when auto-compaction rewrote it.
+        """
+        self._provider = getattr(model, "provider", "")
+        counter = self.counter(model)
+        window = self.window(model)
+        threshold = self.threshold_tokens(model)
+        raw_fixed = (counter.raw_system(request.system), counter.raw_tools(request.tools))
+        system_tokens, tool_tokens = counter.tokens(raw_fixed[0]), counter.tokens(raw_fixed[1])
+        fixed = system_tokens + tool_tokens
+        self._fixed_tokens = fixed
+        view = self._view(request.messages, counter)
+        new_history: list[Message] | None = None
+        result: CompactionResult | None = None
+        update: Any = None  # a running-summary update's model call
+        # When system and tools alone pass the threshold, removing history cannot help: the
+        # assembly event shows the overflow instead of the conversation being destroyed turn by turn.
+        if self.auto_compact and fixed < threshold < fixed + view.tokens:
+            result = await self.compactor.compact(
+                history,
+                self.compaction_model or model,
+                counter,
+                budget=threshold - fixed,
+                measure=self._measure(fixed, counter),
+                emit=emit,
+                threshold=threshold,
+                trigger="auto",
+                tokens_before=fixed + view.tokens,
+                session=self._session_for_compaction(),
+                session_config=self.session_memory,
+            )
+            if result is not None:
+                new_history = result.history
+                view = self._view(_rebase(request.messages, history, result), counter)
+        elif self.auto_compact and self._summary_due(history, counter):
+            # Between turns, the running summary catches up, so a later compaction need not call a model.
+            update = await self.session.update_summary(history, self.compaction_model or model, emit)
+        if view.results_cleared:
+            emit(
+                EventType.MICRO_COMPACTION,
+                p.MicroCompaction(
+                    results_cleared=view.results_cleared,
+                    tokens_saved=view.tokens_saved,
+                    total_results_cleared=view.total_results_cleared,
+                    total_tokens_saved=view.total_tokens_saved,
+                ),
+            )
+        messages = view.messages
+        assembly = self._assembler.assemble(
+            (
+                self._fixed_component("system", system_tokens),
+                self._fixed_component("tools", tool_tokens),
+                Component("history", "", Priority.HIGH, True, view.tokens),
+            ),
+            budget=window,
+        )
+        trimmed = 0
+        placed = assembly["history"]
+        if placed.status != "included" and len(messages) > 1:
+            # Still over the whole window (auto-compaction off, or one huge message): the model
+            # sees the newest messages that fit; the stored history keeps everything.
+            notice_room = counter.text(_hidden_notice(len(messages))) + 8
+            trimmed = window_cut(messages, counter, placed.tokens - notice_room)
+            if trimmed > 0:
+                notice = _hidden_notice(trimmed)
+                messages = tuple(with_summary(SummaryBlock(notice, trimmed), messages[trimmed:]))
+        emit(
+            EventType.CONTEXT_ASSEMBLED,
+            p.ContextAssembled(
+                budget=assembly.budget,
+                total_tokens=assembly.total_tokens,
+                components=[placed.to_dict() for placed in assembly.components],
+                window=window,
+                threshold=threshold,
+                messages=len(messages),
+                messages_hidden=trimmed,
+            ),
+        )
+        # Built directly: dataclasses.replace costs several times more on this per-call path.
+        sent = request if messages is request.messages else ModelRequest(tuple(messages), request.system, request.tools, request.options)
+        if not trimmed:
+            # record_usage calibrates against this request's raw size: worked out now from the
+            # running totals, it costs nothing however long the conversation is.
+            self._sent = (sent, raw_fixed[0] + raw_fixed[1] + counter.raw_messages_from(view.chars, len(messages)))
+        else:
+            self._sent = None
+        return PreparedContext(sent, new_history, new_history is not None, result if result is not None else update)
+
+    def record_usage(self, request: ModelRequest, usage: Usage) -> None:
+        """Calibrates the estimates from what the provider reported for ``request``."""
+        if not self.calibrate:
+            return
+        counter = self.counter()
+        sent = self._sent
+        raw = sent[1] if sent is not None and sent[0] is request else counter.raw_request(request)
+        counter.calibrate(raw, reported_input_tokens(usage))
+        self._last_view = None  # measured with the old calibration
+
+    async def compact(self, history: Sequence[Message], model: Model, emit: Emit, focus: str | None = None) -> list[Message]:
+        """Compacts ``history`` now, whatever its size; returns the new history.
+
+        Args:
+            history: the stored conversation.
+            model: the run's model (``compaction_model`` writes the summary when set).
+            emit: records an event.
+            focus: what the summary should pay particular attention to.
+
+        Returns:
+            The compacted history, or a copy of ``history`` when it is too short to compact.
+        """
+        result = await self._summarise(history, model, emit, trigger="manual", focus=focus)
+        if result is not None:
+            return result.history
+        # Too short to summarise: shrinking the tool results is all that can help, and it does
+        # whenever one is large (a session with one huge result must still be rescuable).
+        cleared = clear_tool_results(history, emit, trigger="manual")
+        return list(history) if cleared is None else cleared
+
+    async def shrink(self, history: Sequence[Message], model: Model, emit: Emit, *, reason: str) -> list[Message] | None:
+        """The provider refused a request as too long: one forced compaction, micro then auto.
+
+        Every large tool result is cut to a preview (the journal keeps it whole), then the
+        conversation is summarised if it is long enough. Returns the new history, or None when
+        neither made anything smaller.
+        """
+        cleared = clear_tool_results(history, emit, trigger="overflow", reason=reason)
+        result = await self._summarise(list(history) if cleared is None else cleared, model, emit, trigger="overflow")
+        return cleared if result is None else result.history
+
+    async def _summarise(self, history: Sequence[Message], model: Model, emit: Emit, *, trigger: str, focus: str | None = None) -> CompactionResult | None:
+        """A summary compaction outside the per-turn path, within the usual budget (None: too short)."""
+        counter = self.counter(model)
+        threshold = self.threshold_tokens(model)
+        fixed = self._fixed_tokens
+        return await self.compactor.compact(
+            history,
+            self.compaction_model or model,
+            counter,
+            budget=max(0, threshold - fixed),
+            measure=self._measure(fixed, counter),
+            emit=emit,
+            threshold=threshold,
+            focus=focus,
+            trigger=trigger,
+            session=self._session_for_compaction(),
+            session_config=self.session_memory,
+        )
+
+
+def _session_config(value: Any) -> Any:
+    """``ContextManager(session_memory=...)`` as a ``SessionMemoryConfig``, or None for off."""
+    if value is True:
+        return SessionMemoryConfig()
+    if value is False or value is None:
+        return None
+    if isinstance(value, SessionMemoryConfig):
+        return value
+    raise UserError(f"session_memory={value!r} is not understood; pass True, False or SessionMemoryConfig(budget_tokens=..., summary=...).")
+
+
+#: Tool results longer than this are cut by a forced micro-compaction; what is kept of each.
+_FORCED_CLEAR_OVER = 2_000
+_FORCED_KEEP = 500
+
+
+def clear_tool_results(history: Sequence[Message], emit: Emit, *, trigger: str, reason: str | None = None) -> list[Message] | None:
+    """``history`` with every tool result over 2,000 characters cut to a preview, or None if none is.
+
+    Unlike micro-compaction, which changes only what one request sends, this rewrites the stored
+    conversation: it is for a conversation that no request can carry any more.
+    """
+    out: list[Message] = []
+    cleared = saved = 0
+    for message in history:
+        blocks = []
+        for block in message.content:
+            if isinstance(block, ToolResultBlock) and len(block.content) > _FORCED_CLEAR_OVER:
+                kept = block.content[:_FORCED_KEEP] + "\n" + placeholder(len(block.content))
+                saved += len(block.content) - len(kept)
+                cleared += 1
+                block = ToolResultBlock(block.tool_use_id, kept, block.is_error)
+            blocks.append(block)
+        out.append(Message(message.role, tuple(blocks)) if blocks != list(message.content) else message)
+    if not cleared:
+        return None
+    data = p.MicroCompaction(results_cleared=cleared, tokens_saved=saved // 4, total_results_cleared=cleared, total_tokens_saved=saved // 4, trigger=trigger)
+    if reason is not None:
+        data["reason"] = reason
+    emit(EventType.MICRO_COMPACTION, data)
+    return out
+
+
+def _hidden_notice(count: int) -> str:
+    return f"[{count} earlier messages are not shown: they do not fit the context window.]"
+
+
+def _rebase(sent: Sequence[Message], history: Sequence[Message], result: CompactionResult) -> Sequence[Message]:
+    """The request's messages after compaction.
+
+    Usually the request carries the history unchanged; on the last turn the loop adds an
+    instruction to the request only, which must survive: the request's own messages after the cut
+    are kept behind the same summary block (and the same restored block).
+    """
+    new_history, removed = result.history, result.messages_removed
+    if len(sent) == len(history) and all(a is b for a, b in zip(sent, history)):
+        return new_history
+    if len(sent) < removed or any(sent[i] is not history[i] for i in range(removed)):
+        return new_history  # the request does not extend the history: send what was stored
+    assert isinstance(new_history[0].content[0], SummaryBlock)
+    return compacted_history(result.summary, removed, sent[removed:], result.restored_text)

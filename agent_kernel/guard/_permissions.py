@@ -1,0 +1,632 @@
+"""permissions — whether a tool call may run: modes, rules and the gate that asks.
+
+The loop calls ``gate.authorize(request, emit)`` for every tool call before it runs. This module
+owns everything behind that call; asking (callbacks, the broker, headless policies) lives in
+``approvals``.
+
+A call is decided in this order:
+
+1. ``deny`` rules, then ``ask`` rules, then ``allow`` rules (including rules added by an
+   always-allow answer this session); the first match decides.
+2. Otherwise the mode: ``default`` runs read-only tools and asks about the rest; ``accept_edits``
+   also runs file edits (tools with ``category="edit"``); ``plan`` refuses anything not read-only;
+   ``bypass`` runs everything.
+3. A call that must be asked about goes to the ``approver`` callback, then the headless policy
+   (``AGENT_KERNEL_APPROVAL``), then a person in the live view; when none of them can answer, it
+   is refused with a message saying how to set a policy, never left waiting. An approver that
+   raises or returns something that is not a decision refuses the call too, and says so in a
+   non-fatal ``error`` event (kind ``approver``) as well as in the refused call's result.
+
+Rules are ``Tool`` or ``Tool(pattern)``; the pattern is a glob (``*`` matches anything, ``/``
+included) on the call's key, e.g. the command for ``bash`` or the path for the file tools: so
+``bash(git *)``, ``write_file(notebooks/*)``. For shell tools (``category="shell"``) a wildcard
+pattern must match every command of a compound line (``git add . && git commit``), so
+``bash(git *)`` does not allow ``git status; rm -rf ~``; a line with command substitution, output
+redirection or a known escape hatch (``git -c``, ``find -exec`` …) is never allowed by a wildcard,
+and a deny rule holds through ``\\rm``, ``/bin/rm``, ``env``, ``sudo``, ``sh -c`` and the other
+spellings ``agent_kernel.guard._shell`` reads through.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fnmatch
+import functools
+import inspect
+import math
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, cast
+
+from agent_kernel.errors import ApprovalPending, UserError, did_you_mean
+from agent_kernel.events import payloads as p
+from agent_kernel.events._event import Emit, EventType
+from agent_kernel.guard import _shell as commands
+from agent_kernel.guard._approvals import APPROVAL_ENV, Approval, ApprovalBroker, ApprovalRequest, Approver, Policy, parse_policy, policy_from_env
+from agent_kernel.guard._paths import PathKey
+
+__all__ = [
+    "MODES",
+    "Authorization",
+    "Emit",
+    "PermissionGate",
+    "Permissions",
+    "Rule",
+    "RuleGate",
+    "ToolRequest",
+    "Verdict",
+    "build_gate",
+    "call_key",
+    "is_read_only",
+]
+
+
+class Tool(Protocol):
+    """What the gate reads of a tool (``agent_kernel.tools.Tool`` is one): guard sits below tools."""
+
+    name: str
+    read_only: bool
+    category: str | None
+    permission_key: Callable[[dict[str, Any]], str] | None
+
+    def key(self, arguments: dict[str, Any]) -> str:
+        """The text a ``Tool(pattern)`` rule matches for this call."""
+        ...
+
+
+MODES = ("default", "accept_edits", "plan", "bypass")
+Mode = Literal["default", "accept_edits", "plan", "bypass"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolRequest:
+    """One tool call awaiting authorization (``agent_id``: the sub-agent making it, None at the top)."""
+
+    call_id: str
+    tool: Tool
+    arguments: dict[str, Any]
+    agent_id: str | None = None
+    working_dir: Any = None  # where a file tool's path is resolved (None: the current directory)
+
+
+@dataclass(frozen=True, slots=True)
+class Authorization:
+    """The verdict on a tool call.
+
+    Attributes:
+        allowed: whether it runs.
+        arguments: the arguments to run it with (a person may have edited them).
+        message: when refused, the reason the model sees as the tool's error result.
+        decided_by: ``rule``, ``mode``, ``callback``, ``policy``, ``person`` or ``timeout``.
+    """
+
+    allowed: bool
+    arguments: dict[str, Any]
+    message: str | None = None
+    decided_by: str = "rule"
+
+
+class PermissionGate(Protocol):
+    """Decides tool calls; emits ``approval_required`` / ``approval_decision`` through ``emit``."""
+
+    async def authorize(self, request: ToolRequest, emit: Emit) -> Authorization:
+        """Returns the verdict for ``request``, asking someone if the rules say so."""
+        ...
+
+
+# ---- rules ---------------------------------------------------------------------------------
+
+_RULE = re.compile(r"^\s*([A-Za-z0-9_.*?\[\]-]+)\s*(?:\((.*)\))?\s*$", re.DOTALL)
+# Bracket escapes ([*], [?], [[]) stand for literal characters, not wildcards.
+_ESCAPED = re.compile(r"\[[*?\[]\]")
+
+
+def _escape(text: str) -> str:
+    """``text`` as a glob pattern that matches only itself."""
+    return re.sub(r"([*?\[])", r"[\1]", text)
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """A parsed permission rule: a tool name (a glob) and an optional pattern for the call's key.
+
+    Example:
+        >>> Rule.parse("bash(git *)").matches("bash", "git status")
+        True
+    """
+
+    text: str
+    tool: str
+    pattern: str | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> Rule:
+        """Parses ``Tool`` or ``Tool(pattern)``.
+
+        Raises:
+            UserError: for anything else.
+        """
+        m = _RULE.match(text) if isinstance(text, str) else None
+        if m is None:
+            raise UserError(
+                f"{text!r} is not a permission rule. Write a tool name (\"read_file\") or a tool name with a "
+                "glob for its key in parentheses (\"bash(git *)\", \"write_file(notebooks/*)\")."
+            )
+        return cls(text.strip(), m.group(1), m.group(2))
+
+    @classmethod
+    def exact(cls, tool: str, key: str) -> Rule:
+        """A rule matching exactly this call of ``tool`` (glob characters in ``key`` escaped)."""
+        return cls.parse(f"{tool}({_escape(key)})")
+
+    def matches(self, tool: str, key: str, *, shell: bool = False, every: bool = True) -> bool:
+        """Whether this rule names the call ``tool(key)``.
+
+        For a shell tool the shell-aware matcher (``agent_kernel.guard._shell``) decides: deny and ask
+        rules (``every=False``) match if any command of the line matches in any spelling; a wildcard
+        allow rule (``every=True``) must match every command, with no substitution, write or escape
+        hatch among them.
+        """
+        if not fnmatch.fnmatchcase(tool, self.tool):
+            return False
+        if self.pattern is None:
+            return True
+        if isinstance(key, PathKey):  # a file tool's canonical path: every spelling is one key
+            return key.matched_by(self.pattern)
+        if not shell:
+            return fnmatch.fnmatchcase(key, self.pattern)
+        return commands.matches(self.pattern, key, every=every)
+
+    def __str__(self) -> str:
+        return self.text
+
+
+@functools.lru_cache(maxsize=1024)
+def _rule(text: str) -> Rule:
+    """``Rule.parse``, cached: rules are parsed on every call so edits to the lists take effect."""
+    return Rule.parse(text)
+
+
+@dataclass
+class Permissions:
+    """What tool calls may run without asking.
+
+    Attributes:
+        mode: ``default``, ``accept_edits``, ``plan`` or ``bypass`` (see the module docstring).
+        allow: rules for calls that run without asking.
+        ask: rules for calls that always ask, even in a permissive mode.
+        deny: rules for calls that never run.
+        sandboxed: shell commands run inside an OS sandbox (``Agent(sandbox=True)``), so a shell
+            call no deny or ask rule names runs without asking (except in ``plan`` mode).
+
+    Example:
+        >>> p = Permissions(mode="accept_edits", allow=["bash(git status)"], deny=["bash(rm *)"])
+    """
+
+    mode: str = "default"
+    allow: list[str] = field(default_factory=list)
+    ask: list[str] = field(default_factory=list)
+    deny: list[str] = field(default_factory=list)
+    sandboxed: bool = False
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise UserError(
+                f"{self.mode!r} is not a permission mode.{did_you_mean(str(self.mode), MODES)} "
+                f"Modes: {', '.join(MODES)}."
+            )
+        for name in ("allow", "ask", "deny"):
+            rules = getattr(self, name)
+            if isinstance(rules, str):
+                raise UserError(f"Permissions({name}=...) takes a list of rules; wrap it: {name}=[{rules!r}].")
+            texts = [str(r) for r in rules]
+            for text in texts:
+                _rule(text)  # fail now, at construction, on a malformed rule
+            setattr(self, name, texts)
+
+    def copy(self) -> Permissions:
+        """An independent copy (rules added to it do not reach this one)."""
+        return Permissions(self.mode, list(self.allow), list(self.ask), list(self.deny), self.sandboxed)
+
+    def add_allow(self, rule: str | Rule) -> None:
+        """Adds an allow rule (an always-allow answer does this for the session)."""
+        text = str(rule)
+        _rule(text)
+        if text not in self.allow:
+            self.allow.append(text)
+
+    def refuses(self, tool_name: str, key: str, *, asking: bool = False) -> str | None:
+        """The deny rule (with ``asking``, also an ask rule) naming ``tool_name(key)``, or None.
+
+        File tools call it with the canonical path they are about to open (a ``PathKey``), so a
+        link re-pointed after the gate judged the call still meets the deny rules; the search
+        tools call it with ``asking`` to withhold what ``read_file`` could not read unasked.
+        """
+        for rule in map(_rule, self.deny + self.ask if asking else self.deny):
+            if rule.matches(tool_name, key, every=False):
+                return rule.text
+        return None
+
+    def set_mode(self, mode: str) -> None:
+        """Switches the mode (for example from ``plan`` to ``accept_edits`` once a plan is agreed)."""
+        if mode not in MODES:
+            raise UserError(f"{mode!r} is not a permission mode.{did_you_mean(mode, MODES)} Modes: {', '.join(MODES)}.")
+        self.mode = mode
+
+    def evaluate(self, tool: Tool, arguments: dict[str, Any], working_dir: Any = None) -> Verdict:
+        """Decides a call by rules, then by mode, without asking anyone.
+
+        ``working_dir`` is where a file tool's path is resolved (None: the current directory).
+        """
+        key = call_key(tool, arguments, working_dir)
+        shell = tool.category == "shell"
+        for rule in map(_rule, self.deny):
+            if rule.matches(tool.name, key, shell=shell, every=False):
+                return Verdict("deny", rule.text, f"the rule deny {rule.text!r} forbids it", "rule")
+        for rule in map(_rule, self.ask):
+            if rule.matches(tool.name, key, shell=shell, every=False):
+                return Verdict("ask", rule.text, f"the rule ask {rule.text!r} asks for approval", "rule")
+        for rule in map(_rule, self.allow):
+            if rule.matches(tool.name, key, shell=shell, every=True):
+                return Verdict("allow", rule.text, f"the rule allow {rule.text!r} allows it", "rule")
+        if shell and self.allow:
+            # ``git log | head`` is allowed by bash(git *) and bash(head *) together.
+            rules = [r for r in map(_rule, self.allow) if r.pattern is not None and fnmatch.fnmatchcase(tool.name, r.tool)]
+            used = commands.covering([r.pattern for r in rules if r.pattern is not None], key)
+            if used:
+                texts = [r.text for r in rules if r.pattern in used]
+                return Verdict("allow", texts[0], f"the rules allow {texts!r} together allow it", "rule")
+        if shell and self.sandboxed and self.mode != "plan":
+            # The sandbox, not the rules, contains what the command can reach (docs/security.md).
+            return Verdict("allow", None, f"{tool.name} runs inside the sandbox", "mode")
+        return self._mode_default(tool, arguments)
+
+    def _mode_default(self, tool: Tool, arguments: dict[str, Any] | None = None) -> Verdict:
+        # A tool may carry its own mode (an MCP server's ``permissions=``); plan mode still wins.
+        own = getattr(tool, "permission_mode", None)
+        mode = own if own is not None and self.mode != "plan" else self.mode
+        if mode == "bypass":
+            return Verdict("allow", None, "bypass mode runs every tool", "mode")
+        if is_read_only(tool, arguments):
+            return Verdict("allow", None, f"{tool.name} is read-only", "mode")
+        what = "changes files" if tool.category == "edit" else "is not read-only"
+        if mode == "plan":
+            return Verdict("deny", None, f"{tool.name} {what}; plan mode runs only read-only tools", "mode")
+        if mode == "accept_edits" and tool.category == "edit":
+            return Verdict("allow", None, "accept_edits mode runs file edits", "mode")
+        return Verdict("ask", None, f"{tool.name} {what}, and {mode} mode asks before it runs", "mode")
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What rules and mode say about a call: ``allow``, ``ask`` or ``deny``, which rule, and why."""
+
+    action: Literal["allow", "ask", "deny"]
+    rule: str | None
+    reason: str
+    decided_by: Literal["rule", "mode"]
+
+
+def is_read_only(tool: Tool, arguments: dict[str, Any] | None = None) -> bool:
+    """Whether this call of ``tool`` only reads.
+
+    A tool whose calls differ (the ``memory`` tool: recall reads, remember writes) has a
+    ``read_only_for(arguments)`` method that decides per call; for any other, ``tool.read_only``.
+    """
+    judge = getattr(tool, "read_only_for", None)
+    if judge is None or arguments is None:
+        return bool(tool.read_only)
+    try:
+        return bool(judge(arguments))
+    except Exception:  # arguments it cannot read: judged as a write, which asks
+        return False
+
+
+def call_key(tool: Tool, arguments: dict[str, Any], working_dir: Any = None) -> str:
+    """The text rules match for this call (``Tool.key``), never failing on odd arguments.
+
+    For a tool whose ``permission_key`` names a path argument (``tools.paths.path_key``) it is the
+    canonical path in ``working_dir`` (a ``PathKey``), so every spelling of a file is one key.
+    """
+    canonical = getattr(tool.permission_key, "canonical", None)
+    if canonical is not None:
+        # An argument that is no path at all is judged by its text below.
+        with contextlib.suppress(TypeError, ValueError, OSError):
+            return canonical(arguments, working_dir)
+    try:
+        return str(tool.key(arguments))
+    except Exception:  # a key function that cannot read these arguments: fall back to all of them
+        return repr(sorted(arguments.items()))
+
+
+def _one_line(tool: str, key: str, limit: int = 300) -> str:
+    flat = key.replace("\r", "").replace("\n", "\\n")
+    if len(flat) > limit:
+        flat = flat[: limit - 1] + "…"
+    return f"{tool}({flat})"
+
+
+# ---- the gate ------------------------------------------------------------------------------
+
+
+class RuleGate:
+    """The standard ``PermissionGate``: rules and mode, then an approver, a policy or a person.
+
+    Build it with ``build_gate``. Its ``permissions`` are its own copy, so always-allow rules last
+    for this gate (one agent's session) and never reach another agent.
+
+    Attributes:
+        permissions: the mode and rules in force.
+        approver: the callback asked first, or None.
+        granted: the rules always-allow answers added, in order.
+        policy: the headless policy, or None.
+        broker: where a person answers (the live view resolves its futures).
+        timeout: seconds a call waits for a decision before it is rejected (None: no limit).
+    """
+
+    def __init__(
+        self,
+        permissions: Permissions,
+        approver: Approver | None = None,
+        *,
+        broker: ApprovalBroker | None = None,
+        policy: Policy | None = None,
+        timeout: float | None = None,
+    ) -> None:
+        self.permissions = permissions
+        self.approver = approver
+        self.policy = policy
+        self.broker = broker if broker is not None else ApprovalBroker()
+        self.timeout = check_approval_timeout(timeout)
+        # Rules added by always-allow answers: the only change to the rules a run accepts
+        # while it runs (``agent_kernel.guard._seal``).
+        self.granted: list[str] = []
+
+    def __repr__(self) -> str:
+        return f"RuleGate(mode={self.permissions.mode!r}, policy={self.policy!r})"
+
+    async def authorize(self, request: ToolRequest, emit: Emit) -> Authorization:
+        """Returns the verdict for ``request``, asking someone if the rules say so."""
+        tool, arguments = request.tool, request.arguments
+        verdict = self.permissions.evaluate(tool, arguments, request.working_dir)
+        if verdict.action == "allow":
+            if verdict.decided_by == "rule":
+                emit(EventType.APPROVAL_DECISION, self._decision(request, "approve", "rule", verdict.reason, 0.0))
+            return Authorization(True, arguments, decided_by=verdict.decided_by)
+        if verdict.action == "deny":
+            emit(EventType.APPROVAL_DECISION, self._decision(request, "reject", verdict.decided_by, verdict.reason, 0.0))
+            return Authorization(False, arguments, _refusal(tool, self.permissions.mode, verdict), verdict.decided_by)
+        return await self._ask(request, verdict, emit)
+
+    async def _ask(self, request: ToolRequest, verdict: Verdict, emit: Emit) -> Authorization:
+        tool, arguments = request.tool, request.arguments
+        key = call_key(tool, arguments, request.working_dir)
+        reason = verdict.reason
+        warning = getattr(tool, "approval_warning", None)
+        if warning:  # what the call can do beyond its arguments (the python tool: anything)
+            reason = f"{reason}. Note: {warning}"
+        info = ApprovalRequest(
+            request.call_id, tool.name, dict(arguments), _one_line(tool.name, key), verdict.rule, reason, request.agent_id,
+            full_key=key, shell=tool.category == "shell",
+        )
+        required = p.ApprovalRequired(call_id=info.call_id, tool=info.tool, arguments=info.arguments, key=info.key, rule=info.rule, reason=info.reason)
+        # What a tool adds to its approval card (an MCP tool: its server and destructive hint),
+        # never in place of what the call is: the call's own fields win.
+        card = getattr(tool, "approval_info", None) or {}
+        required = cast(p.ApprovalRequired, {**card, **required})
+        if self.policy is not None:
+            required["policy"] = self.policy.name
+        timeout = self.timeout
+        if timeout is not None:
+            required["timeout_s"] = timeout
+            required["expires_at"] = time.time() + timeout
+        emit(EventType.APPROVAL_REQUIRED, required)
+        started = time.monotonic()
+        try:
+            approval, decided_by = await self._answer(info, None if timeout is None else started + timeout)
+        except _Expired:
+            # Nobody answered in time: the call is refused, never run, and the model reads why.
+            message = f"Nobody answered the approval for {info.key} within {timeout:g} s, so it was not run."
+            emit(EventType.APPROVAL_DECISION, self._decision(request, "reject", "timeout", message, time.monotonic() - started))
+            return Authorization(False, arguments, f"{message} Ask the user before trying it again.", "timeout")
+        except _ApproverFailed as failed:
+            # Fails closed, and loudly: the person sees an error notice, the model a refusal.
+            wait_s = time.monotonic() - started
+            emit(EventType.ERROR, failed.event_data(info))
+            emit(EventType.APPROVAL_DECISION, self._decision(request, "reject", "callback", failed.message, wait_s))
+            return Authorization(False, arguments, f"This call was refused because the approval callback failed: {failed.message}", "callback")
+        wait_s = time.monotonic() - started
+        if approval is None:
+            message = _nobody_message(info, self.policy)
+            emit(EventType.APPROVAL_DECISION, self._decision(request, "reject", "policy", message, wait_s))
+            return Authorization(False, arguments, message, "policy")
+        data = self._decision(request, approval.decision, decided_by, approval.reason, wait_s)
+        if approval.decision == "reject":
+            emit(EventType.APPROVAL_DECISION, data)
+            who = "The approval policy" if decided_by == "policy" else "The user"
+            message = f"{who} rejected this call: {approval.reason}" if approval.reason else f"{who} rejected this call."
+            return Authorization(False, arguments, message, decided_by)
+        run_with = dict(arguments)
+        if approval.decision == "approve_edited" and approval.arguments is not None:
+            run_with = dict(approval.arguments)
+            data["arguments"] = run_with
+        elif approval.decision == "always_allow":
+            rule = Rule.parse(approval.rule) if approval.rule else Rule.exact(tool.name, key)
+            self.permissions.add_allow(rule)
+            self.granted.append(rule.text)
+            data["rule_added"] = rule.text
+        emit(EventType.APPROVAL_DECISION, data)
+        return Authorization(True, run_with, decided_by=decided_by)
+
+    async def _answer(self, info: ApprovalRequest, deadline: float | None = None) -> tuple[Approval | None, str]:
+        """Asks the approver, then the policy, then a person; (None, "") when nobody can answer.
+
+        Raises:
+            _Expired: ``deadline`` (``time.monotonic()``) passed before an answer.
+        """
+        if self.approver is not None:
+            approver = self.approver
+            try:
+                answer = approver(info)
+                if inspect.isawaitable(answer):
+                    answer = await (answer if deadline is None else _until(answer, deadline))
+            except _Expired:
+                raise
+            except Exception as exc:  # the callback's own bug: refuse the call, never run it
+                raise _ApproverFailed(approver, f"raised {type(exc).__name__}: {exc}", None) from exc
+            if answer is not None:
+                try:
+                    return Approval.coerce(answer), "callback"
+                except UserError:
+                    raise _ApproverFailed(approver, f"returned {_short_repr(answer)}, which is not a decision", answer) from None
+        if self.policy is not None:
+            decided = self.policy.decide(info)
+            if decided is not None:
+                return decided, "policy"
+        if self.broker.interactive:
+            future = self.broker.request(info.call_id, info)
+            try:
+                if deadline is not None:
+                    # Wait without cancelling the answer's future: a click that lands as the
+                    # deadline passes is either withdrawn (nobody answered) or kept, never lost.
+                    await asyncio.wait({future}, timeout=max(0.0, deadline - time.monotonic()))
+                    if not future.done() and self.broker.withdraw(info.call_id, agent_id=info.agent_id):
+                        raise _Expired
+                return await future, "person"
+            finally:
+                self.broker.forget(info.call_id, agent_id=info.agent_id)
+        return None, ""
+
+    @staticmethod
+    def _decision(request: ToolRequest, decision: str, decided_by: str, reason: str | None, wait_s: float) -> p.ApprovalDecision:
+        return p.ApprovalDecision(call_id=request.call_id, tool=request.tool.name, decision=decision, decided_by=decided_by, reason=reason, wait_s=wait_s)
+
+
+class _Expired(Exception):
+    """The approval timeout passed before anyone answered."""
+
+
+async def _until(awaitable: Any, deadline: float) -> Any:
+    """``awaitable``'s result, or ``_Expired`` once ``deadline`` (``time.monotonic()``) passes."""
+    try:
+        return await asyncio.wait_for(awaitable, max(0.0, deadline - time.monotonic()))
+    except (TimeoutError, asyncio.TimeoutError):  # one class from Python 3.11, two before
+        raise _Expired from None
+
+
+class _ApproverFailed(Exception):
+    """The ``approver`` callback raised, or returned something that is not a decision."""
+
+    def __init__(self, approver: Any, what: str, returned: Any) -> None:
+        self.approver = getattr(approver, "__qualname__", None) or type(approver).__qualname__
+        self.returned = returned
+        self.message = (
+            f"the approver {self.approver} {what}. Return True, False, Approval.approve(), Approval.reject(reason), "
+            "Approval.always() or None (to pass the question on), and handle errors inside the approver."
+        )
+        super().__init__(self.message)
+
+    def event_data(self, info: ApprovalRequest) -> p.Error:
+        """The ``error`` event's data: it names the call, the approver and what it gave back."""
+        data = p.Error(
+            message=f"The approval callback failed on {info.key}, so the call was refused: {self.message}",
+            kind="approver",
+            status_code=None,
+            fatal=False,
+            call_id=info.call_id,
+            tool=info.tool,
+            approver=self.approver,
+        )
+        if self.returned is not None:
+            data["returned"] = _short_repr(self.returned)
+        return data
+
+
+def _short_repr(value: Any, limit: int = 200) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _refusal(tool: Tool, mode: str, verdict: Verdict) -> str:
+    if verdict.decided_by == "mode":
+        what = "changes files" if tool.category == "edit" else "is not read-only"
+        return (
+            f"Refused in {mode} mode: {tool.name} {what}; only read-only tools may run. "
+            "Describe the change in your plan instead of making it."
+        )
+    return f"Permission denied: {verdict.reason}. Do not retry this call; use another approach or ask the user."
+
+
+def _nobody_message(info: ApprovalRequest, policy: Policy | None) -> str:
+    lead = f"{info.key} needs approval ({info.reason}), but nobody can answer"
+    if policy is not None:
+        lead += f": the {policy.name} approval policy has no entry for it"
+    text = (
+        f"{lead}. No approver callback is set and no person is watching. Set {APPROVAL_ENV} to auto_approve, "
+        "auto_deny or scripted:RULE=approve|deny,... (e.g. scripted:bash(git *)=approve,write_file=deny), "
+        "pass approver=..., or allow it with a rule."
+    )
+    return str(ApprovalPending(text))
+
+
+def build_gate(
+    permissions: str | Permissions | PermissionGate | None,
+    approver: Approver | None = None,
+    *,
+    broker: ApprovalBroker | None = None,
+    policy: str | Policy | None = None,
+    timeout: float | None = None,
+) -> PermissionGate:
+    """The gate an Agent uses, from ``Agent(permissions=..., approver=...)``.
+
+    Args:
+        permissions: a mode name, a ``Permissions``, a gate of your own, or None (``default``).
+        approver: a callback (sync or async) taking an ``ApprovalRequest`` and returning True,
+            False, an ``Approval``, or None to pass the question on.
+        broker: where a live view answers approvals; a new one when None.
+        policy: a headless policy or its text; None reads ``AGENT_KERNEL_APPROVAL``.
+        timeout: seconds a call waits for a decision before it is rejected (None: no limit).
+
+    Raises:
+        UserError: an unknown mode, a malformed rule or policy, or a timeout that is not positive.
+
+    Example:
+        >>> gate = build_gate(Permissions(mode="accept_edits", allow=["bash(git *)"]))
+    """
+    if permissions is not None and not isinstance(permissions, (str, Permissions)):
+        if callable(getattr(permissions, "authorize", None)):
+            return permissions
+        raise UserError(
+            f"permissions={permissions!r} is not understood. Pass a mode ({', '.join(MODES)}), "
+            "a Permissions(mode=..., allow=[...], ask=[...], deny=[...]) or an object with async authorize()."
+        )
+    if permissions is None:
+        resolved = Permissions()
+    elif isinstance(permissions, str):
+        resolved = Permissions(mode=permissions)
+    else:
+        resolved = permissions.copy()
+    if isinstance(policy, str):
+        chosen: Policy | None = parse_policy(policy)
+    elif policy is None:
+        chosen = policy_from_env()
+    else:
+        chosen = policy
+    return RuleGate(resolved, approver, broker=broker, policy=chosen, timeout=timeout)
+
+
+def check_approval_timeout(timeout: float | None) -> float | None:
+    """``timeout`` as seconds, or None; refuses anything that is not a positive number.
+
+    Raises:
+        UserError: ``timeout`` is zero, negative or not a number.
+    """
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < math.inf:
+        raise UserError(f"approval_timeout must be a positive, finite number of seconds or None (got {timeout!r}).")
+    return float(timeout)
+

@@ -1,0 +1,505 @@
+"""jupyter.view — ``AgentView``, the live anywidget of one run, and its coalesced wire protocol.
+
+The runner calls ``view.handle(event)`` for every event of a run. The view folds events into a
+``Transcript`` and sends the front-end only what changed, batched:
+
+* Python → JS ``{"type": "batch", "v": n, "ops": [...]}`` at most once per ``flush_interval``
+  (45 ms, so at most ~22 a second whatever the token rate), plus at once for what a person must
+  see at once (an approval is needed, a decision was taken, the run ended). Ops are
+  ``{"op": "add", "item"}``, ``{"op": "append", "texts": {id: text}}`` (only the new text, of
+  every block that grew, in one op so that sub-agents streaming side by side cost little more
+  than one agent), ``{"op": "set", "id", "patch"}`` and ``{"op": "status", "patch"}``. Bytes
+  therefore grow linearly with the text, where setting a string trait per token would resend it
+  all each time.
+  Sub-agents travel the same way: an item's ``agent`` says which agent it belongs to, and an
+  item of kind ``subagent`` is the card whose ``agent_id`` those items carry; the front-end
+  nests them (see ``transcript.py``), so nesting costs no extra messages.
+* JS → Python ``{"type": "sync"}`` when a view renders (or sees a gap in ``v``): the reply is
+  ``{"type": "snapshot", "v": n, "state": {...}}``, the whole transcript. Custom messages sent
+  before a view existed are lost, so a late or reloaded view rebuilds from this. A ``sync`` is
+  also the first sign that a front-end is showing the view (headless clients never send one).
+* The synced ``snapshot`` trait holds the whole transcript once the run has ended, so saved
+  widget state and exported HTML show the finished run with no kernel. The runner goes further
+  and replaces the view's output with ``static()``, a static transcript drawn from the same
+  snapshot, so a saved notebook needs no widget state at all (see ``static_view.py``).
+* JS → Python ``{"type": "approval", "call_id", "agent", "decision", "reason"}`` (decision
+  ``approve``, ``reject`` or ``always_allow``; ``agent`` the card's agent, which tells apart
+  sub-agents whose calls have equal ids) and ``{"type": "stop"}`` call ``on_decision`` /
+  ``on_stop``. A sub-agent's call is answered like any other: its approvals go through the top
+  run's broker, so ``on_decision(call_id, ..., agent)`` is the same callback.
+* JS → Python ``{"type": "steer", "text"}``, ``{"type": "pause"}`` and ``{"type": "resume_run"}``
+  call ``on_steer(text)`` / ``on_pause`` / ``on_resume`` (``agent.steer`` / ``agent.pause`` /
+  ``agent.resume_run``). They come from a page, so they are checked here: blank text is ignored,
+  text past ``STEER_CAP`` and anything sent once the run has ended is refused with a notice in
+  the view. The run's own ``steer``, ``paused`` and ``resumed`` events then show what happened.
+
+Comm callbacks may arrive on another thread (a kernel subshell), so the transcript and the
+pending changes are guarded by one lock, and the callbacks given to the view must be thread-safe.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import anywidget
+import traitlets
+
+import agent_kernel
+from agent_kernel.events._event import AgentEvent, EventType
+from agent_kernel.jupyter._items import TERMINAL_STATUSES, Item, Notice, TextBlock
+from agent_kernel.jupyter._protocol import TO_KERNEL, Batch, Snapshot, problem
+from agent_kernel.jupyter._static_view import StaticTranscript
+from agent_kernel.jupyter._summary import RunSummary
+from agent_kernel.jupyter._transcript import Transcript
+
+__all__ = ["STEER_CAP", "AgentView", "ControlCallback", "DecisionCallback", "SteerCallback", "StopCallback"]
+
+DecisionCallback = Callable[[str, str, "str | None", "str | None"], None]
+StopCallback = Callable[[], None]
+#: Called with a message for the running agent; returning False means no run took it.
+SteerCallback = Callable[[str], object]
+#: Pause and Resume: ``agent.pause`` and ``agent.resume_run``, whose return value is ignored.
+ControlCallback = Callable[[], object]
+
+#: Decisions the front-end may send.
+DECISIONS = frozenset({"approve", "reject", "always_allow"})
+#: Longest rejection reason accepted from the front-end (characters).
+REASON_CAP = 2_000
+#: Longest message to a running agent accepted from the front-end (characters).
+STEER_CAP = 4_000
+#: Events a person must see at once, so they are flushed without waiting for the timer: a
+#: request for approval (and the decision on one, see ``handle``), the top-level start and end,
+#: and what answers a person steering the run (it holds, goes on, takes their message in).
+_URGENT_TOP_LEVEL = frozenset({EventType.RUN_START, EventType.CANCELLED, EventType.ERROR,
+                               EventType.RUN_FINISH, EventType.PAUSED, EventType.RESUMED,
+                               EventType.STEER})
+
+
+def _static_file(name: str) -> Path:
+    """The shipped front-end file ``name``: inside the wheel, else in the source checkout."""
+    packaged = Path(agent_kernel.__file__).parent / "_static" / name
+    if packaged.is_file():
+        return packaged
+    return Path(__file__).resolve().parents[2] / "widgets" / name
+
+
+class AgentView(anywidget.AnyWidget):
+    """The live view of one agent run: streamed text, tool cards, approvals, a Stop button.
+
+    Args:
+        on_decision: called as ``on_decision(call_id, decision, reason, agent)`` when a person
+            clicks Approve / Reject / Always on a card awaiting approval; ``decision`` is
+            ``approve``, ``reject`` or ``always_allow``; ``agent`` is the sub-agent whose call it
+            is (None for the top-level agent). Must be thread-safe. Called at most once per
+            call, and never for a call already decided or finished.
+        on_stop: called with no arguments when a person clicks Stop. Must be thread-safe.
+        on_steer: called with the text a person sends to the running agent (stripped, at most
+            ``STEER_CAP`` characters); returning False says no run took it. Must be thread-safe.
+        on_pause, on_resume: called with no arguments for the Pause and Resume buttons. Must be
+            thread-safe.
+        flush_interval: seconds between batches sent to the front-end.
+        clock: a monotonic clock, injectable for tests.
+
+    Example:
+        >>> def decide(call_id, decision, reason, agent):  # doctest: +SKIP
+        ...     broker.resolve(call_id, Approval.reject(reason) if decision == "reject"
+        ...                    else Approval.always() if decision == "always_allow"
+        ...                    else Approval.approve(), agent_id=agent)
+        >>> view = AgentView(on_decision=decide, on_stop=agent.cancel)  # doctest: +SKIP
+        >>> display(view)  # doctest: +SKIP
+        >>> async for event in agent.stream(prompt):  # doctest: +SKIP
+        ...     view.handle(event)
+        >>> view.close_run(); display(view.summary())  # doctest: +SKIP
+    """
+
+    _esm = _static_file("agent_view.js")
+    _css = _static_file("agent_view.css")
+
+    #: The whole transcript (``{"v", "items", "status"}``), set when the run ends.
+    snapshot = traitlets.Dict().tag(sync=True)
+    #: An MCP server's pending question, shown as a form: ``{id, server, message, schema}``, or
+    #: ``{}``. The front end answers with an ``elicitation`` message (``jupyter.protocol``).
+    elicitation = traitlets.Dict().tag(sync=True)
+
+    def __init__(self, *, on_decision: DecisionCallback | None = None,
+                 on_stop: StopCallback | None = None, on_steer: SteerCallback | None = None,
+                 on_pause: ControlCallback | None = None, on_resume: ControlCallback | None = None,
+                 flush_interval: float = 0.045, clock: Callable[[], float] = time.monotonic,
+                 **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.on_decision = on_decision
+        self.on_stop = on_stop
+        self.on_steer = on_steer
+        self.on_pause = on_pause
+        self.on_resume = on_resume
+        self.flush_interval = flush_interval
+        self._clock = clock
+        self._lock = threading.RLock()
+        self.transcript = Transcript(observer=_Changes(self), clock=clock)
+        self._version = 0
+        self._last_flush = float("-inf")
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_loop: asyncio.AbstractEventLoop | None = None
+        self._new: dict[str, Item] = {}
+        self._appended: dict[str, list[str]] = {}
+        self._changed: dict[str, tuple[Item, set[str]]] = {}
+        # The first batch carries the whole status; later ones only what changed.
+        self._status_changed: set[str] = set(self.transcript.status.to_json())
+        self._decided: set[tuple[str | None, str]] = set()
+        self._stop_sent = False
+        self._asking: tuple[str, asyncio.AbstractEventLoop, asyncio.Future[Any]] | None = None
+        self.on_msg(self._on_front_end_msg)
+
+    # -- feeding ---------------------------------------------------------------------------------
+
+    def handle(self, event: AgentEvent) -> None:
+        """Folds ``event`` in and schedules (or, when urgent, sends) the changes. Cheap; sync."""
+        with self._lock:
+            urgent = event.type is EventType.APPROVAL_REQUIRED or (
+                event.agent_id is None and event.type in _URGENT_TOP_LEVEL)
+            if event.type is EventType.APPROVAL_DECISION:
+                # Answers to a person (or a policy) waiting on the card; not the rule approvals
+                # that come with every allowed call.
+                card = self.transcript.card(str(event.data.get("call_id")), event.agent_id)
+                urgent = card is not None and card.status == "awaiting_approval"
+            if event.type is EventType.RUN_START and event.agent_id is None:
+                self._decided.clear()  # a view reused for a new run takes new clicks
+                self._stop_sent = False
+            self.transcript.apply(event)
+            if event.type is EventType.RUN_FINISH and event.agent_id is None:
+                self.close_run()
+                return
+            if urgent:
+                self.flush()
+                return
+            if self._has_pending():
+                self._schedule()
+
+    def flush(self) -> None:
+        """Sends everything that changed since the last batch (nothing if nothing did)."""
+        with self._lock:
+            self._cancel_timer()
+            ops = self._take_ops()
+            self._last_flush = self._clock()
+            if not ops:
+                return
+            self._version += 1
+            self.send(Batch(type="batch", v=self._version, ops=ops))
+
+    def close_run(self) -> None:
+        """Sends the last changes and stores the whole transcript in ``snapshot``. Idempotent."""
+        with self._lock:
+            self.flush()
+            if self.snapshot.get("v") != self._version:
+                self.snapshot = {"v": self._version, **self.transcript.to_json()}
+
+    def summary(self) -> RunSummary:
+        """The static summary of the run so far (answer, tool calls, usage)."""
+        with self._lock:
+            return RunSummary.from_transcript(self.transcript)
+
+    def static(self) -> StaticTranscript:
+        """The run so far as a static transcript: what this view shows, with no widget."""
+        with self._lock:
+            return StaticTranscript.from_transcript(self.transcript)
+
+    def __repr__(self) -> str:
+        """A one-liner without ids or addresses, e.g. ``AgentView(run finished: end_turn)``.
+
+        It is the widget's ``text/plain``, which notebook checkers such as nbval compare."""
+        status = self.transcript.status
+        if status.phase == "idle":
+            return "AgentView(waiting for a run)"
+        if status.phase == "running":
+            return "AgentView(running)"
+        return f"AgentView(run {status.phase}: {status.reason or status.phase})"
+
+    # -- coalescing ------------------------------------------------------------------------------
+
+    def _has_pending(self) -> bool:
+        return bool(self._new or self._appended or self._changed or self._status_changed)
+
+    def _schedule(self) -> None:
+        """Arranges a flush at most ``flush_interval`` after the previous one."""
+        if self._timer is not None:
+            if self._timer_loop is not None and not self._timer_loop.is_closed():
+                return
+            self._timer = None  # left behind by a loop that has gone (asyncio.run ended)
+        delay = max(0.0, self._last_flush + self.flush_interval - self._clock())
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            # No loop in this thread (a script feeding events by hand): flush when due.
+            if delay == 0.0:
+                self.flush()
+            return
+        self._timer = loop.call_later(delay, self._on_timer)
+        self._timer_loop = loop
+
+    def _on_timer(self) -> None:
+        with self._lock:
+            self._timer = None
+            self.flush()
+
+    def _cancel_timer(self) -> None:
+        if self._timer is None:
+            return
+        try:
+            on_its_loop = asyncio.get_running_loop() is self._timer_loop
+        except RuntimeError:
+            on_its_loop = False
+        if on_its_loop:  # a timer handle may only be cancelled from its loop's thread
+            self._timer.cancel()
+            self._timer = None
+        # Otherwise (a flush from a comm thread) it fires later and finds nothing to send.
+
+    def _take_ops(self) -> list[dict[str, Any]]:
+        ops: list[dict[str, Any]] = [{"op": "add", "item": item.to_json()}
+                                     for item in self._new.values()]
+        if self._appended:
+            ops.append({"op": "append", "texts": {item_id: "".join(chunks)
+                                                  for item_id, chunks in self._appended.items()}})
+        for item_id, (item, fields) in self._changed.items():
+            wire = item.to_json()
+            ops.append({"op": "set", "id": item_id,
+                        "patch": {name: wire[name] for name in sorted(fields)}})
+        status = self.transcript.status.to_json()
+        patch = {name: status[name] for name in sorted(self._status_changed) if name in status}
+        if patch:
+            # The front-end's clock counts on from here; resent only with other status changes
+            # (turns, usage), which keeps batches of streamed text small.
+            elapsed = self.transcript.elapsed()
+            patch["elapsed_s"] = None if elapsed is None else round(elapsed, 2)
+            ops.append({"op": "status", "patch": patch})
+        self._new.clear()
+        self._appended.clear()
+        self._changed.clear()
+        self._status_changed.clear()
+        return ops
+
+    # -- front-end messages ----------------------------------------------------------------------
+
+    def _on_front_end_msg(self, _widget: Any, content: dict[str, Any], _buffers: Any) -> None:
+        if problem(content, TO_KERNEL) is not None:
+            return  # not a message of jupyter.protocol: a stale or foreign front end
+        kind = content["type"]
+        if kind == "sync":
+            self._send_snapshot()
+        elif kind == "approval":
+            self._on_approval(content)
+        elif kind == "stop":
+            self._on_stop()
+        elif kind == "elicitation":
+            self._on_elicitation(content)
+        elif kind == "steer":
+            self._on_steer(content["text"])
+        elif kind == "pause":
+            self._on_pause()
+        elif kind == "resume_run":
+            self._on_resume()
+
+    async def ask_elicitation(self, request: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
+        """Shows an MCP server's question (``{id, server, message, schema}``) as a form and waits
+        for the person's answer: ``(action, content)``, action accept, decline or cancel."""
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[Any] = loop.create_future()
+        self._asking = (str(request["id"]), loop, answer)
+        self.elicitation = dict(request)
+        try:
+            return await answer
+        finally:
+            self._asking = None
+            self.elicitation = {}
+
+    def _on_elicitation(self, content: dict[str, Any]) -> None:
+        # A comm callback, maybe on a kernel subshell thread: the answer goes to the asking loop.
+        asking = self._asking
+        if asking is None or content["id"] != asking[0]:
+            return  # already answered, or a question that is gone
+        _, loop, future = asking
+        answer = (content["action"], content.get("content") if content["action"] == "accept" else None)
+
+        def settle() -> None:
+            if not future.done():
+                future.set_result(answer)
+
+        try:
+            loop.call_soon_threadsafe(settle)
+        except RuntimeError:  # the loop has closed: nobody waits
+            pass
+
+    def _send_snapshot(self) -> None:
+        with self._lock:
+            self.flush()
+            self.send(Snapshot(type="snapshot", v=self._version, state=self.transcript.to_json()))
+
+    def _on_approval(self, content: dict[str, Any]) -> None:
+        call_id = str(content.get("call_id") or "")
+        decision = content.get("decision")
+        reason = content.get("reason")
+        reason = str(reason)[:REASON_CAP] if reason else None
+        agent = content.get("agent")
+        agent = agent if isinstance(agent, str) else None
+        with self._lock:
+            if "agent" in content:
+                card = self.transcript.card(call_id, agent)
+            else:  # a front-end that does not say whose card: the one waiting, else any
+                cards = self.transcript.cards(call_id)
+                card = next((c for c in cards if c.status == "awaiting_approval"),
+                            cards[0] if cards else None)
+            if card is not None:
+                agent = card.agent
+            decided = card is not None and (card.decision is not None
+                                            or card.status in TERMINAL_STATUSES)
+            key = (agent, call_id)
+            if decision not in DECISIONS or not call_id or decided or key in self._decided \
+                    or self.on_decision is None:
+                return  # a repeated or stale click: this call has been answered already
+            # A call the view has not heard of yet goes through too: whoever asked (the approval
+            # broker) knows its pending calls, and ignores ids it does not know.
+            self._decided.add(key)
+            name = card.name if card is not None else call_id
+        try:
+            self.on_decision(call_id, str(decision), reason, agent)
+        except Exception as exc:  # the click must not vanish silently
+            with self._lock:
+                self._decided.discard(key)
+                self.transcript.add_notice(
+                    "error", "error", f"Could not deliver the decision on {name}: {exc}")
+                self.flush()
+
+    def _on_stop(self) -> None:
+        with self._lock:
+            if self._stop_sent or self.transcript.status.phase != "running" \
+                    or self.on_stop is None:
+                return
+            self._stop_sent = True
+            self.transcript.mark_stopping()
+            self.flush()
+        try:
+            self.on_stop()
+        except Exception as exc:
+            with self._lock:
+                self._stop_sent = False
+                self.transcript.mark_stopping(False)
+                self.transcript.add_notice("error", "error", f"Could not stop the run: {exc}")
+                self.flush()
+
+
+    # -- steering ------------------------------------------------------------------------------
+
+    def _on_steer(self, text: str) -> None:
+        text = text.strip()
+        with self._lock:
+            if not text:
+                return
+            if self.on_steer is None:
+                self._note("This run cannot take messages while it runs (a crew's members run on their own); "
+                           "ask in a new %%agent cell once it ends.")
+                return
+            if self._refused("send a message to it", text):
+                return
+            if len(text) > STEER_CAP:
+                self._note(f"Your message was not sent: it has {len(text):,} characters, more than the "
+                           f"{STEER_CAP:,} a message to a running agent may have. Shorten it, or ask "
+                           "in a new %%agent cell once the run ends.")
+                return
+            self.transcript.mark_queued()
+            self.flush()
+        try:
+            taken = self.on_steer(text)
+            problem_text = "no run was in progress to take it" if taken is False else None
+        except Exception as exc:  # the message must not vanish silently
+            problem_text = str(exc)
+        if problem_text is not None:
+            with self._lock:
+                self.transcript.mark_queued(-1)
+                self._note(f"Could not send your message ({_preview(text)}): {problem_text}.",
+                           level="error")
+
+    def _on_pause(self) -> None:
+        with self._lock:
+            status = self.transcript.status
+            if self.on_pause is None or self._refused("pause it"):
+                return
+            if status.paused or status.pausing:
+                return  # a repeated click
+            self.transcript.mark_pausing()
+            self.flush()
+        try:
+            self.on_pause()
+        except Exception as exc:
+            with self._lock:
+                self.transcript.mark_pausing(False)
+                self._note(f"Could not pause the run: {exc}", level="error")
+
+    def _on_resume(self) -> None:
+        with self._lock:
+            status = self.transcript.status
+            if self.on_resume is None or self._refused("resume it"):
+                return
+            if not (status.paused or status.pausing):
+                return  # not paused: nothing to do
+            self.transcript.mark_pausing(False)
+            self.flush()
+        try:
+            self.on_resume()
+        except Exception as exc:
+            with self._lock:
+                self._note(f"Could not resume the run: {exc}", level="error")
+
+    def _refused(self, what: str, text: str | None = None) -> bool:
+        """Whether the run is not in progress, in which case a notice says ``what`` was not done."""
+        phase = self.transcript.status.phase
+        if phase == "running":
+            return False
+        said = f" ({_preview(text)})" if text else ""
+        if phase == "idle":
+            self._note(f"The run has not started yet, so the view could not {what}{said}; "
+                       "try again once it is running.")
+        else:
+            self._note(f"The run has ended, so the view could not {what}{said}; "
+                       "ask in a new %%agent cell instead.")
+        return True
+
+    def _note(self, message: str, level: str = "warning") -> None:
+        """Shows ``message`` in the view at once (once, if a page repeats itself). Under the lock."""
+        last = self.transcript.items[-1] if self.transcript.items else None
+        if not (isinstance(last, Notice) and last.message == message):
+            self.transcript.add_notice("steer", level, message)
+        self.flush()
+        if self.transcript.status.phase not in ("idle", "running"):
+            self.close_run()  # the saved snapshot shows the notice too
+
+
+def _preview(text: str, limit: int = 60) -> str:
+    """``text`` quoted on one line, cut to ``limit`` characters."""
+    line = " ".join(text.split())
+    return f"“{line[:limit]}…”" if len(line) > limit else f"“{line}”"
+
+
+class _Changes:
+    """Records the transcript's changes as pending ops of its view (called under its lock)."""
+
+    def __init__(self, view: AgentView) -> None:
+        self._view = view
+
+    def item_added(self, item: Item) -> None:
+        self._view._new[item.id] = item
+
+    def text_appended(self, block: TextBlock, text: str) -> None:
+        if block.id not in self._view._new:  # a new item is sent whole, text included
+            self._view._appended.setdefault(block.id, []).append(text)
+
+    def item_changed(self, item: Item, fields: Iterable[str]) -> None:
+        if item.id not in self._view._new:
+            self._view._changed.setdefault(item.id, (item, set()))[1].update(fields)
+
+    def status_changed(self, fields: Iterable[str]) -> None:
+        self._view._status_changed.update(fields)
+
