@@ -115,16 +115,22 @@ def test_list_models_reports_windows_prices_and_whether_each_is_ready(monkeypatc
 
 
 def test_cost_prices_each_token_class_per_million() -> None:
-    usage = Usage(input_tokens=1_000_000, output_tokens=100_000, cache_read_tokens=2_000_000, cache_write_tokens=400_000)
-    # 3.00 input + 1.50 output + 0.60 cache reads (0.1x) + 1.50 cache writes (1.25x)
-    assert cost("claude-sonnet-4-5", usage) == pytest.approx(6.60)
+    usage = Usage(input_tokens=100_000, output_tokens=10_000, cache_read_tokens=20_000, cache_write_tokens=40_000)
+    # 0.30 input + 0.15 output + 0.006 cache reads (0.1x) + 0.15 cache writes (1.25x)
+    assert cost("claude-sonnet-4-5", usage) == pytest.approx(0.606)
     assert cost("gpt-4.1", Usage(input_tokens=500_000, output_tokens=250_000, cache_read_tokens=1_000_000)) == pytest.approx(1.0 + 2.0 + 0.5)
 
 
+def test_a_call_past_a_long_context_tier_costs_the_tiers_price() -> None:
+    # Claude Sonnet 4.5 bills input over 200K tokens in one request at 6 instead of 3 per million.
+    assert cost("claude-sonnet-4-5", Usage(input_tokens=300_000)) == pytest.approx(1.8)
+    assert cost("anthropic:claude-sonnet-4-5", Usage(input_tokens=100_000)) == pytest.approx(0.3)
+
+
 def test_dated_snapshots_and_provider_prefixes_cost_what_their_family_costs() -> None:
-    assert price("claude-sonnet-4-5-20250929") == PRICES["claude-sonnet-4-5"]
-    assert price("openai:gpt-4.1-2025-04-14") == PRICES["gpt-4.1"]
-    assert price("gpt-4o-2024-05-13") != PRICES["gpt-4o"]  # an old snapshot with its own price
+    assert price("claude-sonnet-4-5-20250929") == price("claude-sonnet-4-5") is not None
+    assert price("openai:gpt-4.1-2025-04-14") == price("gpt-4.1") is not None
+    assert price("gpt-4o-2024-05-13") != price("gpt-4o")  # an old snapshot with its own price
 
 
 def test_an_unknown_model_costs_none_never_zero() -> None:
@@ -136,8 +142,10 @@ def test_the_offline_model_is_known_to_be_free() -> None:
     assert cost("offline", Usage(input_tokens=10_000, output_tokens=500)) == 0.0
 
 
-def test_every_price_is_dated_and_a_custom_table_can_stand_in() -> None:
-    for name, p in PRICES.items():
-        assert len(p.as_of) == 10 and p.as_of[4] == "-", name
+def test_every_price_names_its_source_and_a_custom_table_can_stand_in() -> None:
+    for info in list_models():
+        p = price(info.spec)
+        assert p is not None and p.as_of.startswith(("genai-prices ", "agent_kernel")), info.spec
+    assert PRICES["offline"].input == 0.0
     table = {"my-model": Price(1.0, 2.0, 0.0, 0.0, "2026-01-01")}
     assert cost("my-model", Usage(input_tokens=1_000_000, output_tokens=1_000_000), table) == 3.0

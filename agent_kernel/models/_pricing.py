@@ -1,21 +1,29 @@
-"""models.pricing — what a model call costs in USD, from a dated per-model price table.
+"""models.pricing — what a model call costs in USD.
 
-Prices are USD per million tokens, as each provider published them on the date in ``as_of``
-(their pricing pages: https://docs.anthropic.com/en/docs/about-claude/pricing and
-https://platform.openai.com/docs/pricing). A model missing from the table has no price: its cost
-is ``None``, never 0, so a sum never hides an unknown. Pass your own ``table`` to ``cost`` for
-negotiated rates or newer models.
+Prices come from ``genai-prices``, a maintained, dated table of providers' published prices that
+ships inside the package: nothing is fetched at run time, and upgrading the package brings new
+models and price changes. A model it does not know has no price: its cost is ``None``, never 0,
+so a sum never hides an unknown. Pass your own ``table`` to ``cost`` or ``price`` for negotiated
+rates or models the table lacks; it stands in for the catalogue entirely.
 
 Token classes follow ``Usage``: ``input_tokens`` excludes cache reads and writes, which are priced
-separately (Anthropic bills cache writes at 1.25x input for the 5-minute cache; OpenAI caches for
-free and bills cached input at a discount). Long-context surcharges (over 200K input tokens on
-some models) are not modelled.
+separately (Anthropic bills 5-minute cache writes at 1.25x input; OpenAI caches for free and bills
+cached input at a discount). Long-context tiers (a higher price past 200K input tokens on some
+models) apply per call, as the providers bill them.
 """
 
 from __future__ import annotations
 
+import datetime
+import functools
+import importlib.metadata
 from collections.abc import Mapping
 from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+import genai_prices
+from genai_prices import data_snapshot
 
 from agent_kernel.models._base import Usage
 from agent_kernel.models._catalog import family
@@ -25,7 +33,7 @@ __all__ = ["PRICES", "Price", "cost", "price"]
 
 @dataclass(frozen=True, slots=True)
 class Price:
-    """USD per million tokens of each class, and the date the figures were published."""
+    """USD per million tokens of each class (below any long-context tier), and where it comes from."""
 
     input: float
     output: float
@@ -34,77 +42,92 @@ class Price:
     as_of: str
 
 
-def _anthropic(input: float, output: float, as_of: str) -> Price:
-    # Anthropic: cache reads 0.1x input, 5-minute cache writes 1.25x input.
-    return Price(input, output, round(input * 0.1, 6), round(input * 1.25, 6), as_of)
+#: Models priced here rather than by the catalogue: the offline model runs no language model.
+PRICES: Mapping[str, Price] = {"offline": Price(0.0, 0.0, 0.0, 0.0, "agent_kernel")}
+
+_SOURCE = f"genai-prices {importlib.metadata.version('genai-prices')}"
+_PROVIDERS = ("anthropic", "openai")
 
 
-def _openai(input: float, output: float, cached: float, as_of: str) -> Price:
-    # OpenAI: writing the prompt cache costs nothing beyond the input tokens themselves.
-    return Price(input, output, cached, input, as_of)
+def _split(model_name: str) -> tuple[str | None, str]:
+    provider, sep, name = model_name.partition(":")
+    if sep and provider in _PROVIDERS:
+        return provider, name
+    return None, model_name
 
 
-PRICES: Mapping[str, Price] = {
-    # The offline model runs no language model: free, and known to be.
-    "offline": Price(0.0, 0.0, 0.0, 0.0, "2026-11-22"),
-    # Anthropic
-    "claude-opus-4-6": _anthropic(5.0, 25.0, "2026-02-05"),
-    "claude-sonnet-4-6": _anthropic(3.0, 15.0, "2026-02-17"),
-    "claude-opus-4-5": _anthropic(5.0, 25.0, "2025-11-24"),
-    "claude-opus-4-1": _anthropic(15.0, 75.0, "2025-08-05"),
-    "claude-opus-4-0": _anthropic(15.0, 75.0, "2025-05-22"),
-    "claude-opus-4": _anthropic(15.0, 75.0, "2025-05-22"),
-    "claude-sonnet-4-5": _anthropic(3.0, 15.0, "2025-09-29"),
-    "claude-sonnet-4-0": _anthropic(3.0, 15.0, "2025-05-22"),
-    "claude-sonnet-4": _anthropic(3.0, 15.0, "2025-05-22"),
-    "claude-3-7-sonnet": _anthropic(3.0, 15.0, "2025-02-24"),
-    "claude-haiku-4-5": _anthropic(1.0, 5.0, "2025-10-15"),
-    "claude-3-5-haiku": _anthropic(0.8, 4.0, "2024-11-04"),
-    "claude-3-haiku": _anthropic(0.25, 1.25, "2024-03-13"),
-    # OpenAI
-    "gpt-5.1": _openai(1.25, 10.0, 0.125, "2025-11-13"),
-    "gpt-5": _openai(1.25, 10.0, 0.125, "2025-08-07"),
-    "gpt-5-mini": _openai(0.25, 2.0, 0.025, "2025-08-07"),
-    "gpt-5-nano": _openai(0.05, 0.4, 0.005, "2025-08-07"),
-    "gpt-4.1": _openai(2.0, 8.0, 0.5, "2025-04-14"),
-    "gpt-4.1-mini": _openai(0.4, 1.6, 0.1, "2025-04-14"),
-    "gpt-4.1-nano": _openai(0.1, 0.4, 0.025, "2025-04-14"),
-    "gpt-4o": _openai(2.5, 10.0, 1.25, "2024-11-20"),
-    "gpt-4o-2024-05-13": _openai(5.0, 15.0, 5.0, "2024-05-13"),
-    "gpt-4o-mini": _openai(0.15, 0.6, 0.075, "2024-07-18"),
-    "o3": _openai(2.0, 8.0, 0.5, "2025-06-10"),
-    "o3-mini": _openai(1.1, 4.4, 0.55, "2025-01-31"),
-    "o4-mini": _openai(1.1, 4.4, 0.275, "2025-04-16"),
-    "o1": _openai(15.0, 60.0, 7.5, "2024-12-17"),
-}
+def _base(value: Any) -> float:
+    """A catalogue price (a Decimal, tiered prices, or None) below any tier, as a float."""
+    if value is None:
+        return 0.0
+    return float(getattr(value, "base", value))
+
+
+@functools.lru_cache(maxsize=512)
+def _catalogue(provider: str | None, name: str) -> Any:
+    """The catalogue's ``ModelPrice`` for ``name`` (its family if the snapshot is unknown), or None.
+
+    Cached: the loop prices every model call, and a look-up walks the whole table.
+    """
+    snapshot = data_snapshot.get_snapshot()
+    now = datetime.datetime.now(datetime.timezone.utc)
+    for ref in dict.fromkeys((name, family(name))):
+        try:
+            _, model = snapshot.find_provider_model(ref, None, provider, None)
+        except LookupError:
+            continue
+        return model.get_prices(now)
+    return None
+
 
 def price(model_name: str, table: Mapping[str, Price] | None = None) -> Price | None:
-    """The price of ``model_name`` (a provider prefix such as ``anthropic:`` is ignored), or None.
+    """The price of ``model_name`` (a provider prefix such as ``anthropic:`` is honoured), or None.
 
-    A dated snapshot (``claude-sonnet-4-5-20250929``) costs what its family costs, unless the
-    table prices the snapshot itself.
+    A dated snapshot (``claude-sonnet-4-5-20250929``) costs what its family costs unless it has a
+    price of its own.
     """
-    table = PRICES if table is None else table
-    name = model_name.split(":", 1)[1] if ":" in model_name else model_name
-    if name in table:
-        return table[name]
-    return table.get(family(name))
+    provider, name = _split(model_name)
+    if table is not None:
+        return table.get(name) or table.get(family(name))
+    if name in PRICES:
+        return PRICES[name]
+    found = _catalogue(provider, name)
+    if found is None:
+        return None
+    input_price = _base(found.input_mtok)
+    # A provider that lists no cache-write price bills writing the cache as plain input.
+    cache_write = _base(found.cache_write_mtok) if found.cache_write_mtok is not None else input_price
+    return Price(input_price, _base(found.output_mtok), _base(found.cache_read_mtok), cache_write, _SOURCE)
 
 
 def cost(model_name: str, usage: Usage, table: Mapping[str, Price] | None = None) -> float | None:
-    """USD cost of ``usage`` on ``model_name``; None when the model's price is not known.
+    """USD cost of ``usage`` (one model call) on ``model_name``; None when its price is not known.
 
     Example:
-        >>> cost("claude-sonnet-4-5", Usage(input_tokens=1_000_000))
-        3.0
+        >>> cost("claude-sonnet-4-5", Usage(input_tokens=100_000))
+        0.3
     """
-    p = price(model_name, table)
-    if p is None:
+    provider, name = _split(model_name)
+    if table is not None or name in PRICES:
+        p = price(model_name, table)
+        if p is None:
+            return None
+        total = (
+            usage.input_tokens * p.input
+            + usage.output_tokens * p.output
+            + usage.cache_read_tokens * p.cache_read
+            + usage.cache_write_tokens * p.cache_write
+        )
+        return total / 1_000_000
+    found = _catalogue(provider, name)
+    if found is None:
         return None
-    total = (
-        usage.input_tokens * p.input
-        + usage.output_tokens * p.output
-        + usage.cache_read_tokens * p.cache_read
-        + usage.cache_write_tokens * p.cache_write
+    # The catalogue counts cache reads and writes inside the input tokens; Usage does not.
+    billed = genai_prices.Usage(
+        input_tokens=usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens,
+        cache_read_tokens=usage.cache_read_tokens,
+        cache_write_tokens=usage.cache_write_tokens,
+        output_tokens=usage.output_tokens,
     )
-    return total / 1_000_000
+    priced: Decimal = found.calc_price(billed)["total_price"]
+    return float(priced)

@@ -103,7 +103,7 @@ def list_models() -> list[ModelInfo]:
     for provider, models in CONTEXT_WINDOWS.items():
         key_env = KEY_ENV[provider]
         for name, window in models.items():
-            p = price(name)
+            p = price(f"{provider}:{name}")
             infos.append(
                 ModelInfo(
                     f"{provider}:{name}", provider, name, window,
