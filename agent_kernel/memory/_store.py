@@ -10,7 +10,7 @@ store starts empty; when it cannot even be moved, every use of the store is a ``
 saying so, until the file is moved or repaired by hand.
 
 A change (``remember``, ``forget``) reads, modifies and writes the file while holding an
-exclusive lock (``fcntl.flock`` on ``memory.json.lock`` beside it), so two kernels or threads
+exclusive lock (``filelock`` on ``memory.json.lock`` beside it), so two kernels or threads
 writing at once both keep their change. Reading needs no lock: the file is only ever replaced
 whole.
 
@@ -26,7 +26,6 @@ import json
 import os
 import re
 import tempfile
-import threading
 import time
 import warnings
 from collections.abc import Iterator
@@ -34,15 +33,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import filelock
+
 from agent_kernel._util.text import encodable
 from agent_kernel.errors import UserError
 from agent_kernel.events import payloads as p
 from agent_kernel.events._event import Emit, EventType
-
-try:
-    import fcntl
-except ImportError:  # Windows: writers of one process still take turns (see _PROCESS_LOCK)
-    fcntl = None  # type: ignore[assignment]
 
 __all__ = [
     "MEMORY_DIR",
@@ -59,9 +55,6 @@ MAX_KEY_CHARS = 100
 MAX_CONTENT_CHARS = 10_000
 #: Seconds a writer waits for another one to finish before giving up.
 LOCK_TIMEOUT = 10.0
-_LOCK_POLL = 0.005
-# Without fcntl the lock file cannot be locked; writers of this process still take turns.
-_PROCESS_LOCK = threading.Lock()
 # What reading a damaged file can raise: bad JSON or UTF-8 (ValueError), nesting deeper than the
 # parser goes (RecursionError), entries of the wrong shape, numbers too large for a float.
 _UNREADABLE = (ValueError, TypeError, AttributeError, RecursionError, OverflowError)
@@ -251,37 +244,20 @@ class MemoryStore:
             yield
             return
         lock_path = self.path.with_name(f"{self.path.name}.lock")
-        if fcntl is None:
-            if not _PROCESS_LOCK.acquire(timeout=self.lock_timeout):
-                raise UserError(_locked_message(lock_path, self.lock_timeout))
-            try:
-                yield
-            finally:
-                _PROCESS_LOCK.release()
-            return
+        lock = filelock.FileLock(lock_path, timeout=self.lock_timeout)
         try:
-            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+            lock.acquire()
+        except filelock.Timeout:
+            raise UserError(_locked_message(lock_path, self.lock_timeout)) from None
         except OSError as exc:
             raise UserError(
                 f"The memory lock {lock_path} could not be opened ({type(exc).__name__}: {exc}); long-term memory "
                 f"needs a folder it can write to. Check the permissions of {folder}."
             ) from None
         try:
-            deadline = time.monotonic() + self.lock_timeout
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() >= deadline:
-                        raise UserError(_locked_message(lock_path, self.lock_timeout)) from None
-                    time.sleep(_LOCK_POLL)
-            try:
-                yield
-            finally:
-                fcntl.flock(fd, fcntl.LOCK_UN)
+            yield
         finally:
-            os.close(fd)
+            lock.release()
 
     def _load(self, *, locked: bool = False) -> dict[str, MemoryEntry]:
         """The entries by key; an unreadable file is moved aside (under the lock) and reads as empty.
