@@ -11,12 +11,12 @@ from __future__ import annotations
 import functools
 import inspect
 import json
-import re
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, overload
 
+import docstring_parser
 import pydantic
 
 from agent_kernel.errors import StopRun
@@ -65,41 +65,15 @@ class ToolContext:
         raise StopRun(f"tool {self.tool_name!r} stopped the run", final_message)
 
 
-_GOOGLE_ARG = re.compile(r"^\s{2,}(\*{0,2}\w+)(?:\s*\([^)]*\))?\s*:\s*(.*)$")
-_SPHINX_ARG = re.compile(r"^\s*:param\s+(?:\w+\s+)?(\w+)\s*:\s*(.*)$")
-_SECTION = re.compile(r"^\s*(Args|Arguments|Parameters|Returns|Raises|Yields|Example|Examples|Note|Notes)\s*:\s*$")
-
-
 def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
-    """Splits a docstring into the description and ``{parameter: description}``."""
+    """Splits a docstring (Google, NumPy or Sphinx style) into the description and ``{parameter: description}``."""
     if not doc:
         return "", {}
-    doc = inspect.cleandoc(doc)
-    description: list[str] = []
-    params: dict[str, str] = {}
-    section: str | None = None
-    last: str | None = None
-    for line in doc.splitlines():
-        m = _SECTION.match(line)
-        if m:
-            section, last = m.group(1), None
-            continue
-        sphinx = _SPHINX_ARG.match(line)
-        if sphinx:
-            last = sphinx.group(1)
-            params[last] = sphinx.group(2).strip()
-            continue
-        if section in ("Args", "Arguments", "Parameters"):
-            g = _GOOGLE_ARG.match("  " + line) if not line.startswith(" ") else _GOOGLE_ARG.match(line)
-            if g and not line.startswith("    " * 2):
-                last = g.group(1).lstrip("*")
-                params[last] = g.group(2).strip()
-            elif last and line.strip():
-                params[last] += " " + line.strip()
-            continue
-        if section is None and not line.strip().startswith(":"):
-            description.append(line)
-    return "\n".join(description).strip(), params
+    parsed = docstring_parser.parse(doc)
+    description = "\n\n".join(part for part in (parsed.short_description, parsed.long_description) if part)
+    # A parameter's description may wrap over lines; the model reads it as one sentence.
+    params = {p.arg_name.lstrip("*"): " ".join((p.description or "").split()) for p in parsed.params}
+    return description.strip(), params
 
 
 def _stringify(value: Any) -> str:
