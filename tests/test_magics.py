@@ -7,6 +7,7 @@ uses); what a cell shows is captured as IPython captures rich output.
 
 from __future__ import annotations
 
+import sys
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -899,3 +900,28 @@ def test_show_passes_over_a_file_in_the_journal_folder_that_is_not_a_journal(cel
     (tmp_path / "journals" / "zz-notes.jsonl").write_text("not json\n")  # newest of all
     _, shown = cells.run("%agent show")
     assert "skipped zz-notes.jsonl, which cannot be read as a journal" in shown.stdout
+
+
+# ---- lines as a newcomer pastes them ------------------------------------------------------------
+
+
+def test_a_trailing_comment_on_a_line_magic_is_a_comment_not_an_argument(cells: Cells) -> None:
+    cells.run("%%agent\nHello")
+    cells.run("agent = %agent session      # the session's Agent")
+    assert cells.ns["agent"] is cells.magics.sessions.get().agent
+    # A '#' inside quotes or inside a word stays: it is part of what was asked.
+    from agent_kernel.jupyter._magics import _without_comment
+
+    assert _without_comment('say "use # 3"  # steer it') == 'say "use # 3"'
+    assert _without_comment("say issue#3") == "say issue#3"
+
+
+def test_a_prompt_typed_on_the_line_magic_is_pointed_to_a_cell_magic(cells: Cells) -> None:
+    error = str(cells.error("%agent What is 2 + 3?"))
+    assert "no such subcommand" in error and "%%agent\nWhat is 2 + 3?" in error
+
+
+def test_python_in_an_mcp_command_is_the_kernels_own_python(cells: Cells) -> None:
+    cells.run("%agent mcp add time -- python -m mcp_server_time")
+    server = cells.magics.sessions.get().agent.mcp.servers["time"]
+    assert server.command == sys.executable

@@ -9,6 +9,7 @@ live with the magics' async entry point.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -298,7 +299,10 @@ def cmd_mcp(magics: AgentMagics, rest: str) -> pd.DataFrame | None:
     if target and target[0] == "--":
         if len(target) < 2:
             raise UserError(f"%agent mcp add {name} --: give the command to run after --. {usage}")
-        server = MCPServer.stdio(name, target[1], *target[2:], call_timeout=call_timeout)
+        # `python` means the kernel's own Python, as %pip means its pip: the system one may lack
+        # the server's package.
+        command = sys.executable if target[1] in ("python", "python3") and sys.executable else target[1]
+        server = MCPServer.stdio(name, command, *target[2:], call_timeout=call_timeout)
     elif len(target) == 1 and target[0].startswith(("http://", "https://")):
         server = MCPServer.http(name, target[0], call_timeout=call_timeout)
     else:

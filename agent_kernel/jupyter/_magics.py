@@ -594,7 +594,7 @@ class AgentMagics(Magics):
         ``reject CALL_ID REASON``. After a restart: ``resume [SESSION]`` (the session back from its journal,
         a run cut off while an approval waited continued in a live view).
         """
-        command, rest = _split(line)
+        command, rest = _split(_without_comment(line))
         if command in _AWAITED:
             try:
                 asyncio.get_running_loop()
@@ -609,7 +609,7 @@ class AgentMagics(Magics):
     @_usage_errors
     async def line_async(self, line: str) -> Any:
         """What a rewritten ``%agent wait`` / ``compact`` / ``resume`` line awaits."""
-        command, rest = _split(line)
+        command, rest = _split(_without_comment(line))
         if command == "resume":
             from agent_kernel.jupyter._resume_session import resume_session
 
@@ -635,10 +635,30 @@ class AgentMagics(Magics):
             return controls.status(self)
         handler = getattr(controls, f"cmd_{command.replace('-', '_')}", None)
         if command not in SUBCOMMANDS or handler is None:
-            raise UserError(f"%agent {command}: no such subcommand.{did_you_mean(command, SUBCOMMANDS)} "
+            suggestion = did_you_mean(command, SUBCOMMANDS)
+            if not suggestion and rest:
+                # Words that are no subcommand are most likely a prompt typed on the line magic.
+                suggestion = f" To ask the agent, start a cell with %%agent and put the prompt below it:\n%%agent\n{command} {rest}\n"
+            raise UserError(f"%agent {command}: no such subcommand.{suggestion} "
                             f"Subcommands: {', '.join(SUBCOMMANDS)} (%agent help says what each does; "
                             "%agent alone shows the session).")
         return handler(self, rest)
+
+
+def _without_comment(line: str) -> str:
+    """``line`` without a trailing Python comment: ``agent = %agent session  # the Agent`` gives
+    IPython's whole line to the magic, comment included. A ``#`` inside quotes, or not after a
+    space, is kept."""
+    quote = ""
+    for i, char in enumerate(line):
+        if quote:
+            if char == quote:
+                quote = ""
+        elif char in "\"'":
+            quote = char
+        elif char == "#" and (i == 0 or line[i - 1].isspace()):
+            return line[:i].rstrip()
+    return line
 
 
 def _split(line: str) -> tuple[str, str]:
