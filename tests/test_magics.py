@@ -925,3 +925,21 @@ def test_python_in_an_mcp_command_is_the_kernels_own_python(cells: Cells) -> Non
     cells.run("%agent mcp add time -- python -m mcp_server_time")
     server = cells.magics.sessions.get().agent.mcp.servers["time"]
     assert server.command == sys.executable
+
+
+@pytest.mark.parametrize(("died_in", "rerun_in", "continues"), [("b.ipynb", "a.ipynb", False), ("b.ipynb", "b.ipynb", True)])
+def test_a_notebook_continues_only_its_own_cut_off_run_when_two_share_a_folder(
+    cells: Cells, monkeypatch: pytest.MonkeyPatch, died_in: str, rerun_in: str, continues: bool
+) -> None:
+    cells.run(STEERING)
+    monkeypatch.setenv("JPY_SESSION_NAME", died_in)  # Jupyter names the notebook a kernel runs for
+    cells.run(DIED_WAITING)
+    cells.run(NEWEST)
+    cells.run("fresh = ScriptedModel(['Fresh.'])")
+    monkeypatch.setenv("JPY_SESSION_NAME", rerun_in)  # a new kernel, of this notebook
+    monkeypatch.setenv("AGENT_KERNEL_APPROVAL", "auto_approve")
+
+    _, out = cells.run("%%agent -m fresh --tools touch\nTouch x")  # the same prompt as the cut-off run
+
+    assert ("waiting for approval" in out.stdout) is continues
+    assert cells.ns["touched"] == (["x"] if continues else [])

@@ -385,6 +385,9 @@ class Agent:
                 turn_state=turn.to_dict(),
                 agent_name=self.name,
             )
+            notebook = os.environ.get("JPY_SESSION_NAME")
+            if notebook:  # a kernel's cut-off check and %agent resume find this notebook's own runs
+                start["notebook"] = notebook
             if interrupted is not None:
                 uses = interrupted.message.tool_uses
                 start["continues"] = p.Continues(run_id=interrupted.run_id, call_ids=[use.id for use in uses])

@@ -152,6 +152,7 @@ class RunStart(TypedDict):
     agents: NotRequired[list[str]]  # crews: the members' names
     tasks: NotRequired[list[CrewTask]]  # crews: the tasks in declared order
     continues: NotRequired[Continues]  # agents: this run finishes a turn a dead process left open
+    notebook: NotRequired[str]  # agents: the notebook whose kernel ran it (Jupyter's JPY_SESSION_NAME)
 
 
 class IterationStart(TypedDict):

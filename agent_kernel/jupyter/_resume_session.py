@@ -15,6 +15,7 @@ same for a prompt cell (``cut_off_agent``).
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +32,8 @@ __all__ = ["continue_cut_off_run", "cut_off_agent", "cut_off_notice", "resume_se
 
 #: Bytes read from a journal's end to tell whether its last run closed its calls.
 _TAIL_BYTES = 64 * 1024
+# A journal's header and its first run's start fit well inside this.
+_HEAD_BYTES = 64 * 1024
 #: Lines before a run's end among which a stop that kept its calls open would be.
 _STOP_LINES = 4
 
@@ -125,7 +128,8 @@ def _may_be_cut_off(path: Path) -> bool:
 
 
 def _journal_path(magics: AgentMagics, name: str) -> Path:
-    """The journal ``name`` names (a session id, a file name or a path), else the newest one."""
+    """The journal ``name`` names (a session id, a file name or a path), else the newest one of
+    this kernel's notebook (Jupyter names it in ``JPY_SESSION_NAME``; outside Jupyter, the newest)."""
     from agent_kernel.journal._resume import resolve_journal_path
 
     folder = Path(magics.journal_dir).expanduser() if magics.journal_dir else Path.cwd() / SESSIONS_DIR
@@ -133,10 +137,34 @@ def _journal_path(magics: AgentMagics, name: str) -> Path:
         candidate = folder / (name if name.endswith(".jsonl") else f"{name}.jsonl")
         return candidate if candidate.is_file() else resolve_journal_path(name)
     journals = sorted(folder.glob("*.jsonl"), key=lambda path: path.stat().st_mtime, reverse=True) if folder.is_dir() else []
+    notebook = os.environ.get("JPY_SESSION_NAME")
+    if notebook:
+        # Two notebooks in one folder share the journal folder; each continues only its own runs.
+        journals = [path for path in journals if _notebook_of(path) in (notebook, None)]
     if not journals:
         raise UserError(f"There is no journal to resume in {folder}. Run an %%agent cell first, or name one: "
                         "%agent resume SESSION_ID (or a journal path).")
     return journals[0]
+
+
+def _notebook_of(path: Path) -> str | None:
+    """The notebook a journal's first run names (``run_start``'s ``notebook``), read from its
+    first lines only; None for a journal written outside Jupyter or before runs named theirs."""
+    try:
+        with path.open("rb") as file:
+            head = file.read(_HEAD_BYTES).splitlines()
+    except OSError:
+        return None
+    for line in head:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and record.get("type") == EventType.RUN_START.value:
+            data = record.get("data")
+            notebook = data.get("notebook") if isinstance(data, dict) else None
+            return notebook if isinstance(notebook, str) else None
+    return None
 
 
 def _session_holding(magics: AgentMagics, path: Path) -> Any:
