@@ -80,3 +80,22 @@ def test_a_journal_under_a_file_is_refused_at_once_and_one_that_cannot_be_opened
         agent = Agent(ScriptedModel(["Hi."]), journal="/proc/agent-kernel-test/run.jsonl")
     with pytest.raises(UserError, match="cannot be opened at .*journal=None to keep no journal"):
         agent.run_sync("hello")
+
+
+@pytest.mark.parametrize(
+    ("given", "meant"),
+    [({"max_turns": 3}, "max_iterations (the magic's --max-turns)"), ({"stall_timout": 5}, "'stall_timeout'"), ({"mode": "plan"}, "permissions")],
+)
+def test_a_setting_agent_does_not_take_names_the_one_meant(given: dict[str, object], meant: str) -> None:
+    with pytest.raises(UserError, match="which Agent does not take") as raised:
+        Agent(ScriptedModel(["hi"]), journal=None, **given)  # type: ignore[arg-type]
+    assert f"Did you mean {meant}" in str(raised.value) and "Agent's settings: tools, system, max_iterations" in str(raised.value)
+
+
+def test_a_subclass_that_takes_its_own_keywords_judges_them_itself() -> None:
+    class Tagged(Agent):
+        def __init__(self, *args: object, tag: str = "", **kwargs: object) -> None:
+            super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+            self.tag = tag
+
+    assert Tagged(ScriptedModel(["hi"]), journal=None, tag="x").tag == "x"

@@ -21,7 +21,7 @@ from agent_kernel._util.text import encodable
 from agent_kernel.agent._memory import AgentMemory
 from agent_kernel.agent._parts import DEFAULT, LoopSetting, build_context_manager, build_permissions, is_journal_folder, journal_path, open_journal, otel_sink, resolve_model_arg
 from agent_kernel.agent._result import RunResult
-from agent_kernel.agent._settings import check_settings
+from agent_kernel.agent._settings import check_known_settings, check_settings
 from agent_kernel.errors import UserError
 from agent_kernel.events import payloads as p
 from agent_kernel.events._event import AgentEvent, EventType, Payload
@@ -46,7 +46,17 @@ from agent_kernel.tools._tool import Tool
 __all__ = ["Agent", "RunResult"]  # RunResult lives in .result; imported from here too
 
 
-class Agent:
+class _RefusesUnknownSettings(type):
+    """``Agent(..., max_turns=3)`` names the setting meant (``max_iterations``) in a UserError,
+    where Python would raise a bare TypeError about an unexpected keyword."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        if kwargs:
+            check_known_settings(cls, kwargs, cls.__name__)
+        return super().__call__(*args, **kwargs)
+
+
+class Agent(metaclass=_RefusesUnknownSettings):
     """An LLM agent with tools, streaming every step as an ``AgentEvent``.
 
     Args:

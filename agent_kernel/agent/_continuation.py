@@ -10,7 +10,6 @@ into the question it asked.
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import itertools
 import os
 from collections.abc import Mapping, Sequence
@@ -18,7 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent_kernel.agent._parts import DEFAULT, journal_path
-from agent_kernel.errors import UserError, did_you_mean
+from agent_kernel.agent._settings import check_known_settings
+from agent_kernel.errors import UserError
 from agent_kernel.events._event import AgentEvent, EventType
 from agent_kernel.events._turn import TurnState, new_id
 from agent_kernel.guard._approvals import ApprovalRequest
@@ -129,14 +129,7 @@ def fork_of(
 
 def _known(cls: type[Agent], settings: dict[str, Any], caller: str) -> dict[str, Any]:
     """``settings``, once each is known to be an argument of ``cls`` (else a UserError naming it)."""
-    accepted = inspect.signature(cls.__init__).parameters
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted.values()):
-        return settings  # a subclass that takes **kwargs judges them itself
-    unknown = [name for name in settings if name not in accepted]
-    if unknown:
-        choices = ", ".join(name for name in accepted if name not in ("self", "model", "session_id"))
-        raise UserError(f"{caller}() got {', '.join(map(repr, unknown))}, which Agent does not take.{did_you_mean(unknown[0], list(accepted))} "
-                        f"Agent's settings: {choices}.")
+    check_known_settings(cls, settings, caller)
     return settings
 
 

@@ -9,13 +9,15 @@ constructor checks every argument through it, and so does assigning a loop setti
 
 from __future__ import annotations
 
+import functools
+import inspect
 import os
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from agent_kernel.errors import UserError
+from agent_kernel.errors import UserError, did_you_mean
 
-__all__ = ["check_setting", "check_settings"]
+__all__ = ["check_known_settings", "check_setting", "check_settings"]
 
 
 def _whole(value: Any, least: int) -> bool:
@@ -94,6 +96,45 @@ def check_settings(settings: Mapping[str, Any], default: Any) -> None:
     for name, value in settings.items():
         if value is not default:
             check_setting(name, value)
+
+
+# Names people bring from other tools (and from the magic's own options), with what Agent calls them.
+_SYNONYMS = {
+    "max_turns": "max_iterations (the magic's --max-turns)",
+    "max_steps": "max_iterations",
+    "mode": "permissions (a mode: permissions='plan')",
+    "temperature": "model_options={'temperature': ...}",
+    "max_tokens": "model_options={'max_tokens': ...}",
+    "system_prompt": "system",
+    "instructions": "system",
+}
+
+
+def check_known_settings(cls: type, settings: Mapping[str, Any], caller: str) -> None:
+    """Refuses a setting ``cls.__init__`` does not take, naming the closest one it does.
+
+    A subclass whose ``__init__`` takes ``**kwargs`` judges its own.
+
+    Raises:
+        UserError: naming the unknown setting, the one meant, and the settings there are.
+    """
+    accepted = _parameters(cls)
+    if accepted is None:
+        return
+    unknown = [name for name in settings if name not in accepted]
+    if unknown:
+        first = unknown[0]
+        hint = f" Did you mean {_SYNONYMS[first]}?" if first in _SYNONYMS else did_you_mean(first, accepted)
+        choices = ", ".join(name for name in accepted if name not in ("self", "model", "session_id"))
+        raise UserError(f"{caller}() got {', '.join(map(repr, unknown))}, which Agent does not take.{hint} Agent's settings: {choices}.")
+
+
+@functools.lru_cache(maxsize=64)
+def _parameters(cls: type) -> tuple[str, ...] | None:
+    parameters = inspect.signature(cls.__init__).parameters  # type: ignore[misc]
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return None
+    return tuple(parameters)
 
 
 def _shown(value: Any) -> str:
