@@ -150,3 +150,39 @@ async def test_arithmetic_in_the_prompt_becomes_code_for_a_python_like_tool() ->
     code = ToolSpec("python", "Runs Python code.", {"type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]})
     events = await collect(OfflineModel(delay=0).stream(ModelRequest((Message.user("What is 6 * 7?"),), tools=(code,))))
     assert [json.loads(e.arguments) for e in events if isinstance(e, ToolCallEnd)] == [{"code": "6 * 7"}]
+
+
+@tool(read_only=True)
+def add(a: int, b: int) -> int:
+    """Adds two integers."""
+    return a + b
+
+
+@tool(read_only=True)
+def multiply(a: float, b: float) -> float:
+    """Multiplies two numbers."""
+    return a * b
+
+
+async def test_a_sum_in_the_prompt_goes_to_the_tool_that_adds_and_the_answer_is_its_result() -> None:
+    agent = Agent("offline", tools=[multiply, add], journal=None)
+    result = await agent.run("What is 2 + 3?")
+    [call] = [e for e in result.events if e.type is EventType.TOOL_CALL_READY]
+    assert call.data["name"] == "add" and call.data["arguments"] == {"a": 2, "b": 3}
+    assert result.text.endswith("add returned: 5")
+    product = await agent.run("And 4 * 2.5?")
+    assert product.text.endswith("multiply returned: 10.0")
+
+
+async def test_a_quoted_value_goes_to_the_argument_the_prompt_names_for_it(tmp_path: Path) -> None:
+    agent = Agent("offline", tools=["write_file"], journal=None, working_dir=tmp_path, permissions="bypass")
+    await agent.run("write 'hello' to 'restart_test.md'")
+    assert (tmp_path / "restart_test.md").read_text() == "hello"
+    await agent.run("Write content 'bye' into the file 'b.md'")
+    assert (tmp_path / "b.md").read_text() == "bye"
+
+
+async def test_what_the_session_adds_to_a_prompt_is_neither_followed_nor_echoed() -> None:
+    prompt = "Which region sold more?<system-reminder>Variables changed: sales (DataFrame 4x2)</system-reminder>"
+    said = text_of(await collect(OfflineModel(delay=0).stream(ModelRequest((Message.user(prompt),)))))
+    assert 'You said: "Which region sold more?"' in said and "system-re" not in said

@@ -63,6 +63,9 @@ _QUOTED = re.compile(r"""["'“‘]([^"'”’\n]+)["'”’]""")
 _BACKTICKED = re.compile(r"```(?:\w+\n)?(.+?)```|`([^`\n]+)`", re.S)
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w.]*[a-zA-Z/])")
 _ARITHMETIC = re.compile(r"-?\d+(?:\.\d+)?(?:\s*(?:\*\*|[-+*/%])\s*-?\d+(?:\.\d+)?)+")
+_KEYED = re.compile(r"""\b(\w+)\s*[=:]?\s*["'“‘]([^"'”’\n]+)["'”’]""")
+# Words before a quoted value that make it a path (write 'hello' to 'notes.md').
+_PATH_CUES = frozenset({"to", "into", "in", "named", "called", "file", "path", "at", "from"})
 _NUMBERED_LINE = re.compile(r"^\s*\d+\t", re.M)
 _ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)]|\[[ xX]\])\s+(?:\[[ xX]\]\s+)?(.+)$")
 
@@ -138,12 +141,17 @@ class _Step:
     is_error: bool
 
 
+# What the session adds around a prompt (reminders, restored context, memory, hook context): the
+# person did not write it, so the stand-in neither follows nor repeats it.
+_INTERNAL = re.compile(r"<(system-reminder|restored-context|hook-context|memory|agents-md)\b[^>]*>.*?</\1>", re.S)
+
+
 def _exchange(messages: Sequence[Message]) -> tuple[str, list[Message]]:
-    """The last prompt (a user message with text) and the messages after it."""
+    """The last prompt (a user message with text, without what the session added) and the messages after it."""
     for i in range(len(messages) - 1, -1, -1):
         message = messages[i]
         if message.role == "user" and any(isinstance(b, (TextBlock, SummaryBlock)) and b.text for b in message.content):
-            return message.text, list(messages[i + 1 :])
+            return _INTERNAL.sub("", message.text).strip(), list(messages[i + 1 :])
     return "", list(messages)
 
 
@@ -184,6 +192,8 @@ def _score(prompt_words: set[str], mentions: _Mentions, spec: ToolSpec) -> float
     properties = spec.parameters.get("properties", {}) if isinstance(spec.parameters, dict) else {}
     if (mentions.arithmetic or mentions.code) and "code" in properties:
         score += 4.0
+    if mentions.arithmetic and _does(spec, mentions.arithmetic):
+        score += 6.0  # "What is 2 + 3?" and a tool that adds its two numbers
     score += 3.0 * len(name_parts & prompt_words)
     described = set(_words(spec.description.split("\n")[0]))
     score += 1.0 * len(described & prompt_words)
@@ -191,6 +201,26 @@ def _score(prompt_words: set[str], mentions: _Mentions, spec: ToolSpec) -> float
         if intent in name_parts or any(intent in part for part in name_parts):
             score += 2.0 * len(set(verbs) & prompt_words)
     return score
+
+
+# The words a tool's name or description uses for what an operator does.
+_OPERATIONS: dict[str, frozenset[str]] = {
+    "+": frozenset({"add", "adds", "sum", "sums", "plus", "total"}),
+    "-": frozenset({"subtract", "subtracts", "minus", "difference"}),
+    "*": frozenset({"multiply", "multiplies", "product", "times"}),
+    "/": frozenset({"divide", "divides", "quotient"}),
+    "**": frozenset({"power", "pow", "exponent"}),
+}
+
+
+def _does(spec: ToolSpec, arithmetic: Sequence[str]) -> bool:
+    """True when ``spec`` takes only numbers and its name or description names the operation."""
+    properties = spec.parameters.get("properties", {}) if isinstance(spec.parameters, dict) else {}
+    if not properties or any(_kind(_resolve(p, spec.parameters)) not in ("integer", "number") for p in properties.values()):
+        return False
+    said = set(re.split(r"[_\W]+", spec.name.lower())) | set(_words(spec.description))
+    operators = {op for expression in arithmetic for op in re.findall(r"\*\*|[-+*/]", expression.lstrip("-"))}
+    return any(said & _OPERATIONS.get(op, frozenset()) for op in operators)
 
 
 def _plan(prompt: str, tools: Sequence[ToolSpec]) -> _Call | str:
@@ -262,6 +292,8 @@ class _Mentions:
         plain = _BACKTICKED.sub(" ", prompt)
         self.code = [c.strip() for c in code if c.strip()]
         self.quoted = [q.strip() for q in _QUOTED.findall(plain) if q.strip()]
+        # A quoted value after a word that names its role ("to 'notes.md'", "content 'hi'").
+        self.keyed = [(m.group(1).lower(), m.group(2).strip()) for m in _KEYED.finditer(plain) if m.group(2).strip()]
         unquoted = _QUOTED.sub(" ", plain)
         self.paths = [p for p in _PATH.findall(unquoted) if _looks_like_path(p)]
         self.arithmetic = [m.group().strip() for m in _ARITHMETIC.finditer(unquoted)]
@@ -306,8 +338,22 @@ def _kind(prop: dict[str, Any]) -> str:
     return str(kind or "string")
 
 
+def _keyed(pool: _Mentions, cues: frozenset[str]) -> Any:
+    """The first quoted value a word of ``cues`` introduces, taken from the pool; else nothing."""
+    for cue, value in pool.keyed:
+        if cue in cues and value in pool.quoted:
+            pool.quoted.remove(value)
+            pool.keyed.remove((cue, value))
+            return value
+    return _NOTHING
+
+
 def _value_for(name: str, prop: dict[str, Any], pool: _Mentions) -> Any:
     lowered = name.lower()
+    if _kind(prop) == "string" and "enum" not in prop:
+        named = _keyed(pool, frozenset({lowered}))  # the prompt names the argument: content 'x'
+        if named is not _NOTHING:
+            return named
     if "enum" in prop:
         named = [v for v in prop["enum"] if str(v).lower() in pool.words]
         return named[0] if named else prop.get("default", prop["enum"][0])
@@ -331,6 +377,9 @@ def _value_for(name: str, prop: dict[str, Any], pool: _Mentions) -> Any:
     if any(w in lowered for w in ("path", "file", "folder", "dir")):
         if pool.paths:
             return pool.paths.pop(0)
+        cued = _keyed(pool, _PATH_CUES)
+        if cued is not _NOTHING:
+            return cued
         if pool.folder is not None:
             return pool.folder
     elif lowered in ("code", "expression", "source", "expr"):
