@@ -542,15 +542,27 @@ function syncNotice() {
 }
 
 // Scrolls a card into view once it is on the page (a view renders before it is attached, and
-// may be rebuilt from a snapshot meanwhile: then the new card's own call does it).
-function scrollWhenShown(node, stillWanted, done, tries = 40) {
-  if (!stillWanted()) return;
-  if (node.isConnected && node.getClientRects().length) {
+// may be rebuilt from a snapshot meanwhile: then the new card's own call does it). Being laid out
+// is what is awaited, however long a busy page takes: a ResizeObserver hears the card get a size.
+function scrollWhenShown(node, stillWanted, done) {
+  const shown = () => node.isConnected && node.getClientRects().length > 0;
+  const scroll = () => {
     node.scrollIntoView({ block: "nearest" });
     done();
-  } else if (tries > 0) {
-    setTimeout(() => scrollWhenShown(node, stillWanted, done, tries - 1), 50);
+  };
+  if (!stillWanted()) return;
+  if (shown()) {
+    scroll();
+    return;
   }
+  const observer = new ResizeObserver(() => {
+    if (!stillWanted()) observer.disconnect();
+    else if (shown()) {
+      observer.disconnect();
+      scroll();
+    }
+  });
+  observer.observe(node);
 }
 
 function preview(text, maxLines = 4, maxChars = 400) {
