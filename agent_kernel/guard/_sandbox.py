@@ -44,6 +44,7 @@ import os
 import re
 import resource
 import shutil
+import signal
 import stat
 import subprocess
 import tempfile
@@ -57,7 +58,7 @@ from agent_kernel.guard._seccomp import SeccompUnavailable, unix_socket_filter
 
 __all__ = [
     "ALWAYS_PROTECTED", "ENV_ALLOWED", "HIDDEN", "INSTALL_HINT", "PROTECTED", "PROTECTIONS", "Launch",
-    "Sandbox", "SandboxUnavailable", "check", "protected_note", "sandbox_from",
+    "Sandbox", "SandboxUnavailable", "check", "limit_note", "protected_note", "sandbox_from",
 ]
 
 INSTALL_HINT = (
@@ -482,6 +483,15 @@ def protected_note(output: str, sandbox: Sandbox, workdir: Path) -> str | None:
         how += f" ({', '.join(fixed)} always stay read-only)" if fixed else ""
     return (f"[sandbox: {', '.join(hit)} in {workdir} {'is' if len(hit) == 1 else 'are'} read-only inside the sandbox, "
             f"because what is written there runs or is read later outside it; {how}.]")
+
+
+def limit_note(output: str, exit_code: int, sandbox: Sandbox) -> str | None:
+    """A line saying which of the sandbox's limits a command reached, when it shows one."""
+    if exit_code == 128 + signal.SIGXCPU and sandbox.max_cpu_seconds is not None:
+        return f"[sandbox: a process used up its CPU time (Sandbox(max_cpu_seconds={sandbox.max_cpu_seconds})) and was stopped.]"
+    if sandbox.max_processes is not None and re.search(r"fork|Cannot fork", output) and "Resource temporarily unavailable" in output:
+        return f"[sandbox: the command reached the process limit (Sandbox(max_processes={sandbox.max_processes})).]"
+    return None
 
 
 def sandbox_from(spec: Any) -> Sandbox | None:

@@ -194,7 +194,10 @@ def _limit_child(options: dict[str, str], cgroup: str | None) -> None:
             _soft, hard = resource.getrlimit(limit)
             if hard != resource.RLIM_INFINITY:
                 value = min(value, hard)
-            resource.setrlimit(limit, (value, value))
+            # For CPU time the hard limit is one second later: SIGXCPU at the soft one says why the
+            # command stopped (the shell prints "CPU time limit exceeded"), SIGKILL follows.
+            hard_value = value + 1 if option == "--rlimit-cpu" and (hard == resource.RLIM_INFINITY or value < hard) else value
+            resource.setrlimit(limit, (value, hard_value))
 
 
 def main(argv: list[str]) -> int:

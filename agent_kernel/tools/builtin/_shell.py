@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_kernel.errors import ToolError
-from agent_kernel.guard._sandbox import Launch, Sandbox, SandboxUnavailable, check, protected_note, sandbox_from
+from agent_kernel.guard._sandbox import Launch, Sandbox, SandboxUnavailable, check, limit_note, protected_note, sandbox_from
 from agent_kernel.tools._tool import Tool, ToolContext
 from agent_kernel.tools.builtin._limits import MAX_OUTPUT_CHARS
 from agent_kernel.tools.builtin._workspace import working_dir
@@ -187,9 +187,10 @@ async def _run(argv: list[str], cwd: Path, timeout: int, launch: Launch | None, 
         await asyncio.shield(_stop(process, supervised))
         raise
     text = output.text()
-    note = protected_note(text, sandbox, cwd) if sandbox is not None else None
-    if note is not None:
-        text = f"{text}\n{note}"
+    if sandbox is not None:
+        for note in (protected_note(text, sandbox, cwd), limit_note(text, code, sandbox)):
+            if note is not None:
+                text = f"{text}\n{note}"
     if code != 0:
         raise ToolError(f"{text}\n[exit code {code}]" if text else f"[exit code {code}]")
     return text if text else "(no output)"
