@@ -38,6 +38,7 @@ without it (``Sandbox(allow_weaker=("unix_sockets",))``).
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import functools
 import os
@@ -55,6 +56,7 @@ from typing import Any
 
 from agent_kernel.errors import UserError
 from agent_kernel.guard._seccomp import SeccompUnavailable, unix_socket_filter
+from agent_kernel.guard._signing import key_path
 
 __all__ = [
     "ALWAYS_PROTECTED", "ENV_ALLOWED", "HIDDEN", "INSTALL_HINT", "PROTECTED", "PROTECTIONS", "Launch",
@@ -190,6 +192,11 @@ class Sandbox:
                 raise UserError(f"Sandbox(protected=...): {entry!r} is not a path inside the working directory; "
                                 "give relative names like '.venv/' or '.envrc'.")
 
+    def settings(self) -> dict[str, Any]:
+        """This sandbox as JSON values (for a journal's header); ``sandbox_from`` rebuilds it."""
+        return {f.name: list(value) if isinstance(value, tuple) else value
+                for f in dataclasses.fields(self) for value in [getattr(self, f.name)]}
+
     # -- what the command sees -------------------------------------------------------------------
 
     def environment(self, environ: Mapping[str, str]) -> dict[str, str]:
@@ -267,7 +274,8 @@ class Sandbox:
         if self.network and resolv.is_file() and any(resolv.is_relative_to(m) for m in masks):
             args += ["--ro-bind", str(resolv), str(resolv)]  # a resolver file kept under /run
         home = Path.home()
-        for entry in self.hidden:
+        # The key that signs journal headers, always: with it a command could forge a session.
+        for entry in (*self.hidden, str(key_path().parent)):
             path = (Path(entry) if os.path.isabs(entry) else home / entry).resolve()
             if not path.exists() or work == path or work.is_relative_to(path):
                 continue
