@@ -198,6 +198,8 @@ def repo(work: Path) -> Path:
 
 @pytest.mark.parametrize("command", [
     "git config core.fsmonitor 'touch pwned'",
+    "umount .git; echo '[core] fsmonitor = touch pwned' >> .git/config",
+    "umount -l .agent_kernel; touch .agent_kernel/sessions/forged.jsonl",
     "echo 'touch pwned' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit",
     "rm -rf .git",
     "mv .git .git-old",
@@ -261,12 +263,13 @@ async def test_a_fork_bomb_is_contained_and_the_host_is_fine_afterwards(work: Pa
     assert "timed out" in message
     assert running_with("bomb") == []
     assert subprocess.run(["true"], check=False).returncode == 0  # the host can still start processes
-    assert not any(p.name.startswith("agent_kernel-") for p in _cgroup_children())
+    assert own_cgroups() == []
 
 
-def _cgroup_children() -> list[Path]:
-    parent = sandbox_module._pids_cgroup_parent()
-    return [p for p in parent.iterdir() if p.is_dir()] if parent is not None else []
+def own_cgroups() -> list[Path]:
+    """The pids cgroups left by this process's commands (made for root only)."""
+    parent = sandbox_module._pids_cgroup_parent() if os.geteuid() == 0 else None
+    return [p for p in parent.iterdir() if p.name.startswith(f"agent_kernel-{os.getpid()}-")] if parent is not None else []
 
 
 async def test_memory_and_cpu_time_are_limited(work: Path) -> None:
@@ -279,7 +282,7 @@ async def test_memory_and_cpu_time_are_limited(work: Path) -> None:
 
 
 async def test_a_limit_that_cannot_be_set_stops_the_command_before_it_starts(work: Path) -> None:
-    done = subprocess.run([sys.executable, "-I", "-S", str(_REAPER), "--pids-cgroup", str(work / "no-such-cgroup"),
+    done = subprocess.run([sys.executable, "-I", "-S", str(_REAPER), "--pids-cgroup", str(work / "no-such" / "cgroup"),
                            "--pids-max", "10", "--", "sh", "-c", "touch ran"], cwd=work, capture_output=True, text=True, check=False)
     assert done.returncode == 126 and "not run" in done.stderr and "process limit" in done.stderr
     assert not (work / "ran").exists()
@@ -306,6 +309,7 @@ async def test_nothing_started_inside_outlives_a_killed_supervisor(work: Path) -
 
     await asyncio.wait_for(all_gone(), 30)
     assert running_with(f"sleep {marker}") == []
+    assert own_cgroups() == []  # removed by the tool when the supervisor could not
 
 
 # ---- a sandbox that cannot be built says what is missing ------------------------------------------

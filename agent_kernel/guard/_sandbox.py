@@ -41,6 +41,7 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import functools
+import itertools
 import os
 import re
 import resource
@@ -49,6 +50,7 @@ import signal
 import stat
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -98,6 +100,8 @@ _RUNTIME_DIRS = ("/run", "/var/run", "/var/lock")
 # DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/1000/bus,guid=…).
 _PATH_IN_VALUE = re.compile(r"/[^\s:;,=]+")
 _GiB = 1024**3
+# Numbers the cgroups of this process's commands apart.
+_launches = itertools.count(1)
 
 
 class SandboxUnavailable(UserError):
@@ -122,9 +126,13 @@ class Launch:
     pass_fds: tuple[int, ...] = ()
     supervisor_options: list[str] = field(default_factory=list)
     placeholders: list[Path] = field(default_factory=list)
+    cgroup: Path | None = None
 
     def close(self) -> None:
-        """Closes the descriptors and removes placeholders the command left as they were made."""
+        """Closes the descriptors, removes placeholders the command left as they were made, and
+        the cgroup (the supervisor removes it too, unless it was killed)."""
+        if self.cgroup is not None:
+            _remove_cgroup(self.cgroup)
         for fd in self.pass_fds:
             try:
                 os.close(fd)
@@ -283,7 +291,9 @@ class Sandbox:
             args += ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
         for root in roots:
             args += _protect_args(self.protected_paths(root), root, placeholders)
-        args += ["--unshare-all"]
+        # No capabilities, even for root: with CAP_SYS_ADMIN in the sandbox's user namespace a
+        # command could unmount the read-only binds above (``umount .git``) and write beneath them.
+        args += ["--unshare-all", "--cap-drop", "ALL"]
         if self.network:
             args += ["--share-net"]
         if seccomp_fd is not None:
@@ -352,8 +362,26 @@ class Sandbox:
         if self.max_processes is not None and os.geteuid() == 0:
             parent = _pids_cgroup_parent()
             if parent is not None:
-                launch.supervisor_options += ["--pids-cgroup", str(parent), "--pids-max", str(self.max_processes)]
+                launch.cgroup = parent / f"agent_kernel-{os.getpid()}-{next(_launches)}"
+                launch.supervisor_options += ["--pids-cgroup", str(launch.cgroup), "--pids-max", str(self.max_processes)]
         return launch
+
+
+def _remove_cgroup(folder: Path) -> None:
+    """Removes an emptied cgroup; its last tasks may take a moment to go after a SIGKILL."""
+    for _ in range(200):
+        try:
+            folder.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            try:
+                if not folder.joinpath("cgroup.procs").read_text().strip():
+                    continue  # empty now: try again at once
+            except OSError:
+                return
+            time.sleep(0.005)
 
 
 def _mask_args(paths: Iterable[Path]) -> list[str]:

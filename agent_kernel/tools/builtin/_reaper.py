@@ -10,7 +10,7 @@ at once. A process group or a session alone cannot do this: ``setsid`` leaves bo
 
 With the sandbox it also applies the limits it is given before running ARGV, so they hold for
 everything ARGV starts: ``--rlimit-as BYTES`` and ``--rlimit-cpu SECONDS`` (``setrlimit`` in the
-child, before ``exec``), and ``--pids-cgroup DIR --pids-max N``: a new cgroup under DIR whose
+child, before ``exec``), and ``--pids-cgroup DIR --pids-max N``: a new cgroup DIR whose
 ``pids.max`` is N, which the child joins before ``exec`` (the kernel does not apply
 ``RLIMIT_NPROC`` to root). A limit that cannot be set stops the command before it starts (exit
 126 and a line saying which), never running it with less. The cgroup is removed at the end.
@@ -155,9 +155,8 @@ def _parse(args: list[str]) -> tuple[dict[str, str], list[str]]:
     return options, args[1:]
 
 
-def _make_cgroup(parent: str, pids_max: str) -> str:
-    """A new cgroup under ``parent`` allowing ``pids_max`` tasks; returns its folder."""
-    folder = os.path.join(parent, f"agent_kernel-{os.getpid()}")
+def _make_cgroup(folder: str, pids_max: str) -> str:
+    """The new cgroup ``folder``, allowing ``pids_max`` tasks; returns it."""
     os.mkdir(folder)
     try:
         with open(os.path.join(folder, "pids.max"), "w") as f:
@@ -215,7 +214,7 @@ def main(argv: list[str]) -> int:
         try:
             cgroup = _make_cgroup(options["--pids-cgroup"], options.get("--pids-max", "max"))
         except OSError as exc:
-            print(f"sandbox: not run: the process limit cannot be set (cgroup under {options['--pids-cgroup']}: {exc})", file=sys.stderr)
+            print(f"sandbox: not run: the process limit cannot be set (cgroup {options['--pids-cgroup']}: {exc})", file=sys.stderr)
             return 126
     try:
         return _supervise(argv, options, cgroup)
