@@ -8,8 +8,8 @@
 - inside the working directory, what runs later *outside* the sandbox stays read-only: ``.git``
   (its config and hooks run on the person's next ``git status``), ``.agent_kernel`` (journals and
   memory), ``AGENTS.md`` (the next session obeys it) and ``Sandbox.protected`` (virtualenvs,
-  ``.envrc``). A missing one is held by an empty read-only placeholder for the call, so it
-  cannot be created either; the placeholder is removed afterwards;
+  ``.envrc``). A missing one is held by an empty read-only folder for the call, so it cannot be
+  created either; the placeholder is removed afterwards;
 - the host's runtime directories (``/run``, ``$XDG_RUNTIME_DIR``, any socket an environment
   variable names: the ssh and gpg agents, D-Bus, Docker) are replaced by empty ones, and a
   seccomp filter makes ``socket(AF_UNIX, …)`` fail (``_seccomp``): a read-only mount does not
@@ -49,7 +49,6 @@ import shutil
 import signal
 import stat
 import subprocess
-import tempfile
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -81,11 +80,11 @@ HIDDEN = (
 ENV_ALLOWED = ("PATH", "HOME", "LANG", "LC_*", "TERM", "TZ")
 
 #: Read-only in every writable folder whatever the settings: what runs or is read later outside
-#: the sandbox. A trailing ``/`` marks a folder (a missing one is held by an empty folder).
-ALWAYS_PROTECTED = (".git/", ".agent_kernel/", "AGENTS.md")
+#: the sandbox.
+ALWAYS_PROTECTED = (".git", ".agent_kernel", "AGENTS.md")
 
 #: The default of ``Sandbox.protected``: more read-only entries of each writable folder.
-PROTECTED = (".venv/", ".envrc")
+PROTECTED = (".venv", ".envrc")
 
 #: What a sandbox promises beyond bubblewrap's namespaces, each of which may be missing on a
 #: machine: the names ``Sandbox.allow_weaker`` accepts.
@@ -140,10 +139,7 @@ class Launch:
                 pass
         for path in self.placeholders:
             try:
-                if path.is_dir() and not path.is_symlink():
-                    path.rmdir()  # only an empty folder: a placeholder is never written
-                elif path.is_file() and not path.is_symlink() and path.stat().st_size == 0:
-                    path.unlink()
+                path.rmdir()  # only an empty folder: a placeholder is read-only, never written
             except OSError:
                 pass
 
@@ -159,7 +155,7 @@ class Sandbox:
         env: more environment variables (names or globs like ``"PIP_*"``) passed in, besides
             ``ENV_ALLOWED``; every other variable, API keys included, stays outside.
         protected: entries of each writable folder kept read-only, besides ``ALWAYS_PROTECTED``
-            (a trailing ``/`` marks a folder).
+            (paths relative to the folder).
         max_processes: processes and threads the command may have at once (None: no limit).
         max_memory: bytes of address space per process (None: no limit).
         max_cpu_seconds: seconds of CPU time per process (None: no limit).
@@ -235,12 +231,9 @@ class Sandbox:
         # A path inside another masked folder is out of sight already.
         return [p for p in found if not any(p != q and p.is_relative_to(q) and q.is_dir() for q in found)]
 
-    def protected_paths(self, root: Path) -> list[tuple[Path, bool]]:
-        """The read-only entries of the writable folder ``root``: (path, whether it is a folder)."""
-        entries = []
-        for entry in (*ALWAYS_PROTECTED, *self.protected):
-            entries.append((root / entry.strip("/"), entry.endswith("/")))
-        return entries
+    def protected_paths(self, root: Path) -> list[Path]:
+        """The entries of the writable folder ``root`` kept read-only."""
+        return [root / entry.strip("/") for entry in (*ALWAYS_PROTECTED, *self.protected)]
 
     def wrap(
         self,
@@ -391,36 +384,26 @@ def _mask_args(paths: Iterable[Path]) -> list[str]:
     return args
 
 
-def _protect_args(entries: list[tuple[Path, bool]], root: Path, placeholders: list[Path] | None) -> list[str]:
+def _protect_args(paths: list[Path], root: Path, placeholders: list[Path] | None) -> list[str]:
     """Read-only binds over the protected entries of ``root``; placeholders for missing ones."""
     args: list[str] = []
-    for path, is_dir in entries:
+    for path in paths:
         if root == path or root.is_relative_to(path):
             continue  # the working directory is itself inside a protected folder: the person chose it
         if os.path.lexists(path):
             args += ["--ro-bind", str(path), str(path)]
         elif path.parent.is_dir():
-            # Missing: an empty read-only placeholder, so the command cannot create it either.
+            # Missing: an empty read-only folder holds the name, so the command cannot create it
+            # either (a folder, even for a file's name: git does not list an empty folder).
             if placeholders is not None:
                 placeholders.append(path)
-            args += ["--tmpfs", str(path), "--remount-ro", str(path)] if is_dir else ["--ro-bind", _empty_file(), str(path)]
+            args += ["--tmpfs", str(path), "--remount-ro", str(path)]
     return args
 
 
 def _within_hard_limit(which: int, wanted: int) -> int:
     _soft, hard = resource.getrlimit(which)
     return wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
-
-
-@functools.lru_cache(maxsize=1)
-def _empty_file() -> str:
-    """An empty read-only file of this process, bound over a protected file that does not exist."""
-    folder = tempfile.mkdtemp(prefix="agent_kernel_sandbox_")
-    path = os.path.join(folder, "empty")
-    with open(path, "w"):
-        pass
-    os.chmod(path, 0o400)
-    return path
 
 
 def _program_fd() -> int:
@@ -505,13 +488,13 @@ def _pids_cgroup_parent() -> Path | None:
 
 def protected_note(output: str, sandbox: Sandbox, workdir: Path) -> str | None:
     """A line explaining a failed write to a protected entry, when ``output`` shows one."""
-    if "Read-only file system" not in output and "Permission denied" not in output and "Device or resource busy" not in output:
-        return None
+    refusals = ("Read-only file system", "Permission denied", "Device or resource busy", "Is a directory")
+    refused = "\n".join(line for line in output.splitlines() if any(refusal in line for refusal in refusals))
     names = [entry.strip("/") for entry in (*ALWAYS_PROTECTED, *sandbox.protected)]
-    hit = [name for name in names if re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w.-])", output)]
+    hit = [name for name in names if re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w.-])", refused)]
     if not hit:
         return None
-    fixed = [name for name in hit if name + "/" in ALWAYS_PROTECTED or name in ALWAYS_PROTECTED]
+    fixed = [name for name in hit if name in ALWAYS_PROTECTED]
     if len(fixed) == len(hit):
         how = "the sandbox always keeps these; make that change yourself, outside the agent"
     else:
