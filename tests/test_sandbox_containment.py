@@ -336,6 +336,17 @@ async def test_without_the_seccomp_filter_the_command_is_not_run_unless_the_pers
     assert out.strip() == "made"
 
 
+def test_an_agent_asking_for_a_sandbox_this_machine_cannot_give_is_refused_at_once(unknown_machine: None) -> None:
+    from agent_kernel import Agent
+    from agent_kernel.guard._sandbox import SandboxUnavailable
+    from agent_kernel.models.scripted import ScriptedModel
+
+    with pytest.raises(SandboxUnavailable, match=r"unix sockets .*riscv64.*allow_weaker=\('unix_sockets',\)"):
+        Agent(ScriptedModel(["x"]), journal=None, sandbox=True)
+    agent = Agent(ScriptedModel(["x"]), journal=None, sandbox={"allow_weaker": ["unix_sockets"]})
+    assert agent.tool_extras["sandbox"].allow_weaker == ("unix_sockets",)
+
+
 def test_bad_sandbox_settings_are_refused_naming_what_is_allowed() -> None:
     with pytest.raises(UserError, match="Known: unix_sockets, process_limit"):
         Sandbox(allow_weaker=("seccomp",))

@@ -635,8 +635,9 @@ class Agent:
             sandbox: True, a ``Sandbox``, or a dict of its fields (``{"network": True}``).
 
         Raises:
-            UserError: the spec is not understood, or bubblewrap cannot run here (the message says
-                how to install it); commands are never run unsandboxed instead.
+            UserError: the spec is not understood, bubblewrap cannot run here (the message says
+                how to install it), or a protection the sandbox promises cannot be had here (the
+                message names it and the ``allow_weaker`` opt-in); commands are never run with less.
         """
         from agent_kernel.guard._sandbox import check, sandbox_from
 
@@ -644,6 +645,7 @@ class Agent:
         if spec is None:
             raise UserError("use_sandbox() needs a sandbox: True, a Sandbox(...) or a dict like {'network': True}.")
         check()
+        spec.verify()  # a protection this machine cannot give: say which now, not at the first command
         self.tool_extras["sandbox"] = spec
         permissions = getattr(self.permissions, "permissions", None)
         if permissions is not None and hasattr(permissions, "sandboxed"):

@@ -325,7 +325,7 @@ class Sandbox:
             what = "; ".join(f"{PROTECTIONS[name]}: not here, because {why}" for name, why in lacking.items())
             names = ", ".join(repr(name) for name in lacking)
             raise SandboxUnavailable(
-                f"the sandbox cannot give every protection it promises. {what}. Commands are not run with "
+                f"The sandbox cannot give every protection it promises. {what}. Commands are not run with "
                 f"less; to accept that, pass Sandbox(allow_weaker=({names},)) (in a dict: {{'allow_weaker': [{names}]}})."
             )
 
