@@ -272,6 +272,11 @@ def own_cgroups() -> list[Path]:
     return [p for p in parent.iterdir() if p.name.startswith(f"agent_kernel-{os.getpid()}-")] if parent is not None else []
 
 
+async def test_a_sandbox_without_limits_runs_its_command(work: Path) -> None:
+    unlimited = Sandbox(max_processes=None, max_memory=None, max_cpu_seconds=None)
+    assert (await run_bash(work, "echo $((6 * 7))", unlimited)).strip() == "42"
+
+
 async def test_memory_and_cpu_time_are_limited(work: Path) -> None:
     grab = f"{sys.executable} -I -c 'b = bytearray(600 * 1024 * 1024); print(\"allocated\")'"
     message = await refused(work, grab, Sandbox(max_memory=300 * 1024 * 1024))

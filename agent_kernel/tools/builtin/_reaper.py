@@ -31,11 +31,6 @@ import os
 import sys
 import time
 
-try:
-    import resource
-except ImportError:  # pragma: no cover  # not on Linux: the limits are never asked for there
-    resource = None  # type: ignore[assignment]
-
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 GRACE_S = 1.0
@@ -145,7 +140,7 @@ _OPTIONS = ("--rlimit-as", "--rlimit-cpu", "--pids-cgroup", "--pids-max")
 def _parse(args: list[str]) -> tuple[dict[str, str], list[str]]:
     """The options before ``--`` (when the first word is one of ``_OPTIONS``) and the command."""
     options: dict[str, str] = {}
-    if not args or args[0] not in _OPTIONS:
+    if not args or args[0] not in (*_OPTIONS, "--"):
         return options, args
     while args and args[0] != "--":
         if args[0] not in _OPTIONS or len(args) < 2:
@@ -186,8 +181,8 @@ def _limit_child(options: dict[str, str], cgroup: str | None) -> None:
             f.write(str(os.getpid()))
     for option, which in (("--rlimit-as", "RLIMIT_AS"), ("--rlimit-cpu", "RLIMIT_CPU")):
         if option in options:
-            if resource is None:
-                raise OSError(f"{which} cannot be set on this system")
+            import resource  # only when a limit is asked for: the supervisor starts in milliseconds
+
             value = int(options[option])
             limit = getattr(resource, which)
             _soft, hard = resource.getrlimit(limit)
