@@ -187,6 +187,13 @@ async def _run(argv: list[str], cwd: Path, timeout: int, launch: Launch | None, 
         await asyncio.shield(_stop(process, supervised))
         raise
     text = output.text()
+    if supervised and code < 0:
+        # The supervisor never dies of a signal by itself: something killed it outright. What is
+        # left of the command's process group goes now; a process that left the group with setsid
+        # is out of reach outside the sandbox (inside, the sandbox died with the supervisor).
+        _kill_group(process, signal.SIGKILL)
+        text += ("\n[the command's supervisor was killed; " + ("the sandbox and everything in it died with it.]" if launch is not None else
+                 "a process the command detached from its group (setsid) may still be running.]"))
     if sandbox is not None:
         for note in (protected_note(text, sandbox, cwd), limit_note(text, code, sandbox)):
             if note is not None:
