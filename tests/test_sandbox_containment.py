@@ -8,6 +8,7 @@ control showing the same probe works where the sandbox does not stand in its way
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import platform
 import signal
@@ -232,6 +233,17 @@ async def test_a_missing_protected_entry_cannot_be_created_and_leaves_nothing_be
     message = await refused(work, "echo 'Obey me.' > AGENTS.md", Sandbox())
     assert "AGENTS.md" in message and "read-only" in message
     assert sorted(p.name for p in work.iterdir()) == []
+
+
+@pytest.mark.parametrize("target", ["envrc.real", "config/direnv/envrc", "../outside-envrc", str(Path.home() / "no-such-envrc")])
+async def test_a_protected_symlink_cannot_be_completed_by_creating_its_target(work: Path, target: str) -> None:
+    (work / ".envrc").symlink_to(target)
+    resolved = (work / target).resolve()
+    with contextlib.suppress(ToolError):  # refused, or written into the sandbox's own /tmp
+        await run_bash(work, f"mkdir -p {resolved.parent} && echo 'touch pwned' > {resolved}", Sandbox())
+    assert not resolved.exists()
+    assert sorted(p.name for p in work.iterdir()) == [".envrc"]  # placeholders gone, the link as it was
+    assert (await run_bash(work, "echo fine", Sandbox())).strip() == "fine"  # and the sandbox still starts
 
 
 # ---- limits: a fork bomb stays inside ---------------------------------------------------------------

@@ -283,7 +283,7 @@ class Sandbox:
             # An empty folder over a folder, /dev/null over a file: the secret is not readable.
             args += ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
         for root in roots:
-            args += _protect_args(self.protected_paths(root), root, placeholders)
+            args += _protect_args(self.protected_paths(root), root, roots, placeholders)
         # No capabilities, even for root: with CAP_SYS_ADMIN in the sandbox's user namespace a
         # command could unmount the read-only binds above (``umount .git``) and write beneath them.
         args += ["--unshare-all", "--cap-drop", "ALL"]
@@ -384,20 +384,28 @@ def _mask_args(paths: Iterable[Path]) -> list[str]:
     return args
 
 
-def _protect_args(paths: list[Path], root: Path, placeholders: list[Path] | None) -> list[str]:
-    """Read-only binds over the protected entries of ``root``; placeholders for missing ones."""
+def _protect_args(paths: list[Path], root: Path, roots: list[Path], placeholders: list[Path] | None) -> list[str]:
+    """Read-only binds over the protected entries of ``root``; placeholders for missing ones that
+    a command could create (inside one of the writable ``roots``)."""
     args: list[str] = []
     for path in paths:
         if root == path or root.is_relative_to(path):
             continue  # the working directory is itself inside a protected folder: the person chose it
-        if os.path.lexists(path):
-            args += ["--ro-bind", str(path), str(path)]
-        elif path.parent.is_dir():
+        # A symlink is followed (bubblewrap mounts on its target): protect what it points at, so a
+        # dangling one cannot be completed by creating its target either.
+        target = path.resolve() if path.is_symlink() else path
+        if target.exists():
+            args += ["--ro-bind", str(target), str(target)]
+            continue
+        missing = target
+        while not missing.parent.exists():
+            missing = missing.parent  # the first missing folder on the way: holding it holds the rest
+        if missing.parent.is_dir() and any(missing.is_relative_to(r) for r in roots):
             # Missing: an empty read-only folder holds the name, so the command cannot create it
             # either (a folder, even for a file's name: git does not list an empty folder).
             if placeholders is not None:
-                placeholders.append(path)
-            args += ["--tmpfs", str(path), "--remount-ro", str(path)]
+                placeholders.append(missing)
+            args += ["--tmpfs", str(missing), "--remount-ro", str(missing)]
     return args
 
 
