@@ -77,6 +77,17 @@ async def test_a_resumed_session_keeps_its_sandbox_and_rules_and_commands_stay_i
     agent.close()
 
 
+async def test_a_sandboxed_command_cannot_rewrite_the_journal_of_its_run_wherever_it_is(work: Path) -> None:
+    journal = work / "logs" / "run.jsonl"
+    model = ScriptedModel([[tool_call("bash", {"command": "truncate -s 0 logs/run.jsonl; echo FORGED$((40 + 2)) >> logs/run.jsonl"})], "done"])
+    agent = Agent(model, tools=["bash"], context=None, working_dir=work, journal=journal, sandbox=True)
+    result = await agent.run("go")
+    call = next(e.data for e in result.events if e.type is EventType.TOOL_RESULT)
+    assert call["is_error"] and "Read-only file system" in call["content"]
+    agent.close()
+    assert "FORGED42" not in journal.read_text() and journal.read_text().count("\n") > 5
+
+
 async def test_settings_passed_to_resume_replace_the_recorded_ones(work: Path) -> None:
     path = await sandboxed_session(work)
     agent = Agent.resume(path, model=ScriptedModel(["x"]), context=None, working_dir=work, sandbox=Sandbox(network=True),

@@ -244,6 +244,7 @@ class Sandbox:
         environ: Mapping[str, str] | None = None,
         seccomp_fd: int | None = None,
         placeholders: list[Path] | None = None,
+        keep: Iterable[Path] = (),
     ) -> list[str]:
         """The ``bwrap`` command line that runs ``argv`` in ``workdir`` inside this sandbox.
 
@@ -251,6 +252,7 @@ class Sandbox:
             environ: the host environment the runtime sockets are read from (default: this process's).
             seccomp_fd: an inherited descriptor holding the unix-socket filter, if one is loaded.
             placeholders: filled with the mount points made for protected entries that did not exist.
+            keep: more files kept read-only, wherever they are (the run's journal).
         """
         environ = os.environ if environ is None else environ
         work = Path(workdir).resolve()
@@ -284,6 +286,10 @@ class Sandbox:
             args += ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
         for root in roots:
             args += _protect_args(self.protected_paths(root), root, roots, placeholders)
+        for path in keep:
+            path = Path(path).resolve()
+            if path.exists() and any(path.is_relative_to(r) for r in roots):
+                args += ["--ro-bind", str(path), str(path)]
         # No capabilities, even for root: with CAP_SYS_ADMIN in the sandbox's user namespace a
         # command could unmount the read-only binds above (``umount .git``) and write beneath them.
         args += ["--unshare-all", "--cap-drop", "ALL"]
@@ -329,8 +335,11 @@ class Sandbox:
                 f"less; to accept that, pass Sandbox(allow_weaker=({names},)) (in a dict: {{'allow_weaker': [{names}]}})."
             )
 
-    def launch(self, argv: list[str], workdir: Path, *, bwrap: str, environ: Mapping[str, str] | None = None) -> Launch:
+    def launch(
+        self, argv: list[str], workdir: Path, *, bwrap: str, environ: Mapping[str, str] | None = None, keep: Iterable[Path] = ()
+    ) -> Launch:
         """Everything needed to run ``argv`` sandboxed: see ``Launch``; ``close()`` it afterwards.
+        ``keep`` names more files kept read-only (the run's journal, wherever it is).
 
         Raises:
             SandboxUnavailable: a protection not allowed to be weaker is missing (see ``verify``).
@@ -344,7 +353,7 @@ class Sandbox:
         launch = Launch([], self.environment(environ), tuple(fds), placeholders=placeholders)
         try:
             launch.argv = self.wrap(argv, workdir, bwrap=bwrap, environ=environ, seccomp_fd=fds[0] if fds else None,
-                                    placeholders=placeholders)
+                                    placeholders=placeholders, keep=keep)
         except BaseException:
             launch.close()
             raise

@@ -134,7 +134,7 @@ async def _bash(command: str, ctx: ToolContext, timeout: int = DEFAULT_TIMEOUT) 
     launch: Launch | None = None
     if sandbox is not None:
         try:
-            launch = sandbox.launch(argv, cwd, bwrap=check())
+            launch = sandbox.launch(argv, cwd, bwrap=check(), keep=_journal_paths(ctx))
         except SandboxUnavailable as exc:
             raise ToolError(f"Not run: this agent runs commands only inside its sandbox, and {exc}") from None
     try:
@@ -201,6 +201,12 @@ async def _run(argv: list[str], cwd: Path, timeout: int, launch: Launch | None, 
     if code != 0:
         raise ToolError(f"{text}\n[exit code {code}]" if text else f"[exit code {code}]")
     return text if text else "(no output)"
+
+
+def _journal_paths(ctx: ToolContext | None) -> list[Path]:
+    """The files the run journals to: a command must not rewrite the record of what it did."""
+    sinks = getattr(getattr(ctx, "run", None), "sinks", None) or []
+    return [Path(sink.path) for sink in sinks if isinstance(getattr(sink, "path", None), (str, os.PathLike))]
 
 
 def _gate_is_sandboxed(ctx: ToolContext | None) -> bool:
