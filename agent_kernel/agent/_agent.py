@@ -304,7 +304,9 @@ class Agent(metaclass=_RefusesUnknownSettings):
     def journal(self) -> Any:
         """The journal events are recorded in (opened on first use), or None when off."""
         if self._journal is None and self._journal_spec is not None:
-            self._attach_journal(open_journal(self._journal_spec, self.session_id, self.working_dir))
+            from agent_kernel.agent._continuation import recorded_settings  # the header records them, signed
+
+            self._attach_journal(open_journal(self._journal_spec, self.session_id, self.working_dir, recorded_settings(self)))
         return self._journal
 
     def _attach_journal(self, journal: Any) -> None:
@@ -646,8 +648,9 @@ class Agent(metaclass=_RefusesUnknownSettings):
             sandbox: True, a ``Sandbox``, or a dict of its fields (``{"network": True}``).
 
         Raises:
-            UserError: the spec is not understood, or bubblewrap cannot run here (the message says
-                how to install it); commands are never run unsandboxed instead.
+            UserError: the spec is not understood, bubblewrap cannot run here (the message says
+                how to install it), or a protection the sandbox promises cannot be had here (the
+                message names it and the ``allow_weaker`` opt-in); commands are never run with less.
         """
         from agent_kernel.guard._sandbox import check, sandbox_from
 
@@ -655,6 +658,7 @@ class Agent(metaclass=_RefusesUnknownSettings):
         if spec is None:
             raise UserError("use_sandbox() needs a sandbox: True, a Sandbox(...) or a dict like {'network': True}.")
         check()
+        spec.verify()  # a protection this machine cannot give: say which now, not at the first command
         self.tool_extras["sandbox"] = spec
         permissions = getattr(self.permissions, "permissions", None)
         if permissions is not None and hasattr(permissions, "sandboxed"):
@@ -687,7 +691,7 @@ class Agent(metaclass=_RefusesUnknownSettings):
     # -- journal: resume and DataFrames -----------------------------------------------------
 
     @classmethod
-    def resume(cls, session_id_or_path: str | os.PathLike[str], **agent_kwargs: Any) -> Agent:
+    def resume(cls, session_id_or_path: str | os.PathLike[str], *, trust: bool = False, **agent_kwargs: Any) -> Agent:
         """Rebuilds an agent from its journal and continues the conversation there.
 
         The conversation (compactions included), the TurnState history and the ``seq`` counter
@@ -702,8 +706,14 @@ class Agent(metaclass=_RefusesUnknownSettings):
         ``tools``, ...); without ``model`` the recorded provider and model are used when they can
         be rebuilt from a string, else the default model.
 
+        The session's sandbox and permission settings, recorded in the journal's header, come back
+        too (unless given here). A journal is resumed only when its header was signed by this
+        install (``guard._signing``); ``trust=True`` resumes another one on the person's word.
+
         Raises:
             JournalError: no such session or journal (the message lists those that exist).
+            UserError: the journal's header is unsigned or its signature does not match, and
+                ``trust`` is not set.
 
         Example:
             >>> agent = Agent.resume("s_1a2b3c4d5e6f", model="offline")  # doctest: +SKIP
@@ -711,7 +721,7 @@ class Agent(metaclass=_RefusesUnknownSettings):
         """
         from agent_kernel.agent._continuation import restore
 
-        return restore(cls, session_id_or_path, agent_kwargs)
+        return restore(cls, session_id_or_path, agent_kwargs, trust=trust)
 
     def fork(
         self,

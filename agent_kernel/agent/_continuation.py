@@ -5,6 +5,11 @@ journal that ends inside a turn (a process died between the model's tool calls a
 keeps that turn open for ``Agent.continue_run`` (``Interrupted.unfinished_results`` answers the
 calls that had started as interrupted), and ``request_of`` turns each pending ``approval_required`` back
 into the question it asked.
+
+A journal's header records the session's sandbox and permission settings (``recorded_settings``)
+and is signed by the writer with this user's key (``guard._signing``): ``restore`` resumes only a
+journal this install wrote, unless the person trusts it (``trust=True``), and gives the resumed
+agent the recorded settings unless others are passed.
 """
 
 from __future__ import annotations
@@ -22,6 +27,9 @@ from agent_kernel.errors import UserError
 from agent_kernel.events._event import AgentEvent, EventType
 from agent_kernel.events._turn import TurnState, new_id
 from agent_kernel.guard._approvals import ApprovalRequest
+from agent_kernel.guard._permissions import Permissions
+from agent_kernel.guard._sandbox import Sandbox
+from agent_kernel.guard._signing import header_problem
 from agent_kernel.journal import Journal, read_header, resolve_journal_path
 from agent_kernel.journal._event_log import DEFAULT_KEEP_EVENTS
 from agent_kernel.journal._resume import fork_point, rebuild, replace_tool_results, scan, turn_history
@@ -30,14 +38,58 @@ if TYPE_CHECKING:
     from agent_kernel.agent._agent import Agent
     from agent_kernel.models._base import Model
 
-__all__ = ["fork_of", "request_of", "restore"]
+__all__ = ["fork_of", "recorded_settings", "request_of", "restore"]
 
 
-def restore(cls: type[Agent], session_id_or_path: str | os.PathLike[str], agent_kwargs: dict[str, Any]) -> Agent:
-    """``Agent.resume``: an agent of class ``cls`` rebuilt from its journal (see there)."""
+def recorded_settings(agent: Agent) -> dict[str, Any]:
+    """What a new journal's header records of ``agent``: its sandbox and permission settings."""
+    settings: dict[str, Any] = {}
+    sandbox = agent.tool_extras.get("sandbox")
+    if isinstance(sandbox, Sandbox):
+        settings["sandbox"] = sandbox.settings()
+    permissions = getattr(agent.permissions, "permissions", None)
+    if isinstance(permissions, Permissions):
+        settings["permissions"] = {"mode": permissions.mode, "allow": list(permissions.allow), "ask": list(permissions.ask),
+                                   "deny": list(permissions.deny)}
+    return {"settings": settings} if settings else {}
+
+
+def _trusted_header(path: Path, trust: bool) -> dict[str, Any] | None:
+    """The journal's header, once it is known to be this install's (or ``trust`` says so)."""
+    header = read_header(path)
+    problem = None if trust else header_problem(header)
+    if problem is not None:
+        raise UserError(
+            f"{path} is not resumed: {problem}. A journal decides the tools, system prompt and settings of the "
+            f"agent resumed from it, so only one this install wrote is resumed without asking. If you trust this "
+            f"one, resume it with Agent.resume({str(path)!r}, trust=True) (in a notebook: %agent resume --trust {path.stem})."
+        )
+    return header
+
+
+def _recorded(header: dict[str, Any] | None, agent_kwargs: dict[str, Any]) -> None:
+    """Puts the header's recorded sandbox and permissions into ``agent_kwargs`` where none are given."""
+    settings = header.get("settings") if header is not None else None
+    if not isinstance(settings, dict):
+        return
+    if "sandbox" in settings and "sandbox" not in agent_kwargs:
+        agent_kwargs["sandbox"] = settings["sandbox"]
+    recorded = settings.get("permissions")
+    if isinstance(recorded, dict) and "permissions" not in agent_kwargs and "approver" not in agent_kwargs:
+        agent_kwargs["permissions"] = Permissions(**recorded)
+
+
+def restore(cls: type[Agent], session_id_or_path: str | os.PathLike[str], agent_kwargs: dict[str, Any], *, trust: bool = False) -> Agent:
+    """``Agent.resume``: an agent of class ``cls`` rebuilt from its journal (see there).
+
+    Raises:
+        UserError: the journal's header is not signed by this install and ``trust`` is not set.
+    """
     from agent_kernel.journal import Journal
 
     path = resolve_journal_path(session_id_or_path, agent_kwargs.get("working_dir"))
+    header = _trusted_header(path, trust)
+    _recorded(header, agent_kwargs)
     # One pass, line by line: a long session's journal never has to fit in memory.
     found = scan(path, agent_kwargs.get("keep_events", DEFAULT_KEEP_EVENTS))
     messages, _, last_seq = found.resumed
@@ -65,7 +117,6 @@ def restore(cls: type[Agent], session_id_or_path: str | os.PathLike[str], agent_
     agent.history[:] = found.turn_states
     agent.events.load(found.tail, found.total)  # the tail in memory; the rest is read back from the journal
     agent._seq = itertools.count(last_seq + 1)
-    header = read_header(path)
     if header is not None and isinstance(header.get("forked_from"), dict):
         agent.forked_from = header["forked_from"]  # a fork stays one when resumed
     return agent
@@ -89,7 +140,7 @@ def fork_of(
     made = None
     if journal is DEFAULT or isinstance(journal, (str, os.PathLike)):
         path = journal_path(journal, session_id, Path(overrides.get("working_dir", self.working_dir)))
-        journal = made = Journal(path, session_id=session_id, metadata={"forked_from": forked_from})
+        journal = made = Journal(path, session_id=session_id, metadata={"forked_from": forked_from, **recorded_settings(self)})
     cfg = self.config
     settings: dict[str, Any] = {
         "tools": list(self.tools), "system": self.system, "max_iterations": self.max_iterations, "hooks": self.hooks,

@@ -133,8 +133,9 @@ def is_journal_folder(journal: Any) -> bool:
     return bool(text) and (text.endswith(("/", os.sep)) or Path(text).is_dir())
 
 
-def open_journal(journal: Any, session_id: str, working_dir: Path) -> Any:
-    """The journal an agent records in, opened, for its ``journal`` setting (None: no journal)."""
+def open_journal(journal: Any, session_id: str, working_dir: Path, metadata: dict[str, Any] | None = None) -> Any:
+    """The journal an agent records in, opened, for its ``journal`` setting (None: no journal);
+    ``metadata`` goes into the header of a new file."""
     if journal is None:
         return None
     if journal is DEFAULT or isinstance(journal, (str, os.PathLike)):
@@ -142,7 +143,7 @@ def open_journal(journal: Any, session_id: str, working_dir: Path) -> Any:
 
         path = journal_path(journal, session_id, working_dir)
         try:
-            return Journal(path, session_id=session_id)
+            return Journal(path, session_id=session_id, metadata=metadata)
         except OSError as error:  # a folder that cannot be made, a disk full, no permission
             where = "the default journal" if journal is DEFAULT else f"journal={os.fspath(journal)!r}"
             raise UserError(f"{where} cannot be opened at {path}: {error.strerror or error}. "

@@ -53,8 +53,9 @@ from json.encoder import encode_basestring_ascii
 from pathlib import Path
 from typing import Any
 
-from agent_kernel.errors import JournalError
+from agent_kernel.errors import JournalError, UserError
 from agent_kernel.events._event import AgentEvent, EventType
+from agent_kernel.guard._signing import SIGNATURE_FIELD, sign_header
 from agent_kernel.journal._format import DATA_KEY, FIELD_ORDER, ITEM_SEPARATOR, KEY_SEPARATOR, LINE_END, SEQ_KEY, TS_KEY, id_section
 from agent_kernel.journal._reader import TornLineWarning, parse_header, read_records
 
@@ -81,7 +82,7 @@ _TYPE_NAMES = {kind: kind.value + DATA_KEY for kind in EventType}
 # through AgentEvent.to_dict() instead (correct, slower) until journal.format learns it.
 CANONICAL_FIELDS = ("seq", "ts", "session_id", "run_id", "turn_id", "parent_turn_id", "iteration", "type", "data", "agent_id")
 _FAST = tuple(f.name for f in dataclasses.fields(AgentEvent)) == CANONICAL_FIELDS and sorted(CANONICAL_FIELDS) == sorted(FIELD_ORDER)
-_HEADER_KEYS = frozenset({"schema", "session_id", "created"})
+_HEADER_KEYS = frozenset({"schema", "session_id", "created", SIGNATURE_FIELD})
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
@@ -196,6 +197,16 @@ def session_path(session_id: str, working_dir: str | os.PathLike[str] | None = N
             "and '-' (at most 128 characters, not starting with a dot)."
         )
     return Path(working_dir if working_dir is not None else Path.cwd()) / SESSIONS_DIR / f"{session_id}.jsonl"
+
+
+def _signed(header: dict[str, Any]) -> dict[str, Any]:
+    """``header`` (as it reads back) with this user's signature, so that ``Agent.resume`` knows it
+    was written here (``guard._signing``); unsigned when the key cannot be had (resuming it then
+    needs the person's word)."""
+    try:
+        return {**header, SIGNATURE_FIELD: sign_header(header)}
+    except (UserError, OSError):
+        return header
 
 
 class Journal:
@@ -330,6 +341,7 @@ class Journal:
             "created": time.time(),
             **extra,
         }
+        header = _signed(json.loads(_encode_safely(header)))
         self._write_bytes((_encode_safely(header) + "\n").encode("ascii"))
         return header
 

@@ -36,12 +36,18 @@ _TAIL_BYTES = 64 * 1024
 _HEAD_BYTES = 64 * 1024
 #: Lines before a run's end among which a stop that kept its calls open would be.
 _STOP_LINES = 4
+#: Permission modes from the most to the least permissive.
+_MODES_BY_STRICTNESS = ("bypass", "accept_edits", "default", "plan")
 
 
 async def resume_session(magics: AgentMagics, rest: str) -> None:
-    """``%agent resume [SESSION]``: the session whose journal is ``SESSION`` (a session id or a
-    journal path; default: the most recently written journal) becomes the current session, and an
-    interrupted run is continued in a live view."""
+    """``%agent resume [--trust] [SESSION]``: the session whose journal is ``SESSION`` (a session id
+    or a journal path; default: the most recently written journal) becomes the current session, and
+    an interrupted run is continued in a live view. It keeps the sandbox and permission rules its
+    journal recorded; a journal this install did not sign is resumed only with ``--trust``."""
+    words = rest.split()
+    trust = "--trust" in words
+    rest = " ".join(word for word in words if word != "--trust")
     current = magics.sessions.find()
     if current is not None and current.running:
         raise UserError("The current session is running a prompt; wait for it (%agent wait) or cancel it "
@@ -54,7 +60,7 @@ async def resume_session(magics: AgentMagics, rest: str) -> None:
         magics.sessions.current = holder.name
         print(f"Session {holder.name!r} already holds {path.name}; it is the current session now.")
         return
-    agent = _resumed_agent(magics, path)
+    agent = _resumed_agent(magics, path, trust=trust)
     magics.sessions.put(magics.sessions.current, agent)
     interrupted = agent.interrupted
     if interrupted is None:
@@ -176,17 +182,31 @@ def _session_holding(magics: AgentMagics, path: Path) -> Any:
     return None
 
 
-def _resumed_agent(magics: AgentMagics, path: Path) -> Agent:
+def _resumed_agent(magics: AgentMagics, path: Path, *, trust: bool = False) -> Agent:
     """``Agent.resume`` as the session last ran: its system prompt, turns and tools (by name, from
-    the notebook), with the notebook's mode and namespace, and the model ``%agent model`` set
-    (else the one the journal recorded)."""
+    the notebook), its recorded sandbox and permission rules (in the stricter of its mode and the
+    notebook's), the notebook's namespace, and the model ``%agent model`` set (else the one the
+    journal recorded)."""
+    from agent_kernel.journal import read_header
+
+    header = read_header(path)
+    settings = header.get("settings") if header is not None else None
+    recorded_rules = isinstance(settings, dict) and isinstance(settings.get("permissions"), dict)
     recorded = _last_run_start(path)
     tools, missing = _resolve_tools(magics, [str(t) for t in recorded.get("tools") or []])
-    kwargs: dict[str, Any] = {"journal": path, "tools": tools, "permissions": magics.mode, "namespace": magics.user_ns,
+    kwargs: dict[str, Any] = {"journal": path, "tools": tools, "namespace": magics.user_ns,
                               "system": recorded.get("system"), "max_iterations": recorded.get("max_iterations") or magics.max_turns}
+    if not recorded_rules:
+        kwargs["permissions"] = magics.mode
     if magics.model is not None:  # %agent model NAME chose one; else the journal's, when it can be rebuilt
         kwargs["model"] = magics.resolve_model(magics.model)
-    agent = Agent.resume(path, **kwargs)
+    try:
+        agent = Agent.resume(path, trust=trust, **kwargs)
+    except UserError as error:
+        raise UserError(str(error).replace(f"Agent.resume({str(path)!r}, trust=True) (in a notebook: %agent resume --trust {path.stem})",
+                                           f"%agent resume --trust {path.stem}")) from None
+    if recorded_rules and _MODES_BY_STRICTNESS.index(magics.mode) > _MODES_BY_STRICTNESS.index(agent.mode):
+        agent.mode = magics.mode  # the notebook asks for a stricter mode than the session had
     agent.tool_extras["namespace"] = magics.user_ns  # the python tool shares the notebook's variables
     if missing:
         print(f"Note: {', '.join(missing)} from the journal {'is' if len(missing) == 1 else 'are'} not defined in "

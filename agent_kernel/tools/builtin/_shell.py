@@ -8,8 +8,12 @@ outlives it; a server meant to keep running belongs outside the agent. Elsewhere
 process group is killed instead.
 
 With a sandbox (``Agent(sandbox=True)``, ``ToolContext.extras["sandbox"]``) the command runs
-inside bubblewrap (``agent_kernel.guard._sandbox``): the working directory writable, the rest read-only,
-no network; if the sandbox cannot run, the call fails and says why, never running unsandboxed.
+inside bubblewrap (``agent_kernel.guard._sandbox``): the working directory writable but for what
+runs later outside (``.git``, ``.agent_kernel``, ``AGENTS.md``, ...), the rest read-only, no
+network, no unix sockets, a clean environment, and limits on processes, memory and CPU time that
+the supervisor applies. If the sandbox cannot run, or cannot give one of its protections, the
+call fails and says which, never running with less. A write refused on a protected entry gets a
+line saying why.
 A call the gate allowed because commands are sandboxed (``Permissions.sandboxed``) always runs
 in a sandbox, even from a sub-agent that has none of its own.
 
@@ -28,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_kernel.errors import ToolError
-from agent_kernel.guard._sandbox import Sandbox, SandboxUnavailable, check, sandbox_from
+from agent_kernel.guard._sandbox import Launch, Sandbox, SandboxUnavailable, check, limit_note, protected_note, sandbox_from
 from agent_kernel.tools._tool import Tool, ToolContext
 from agent_kernel.tools.builtin._limits import MAX_OUTPUT_CHARS
 from agent_kernel.tools.builtin._workspace import working_dir
@@ -127,14 +131,27 @@ async def _bash(command: str, ctx: ToolContext, timeout: int = DEFAULT_TIMEOUT) 
         # The gate let this call run because commands are sandboxed (a sub-agent of a sandboxed
         # agent shares its gate): it must run sandboxed, with the default settings.
         sandbox = Sandbox()
+    launch: Launch | None = None
     if sandbox is not None:
         try:
-            bwrap = check()
+            launch = sandbox.launch(argv, cwd, bwrap=check(), keep=_journal_paths(ctx))
         except SandboxUnavailable as exc:
             raise ToolError(f"Not run: this agent runs commands only inside its sandbox, and {exc}") from None
-        argv = sandbox.wrap(argv, cwd, bwrap=bwrap)
+    try:
+        return await _run(argv, cwd, timeout, launch, sandbox)
+    finally:
+        if launch is not None:
+            launch.close()
+
+
+async def _run(argv: list[str], cwd: Path, timeout: int, launch: Launch | None, sandbox: Sandbox | None) -> str:
+    """Runs ``argv`` (sandboxed when ``launch`` is given) under the supervisor; returns its output."""
     supervised = sys.platform.startswith("linux") and Path("/proc").is_dir() and bool(sys.executable)
-    if supervised:
+    if launch is not None:
+        if not supervised:
+            raise ToolError("Not run: the sandbox needs Linux with /proc for its supervisor, which applies its limits.")
+        argv = [sys.executable, "-I", "-S", str(_REAPER), *launch.supervisor_options, "--", *launch.argv]
+    elif supervised:
         argv = [sys.executable, "-I", "-S", str(_REAPER), *argv]
     process = await asyncio.create_subprocess_exec(
         *argv,
@@ -143,6 +160,9 @@ async def _bash(command: str, ctx: ToolContext, timeout: int = DEFAULT_TIMEOUT) 
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
         start_new_session=True,
+        # A sandboxed command starts from a clean environment: secrets stay outside.
+        env=launch.env if launch is not None else None,
+        pass_fds=launch.pass_fds if launch is not None else (),
     )
     output = _CappedOutput(MAX_OUTPUT_CHARS)
 
@@ -167,9 +187,26 @@ async def _bash(command: str, ctx: ToolContext, timeout: int = DEFAULT_TIMEOUT) 
         await asyncio.shield(_stop(process, supervised))
         raise
     text = output.text()
+    if supervised and code < 0:
+        # The supervisor never dies of a signal by itself: something killed it outright. What is
+        # left of the command's process group goes now; a process that left the group with setsid
+        # is out of reach outside the sandbox (inside, the sandbox died with the supervisor).
+        _kill_group(process, signal.SIGKILL)
+        text += ("\n[the command's supervisor was killed; " + ("the sandbox and everything in it died with it.]" if launch is not None else
+                 "a process the command detached from its group (setsid) may still be running.]"))
+    if sandbox is not None:
+        for note in (protected_note(text, sandbox, cwd), limit_note(text, code, sandbox)):
+            if note is not None:
+                text = f"{text}\n{note}"
     if code != 0:
         raise ToolError(f"{text}\n[exit code {code}]" if text else f"[exit code {code}]")
     return text if text else "(no output)"
+
+
+def _journal_paths(ctx: ToolContext | None) -> list[Path]:
+    """The files the run journals to: a command must not rewrite the record of what it did."""
+    sinks = getattr(getattr(ctx, "run", None), "sinks", None) or []
+    return [Path(sink.path) for sink in sinks if isinstance(getattr(sink, "path", None), (str, os.PathLike))]
 
 
 def _gate_is_sandboxed(ctx: ToolContext | None) -> bool:
