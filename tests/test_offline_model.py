@@ -153,19 +153,13 @@ async def test_arithmetic_in_the_prompt_becomes_code_for_a_python_like_tool() ->
 
 
 @tool(read_only=True)
-def add(a: int, b: int) -> int:
-    """Adds two integers."""
-    return a + b
-
-
-@tool(read_only=True)
 def multiply(a: float, b: float) -> float:
     """Multiplies two numbers."""
     return a * b
 
 
 async def test_a_sum_in_the_prompt_goes_to_the_tool_that_adds_and_the_answer_is_its_result() -> None:
-    agent = Agent("offline", tools=[multiply, add], journal=None)
+    agent = Agent("offline", tools=[multiply, add], journal=None, permissions="bypass")
     result = await agent.run("What is 2 + 3?")
     [call] = [e for e in result.events if e.type is EventType.TOOL_CALL_READY]
     assert call.data["name"] == "add" and call.data["arguments"] == {"a": 2, "b": 3}
