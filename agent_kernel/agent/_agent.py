@@ -55,7 +55,9 @@ class Agent:
             else Anthropic or OpenAI if their key is set, else the offline model).
         tools: ``@tool`` objects, plain functions, or names of built-in tools.
         system: the system prompt.
-        max_iterations: model turns before the loop asks for a final answer without tools.
+        max_iterations: model turns before the loop asks for a final answer without tools
+            (None: no limit; the run ends when the model answers, a tool or hook stops it, or it
+            is cancelled).
         permissions: a mode (``"default"``, ``"accept_edits"``, ``"plan"``, ``"bypass"``) or a
             ``Permissions`` object; None is ``"default"``.
         approver: a function deciding calls the rules say to ask about.
@@ -70,7 +72,7 @@ class Agent:
         session_id: the conversation's id (default: a new one).
         working_dir: where file tools work and the journal lives (default: the current directory).
         max_retries, retry_base_delay, retry_max_delay, stall_timeout, on_stall,
-        max_parallel_tools, model_options: see ``LoopConfig``. ``retry_max_delay`` caps every
+        max_parallel_tools, model_options, on_tool_error: see ``LoopConfig``. ``retry_max_delay`` caps every
             wait between attempts, a server's ``retry-after`` included.
         tool_result_limit: characters of one tool result the model sees (30,000); the whole
             output is kept in ``.agent_kernel/sessions/<id>/tool-output/``. None: no cap.
@@ -126,13 +128,14 @@ class Agent:
     max_parallel_tools = LoopSetting[int]()
     model_options = LoopSetting[dict[str, Any]]()
     tool_result_limit = LoopSetting[int | None]()
+    on_tool_error = LoopSetting[str]()
 
     def __init__(
         self,
         model: str | Model | None = None,
         tools: Iterable[Tool | Callable[..., Any] | str] = (),
         system: str | None = None,
-        max_iterations: int = 20,
+        max_iterations: int | None = 20,
         *,
         permissions: Any = None,
         approver: Callable[..., Any] | None = None,
@@ -151,6 +154,7 @@ class Agent:
         max_parallel_tools: int = 10,
         model_options: dict[str, Any] | None = None,
         tool_result_limit: int | None = DEFAULT_TOOL_RESULT_LIMIT,
+        on_tool_error: str = "continue",
         name: str | None = None,
         subagents: Mapping[str, Any] | None = None,
         sandbox: Any = None,
@@ -178,6 +182,7 @@ class Agent:
             max_parallel_tools=max_parallel_tools,
             model_options=dict(model_options or {}),
             tool_result_limit=tool_result_limit,
+            on_tool_error=on_tool_error,
         )
         self.max_iterations = max_iterations
         self.name = name

@@ -87,7 +87,7 @@ class TurnStateDict(TypedDict):
 
     turn_counter: int  # the iteration, from 0
     turn_id: str  # unique per turn
-    max_iterations: int  # the run's turn limit
+    max_iterations: int | None  # the run's turn limit (None: no limit)
     compacted: bool  # the history was compacted during this turn
     parent_turn_id: str | None  # the previous turn, or the turn that spawned a sub-agent
     metadata: dict[str, Any]  # what hooks attached to the turn
@@ -116,6 +116,7 @@ class StatsDict(TypedDict):
     start: float  # epoch seconds
     end: float | None  # epoch seconds (None while running)
     duration: float | None  # seconds
+    errors: NotRequired[int]  # failed model attempts (retried or not) and tool calls that ended in an error
 
 
 class CrewTask(TypedDict):
@@ -147,7 +148,7 @@ class RunStart(TypedDict):
     provider: NotRequired[str]  # agents: the model's provider
     system: NotRequired[str | None]  # agents: the system prompt
     tools: NotRequired[list[str]]  # agents: the tools the model may call
-    max_iterations: NotRequired[int]  # agents: turns before the tools-disabled final answer
+    max_iterations: NotRequired[int | None]  # agents: turns before the tools-disabled final answer (None: no limit)
     mode: NotRequired[str]  # crews: sequential, parallel or hierarchical
     agents: NotRequired[list[str]]  # crews: the members' names
     tasks: NotRequired[list[CrewTask]]  # crews: the tasks in declared order
@@ -370,6 +371,7 @@ class LlmComplete(TypedDict):
     cost_usd: float | None  # None when the price is unknown or the provider reported no usage
     duration_s: float  # seconds from the first attempt to the end of the stream
     attempts: int  # attempts this call took, retries included
+    cache_hit: NotRequired[bool]  # the provider read part of the prompt from its cache (usage.cache_read_tokens > 0); absent when no usage was reported
 
 
 class Continuation(TypedDict):

@@ -39,6 +39,7 @@ from agent_kernel.models._transport import on_stream_activity
 from agent_kernel.runtime._config import CONTINUE_INSTRUCTION, FINAL_TURN_INSTRUCTION, LoopConfig
 from agent_kernel.runtime._emitter import Emitter
 from agent_kernel.runtime._executor import ABORT_FALLBACK, ABORT_RETRY, ABORT_USER, PendingCall, StreamingToolExecutor
+from agent_kernel.runtime._fallback import max_turns_fallback
 from agent_kernel.runtime._hooks import HOOK_CONTEXT_TAG, HookError, HookOutcome, HookPoint, Hooks
 from agent_kernel.runtime._invoke import ToolInvoker
 from agent_kernel.runtime._state import ExecutionContext, LoopState, TerminationReason
@@ -159,6 +160,7 @@ class _Loop:
         self._finished_calls: list[PendingCall] = []
         self._hook_notes: _HookNotes = {}  # what hooks changed in this turn's request (llm_start says)
         self._hook_failure: HookError | None = None  # a hook that failed inside a tool task
+        self._turn_ended = ""  # the turn after_iteration_end was last called for
         self.answered: Mapping[str, ToolResultBlock] | None = None  # an interrupted turn to continue (tt)
 
     # -- the recursion ----------------------------------------------------------------------
@@ -187,13 +189,19 @@ class _Loop:
                         if hooked is not None and hooked.request is not None:
                             request = hooked.request
                             self._hook_notes["request_replaced"] = True
-                        async for ev in self._respond(request, final):  # the model, continued past max_tokens
-                            yield ev
+                        try:
+                            async for ev in self._respond(request, final):  # the model, continued past max_tokens
+                                yield ev
+                        except ModelError as failed:
+                            if not final:
+                                raise
+                            async for ev in self._final_answer_failed(turn, failed):  # the run keeps its work
+                                yield ev
                         turn = em.turn or turn  # a forced compaction marks the turn compacted
                         message = self._completed
                         await self._hook(HookPoint.AFTER_LLM_RESPONSE, turn, message=message)
                     if final:  # base case: the tools-disabled final answer
-                        yield em.emit(EventType.MAX_ITERATIONS_REACHED, p.MaxIterationsReached(max_iterations=turn.max_iterations))
+                        yield em.emit(EventType.MAX_ITERATIONS_REACHED, p.MaxIterationsReached(max_iterations=_limit(turn)))
                         raise _Finish(TerminationReason.MAX_TURNS, self._answer)
                     if message.tool_uses:
                         async for ev in self._run_tools(message):  # tools; their results join the history
@@ -208,6 +216,7 @@ class _Loop:
                         nxt = turn.next_turn()
                     em.flush()
                     ctx.stats.turns += 1
+                    self._turn_ended = turn.turn_id  # a StopRun from this hook must not call it again
                     await self._hook(HookPoint.AFTER_ITERATION_END, turn)
                     if ctx.control.paused or ctx.control.has_steers:  # the turn boundary: steering
                         async for ev in self._boundary():
@@ -283,6 +292,21 @@ class _Loop:
         self._answer = "".join(said) + message.text
         if said:
             self.last_text = self._answer
+
+    async def _final_answer_failed(self, turn: TurnState, error: ModelError) -> AsyncIterator[AgentEvent]:
+        """The tools-disabled final answer failed for good: the run still ends ``max_turns``,
+        its text written from what the tools returned, the error recorded (not fatal).
+
+        Raises:
+            _Finish: always.
+        """
+        async for ev in self._discard(ABORT_FINAL):
+            yield ev
+        message = str(error)
+        yield self.em.emit(EventType.ERROR, p.Error(message=message, kind=error.kind, status_code=error.status_code, fatal=False))
+        yield self.em.emit(EventType.MAX_ITERATIONS_REACHED, p.MaxIterationsReached(max_iterations=_limit(turn)))
+        text = max_turns_fallback(self.messages, self.config.tools, turn.max_iterations, message)
+        raise _Finish(TerminationReason.MAX_TURNS, text, {"error": message})
 
     async def _run_tools(self, message: Message) -> AsyncIterator[AgentEvent]:
         """The tools phase: waits for every call, then adds their results to the history.
@@ -379,6 +403,7 @@ class _Loop:
             error = self._error
             if error is None:
                 break
+            ctx.stats.errors += 1
             # Failure: recover, fall back, retry or give up. Whatever ran or streamed for a
             # discarded response reaches the stream as events, not only the journal.
             if error.kind == "context_length" and not recovered and ctx.context_manager is not None:
@@ -391,7 +416,10 @@ class _Loop:
                     request = self._shrunk
                     continue
                 raise error
-            if cfg.fallback_model is not None and error.overloaded and self.model is not cfg.fallback_model:
+            # Overload falls back at once; a rate limit once its retries are spent (the limit
+            # is this model's, so another model may answer).
+            exhausted = error.kind == "rate_limit" and attempt >= cfg.max_retries
+            if cfg.fallback_model is not None and (error.overloaded or exhausted) and self.model is not cfg.fallback_model:
                 async for ev in self._discard(ABORT_FALLBACK):
                     yield ev
                 self.model = cfg.fallback_model
@@ -437,18 +465,18 @@ class _Loop:
         cm = ctx.context_manager
         if cm is not None:
             cm.record_usage(request, usage)
-        yield em.emit(
-            EventType.LLM_COMPLETE,
-            p.LlmComplete(
-                message=message.to_dict(),
-                usage=usage.to_dict(),
-                cost_usd=cost,
-                model=end.model or model.name,
-                stop_reason=end.stop_reason,
-                duration_s=duration,
-                attempts=attempt + 1,
-            ),
+        complete = p.LlmComplete(
+            message=message.to_dict(),
+            usage=usage.to_dict(),
+            cost_usd=cost,
+            model=end.model or model.name,
+            stop_reason=end.stop_reason,
+            duration_s=duration,
+            attempts=attempt + 1,
         )
+        if end.usage is not None:
+            complete["cache_hit"] = usage.cache_read_tokens > 0
+        yield em.emit(EventType.LLM_COMPLETE, complete)
 
     async def _attempt(self, request: ModelRequest, final: bool, attempt: int) -> AsyncIterator[AgentEvent]:
         """One streaming attempt; leaves ``_end`` (success) or ``_error`` (failure) set.
@@ -504,7 +532,9 @@ class _Loop:
                         yield em.emit(EventType.TOOL_CALL_READY, ready)
                         if not final:
                             tool = tools.get(name)
-                            if self._held or tool is None or not tool.concurrency_safe:
+                            # An unknown name runs nothing: it is answered at once, as its own call,
+                            # and holds back none of the calls beside it.
+                            if tool is not None and (self._held or not tool.concurrency_safe):
                                 self._held.append(PendingCall(call_id, name, arguments, sev.index, False, parse_error))
                             else:
                                 executor.submit(call_id, name, arguments, parse_error=parse_error)
@@ -553,8 +583,10 @@ class _Loop:
             await self._interruptible(self.em.wait())
         for ev in self.em.drain():
             yield ev
-        self._finished_calls = executor.results()
-        self.ctx.stats.tool_calls += len(self._finished_calls)
+        self._finished_calls = calls = executor.results()
+        stats = self.ctx.stats
+        stats.tool_calls += len(calls)
+        stats.errors += sum(1 for c in calls if c.result is None or c.result.is_error)
 
     def _tool_result_blocks(self) -> list[ToolResultBlock]:
         blocks = []
@@ -570,12 +602,6 @@ class _Loop:
         if isinstance(ending, _Finish):
             self.ctx.stats.turns += 1
             events = self._finish(ending)
-            try:  # the final turn ends too, as every other turn does
-                await self._hook(HookPoint.AFTER_ITERATION_END, self.em.turn or TurnState.initial(1))
-            except StopRun:
-                pass  # the run is ending already
-            except HookError as exc:
-                events = self._failed("hook", str(exc))
         elif isinstance(ending, _Interrupted):
             self.ctx.stats.turns += 1  # the turn it stopped in was taken: it counts, as views show
             events = self._cancelled()
@@ -587,6 +613,14 @@ class _Loop:
             events = self._failed(ending.kind, str(ending), status_code=ending.status_code)
         else:  # a bug in a hook, a model adapter or the loop: reported, not raised
             events = self._failed(type(ending).__name__, f"{type(ending).__name__}: {ending}")
+        last = self.em.turn or TurnState.initial(1)
+        if not isinstance(ending, (_Interrupted, HookError)) and last.turn_id != self._turn_ended:
+            try:  # the last turn ends too, as every other turn does, however the run ends
+                await self._hook(HookPoint.AFTER_ITERATION_END, last)
+            except StopRun:
+                pass  # the run is ending already
+            except HookError as exc:
+                events = self._failed("hook", str(exc))
         try:
             async for ev in events:
                 yield ev
@@ -712,9 +746,15 @@ class _Loop:
     def _new_executor(self) -> StreamingToolExecutor:
         tools = self.config.tools
 
+        default_on_error = self.config.on_tool_error
+
         def is_safe(name: str) -> bool:
             t = tools.get(name)
-            return bool(t and t.concurrency_safe)
+            return t is None or t.concurrency_safe  # an unknown name is refused without running anything
+
+        def cancels_on_error(name: str) -> bool:
+            t = tools.get(name)
+            return ((t.on_error if t is not None else None) or default_on_error) == "cancel"
 
         return StreamingToolExecutor(
             self.invoke,
@@ -722,6 +762,7 @@ class _Loop:
             max_concurrency=self.config.max_parallel_tools,
             on_change=self.em.wake,
             on_abort=self._record_abort,
+            cancels_on_error=cancels_on_error,
         )
 
     def _record_abort(self, call: PendingCall) -> None:
@@ -781,6 +822,12 @@ class _Loop:
             blocks.append(ToolResultBlock(use.id, result.content, result.is_error) if result else made_up[-1])
         self.messages.append(Message("user", tuple(blocks)))
         return made_up
+
+
+def _limit(turn: TurnState) -> int:
+    """The turn limit of a final turn (one that has a limit, or it would not be final)."""
+    assert turn.max_iterations is not None
+    return turn.max_iterations
 
 
 def _result_dict(block: ToolResultBlock) -> p.BlockDict:

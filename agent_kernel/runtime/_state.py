@@ -272,6 +272,7 @@ class LoopStats:
     cost_usd: float | None = 0.0
     start: float = field(default_factory=time.time)
     end: float | None = None
+    errors: int = 0  # failed model attempts (retried or not) and tool calls that ended in an error
 
     @property
     def duration(self) -> float | None:
@@ -305,6 +306,7 @@ class LoopStats:
         self.cache_write_tokens += other.cache_write_tokens
         self.cost_usd = None if self.cost_usd is None or other.cost_usd is None else self.cost_usd + other.cost_usd
         if counts:
+            self.errors += other.errors
             self.turns += other.turns
             self.tool_calls += other.tool_calls
             self.end = other.end
@@ -323,6 +325,7 @@ class LoopStats:
             "start": self.start,
             "end": self.end,
             "duration": self.duration,
+            "errors": self.errors,
         }
 
 
