@@ -32,7 +32,10 @@ async def test_base_case_answers_in_one_turn() -> None:
     result = await agent.run("hi")
     assert result.text == "Hello there."
     assert result.termination_reason is TerminationReason.END_TURN
-    assert types(result.events) == ["run_start", "iteration_start", "llm_start", "text_delta", "text_delta", "llm_complete", "run_finish"]
+    assert types(result.events) == [
+        "run_start", "state_change", "iteration_start", "state_change", "state_change", "llm_start", "state_change",
+        "text_delta", "text_delta", "llm_complete", "run_finish",
+    ]  # fmt: skip
     assert result.turns == 1
 
 
@@ -378,7 +381,7 @@ async def test_state_changes_follow_the_phases() -> None:
     agent._new_context = tracking  # type: ignore[method-assign]
     await agent.run("go")
     assert seen == [
-        "checking_context", "calling_llm", "processing_response", "executing_tools",
+        "receiving_input", "checking_context", "calling_llm", "processing_response", "executing_tools",
         "checking_context", "calling_llm", "processing_response", "completed",
     ]  # fmt: skip
     assert LoopState.COMPLETED.value == seen[-1]

@@ -367,6 +367,7 @@ class Agent:
             prompt, mcp_facts = await self.mcp.prepare(prompt, self.tool_result_limit, tool_output)
         ctx = self._new_context()
         self._context = ctx
+        self.memory.session.background = ctx.background  # summary updates run beside the turns
         em = ctx.emitter
         assert em is not None
         loop_started = False
@@ -435,6 +436,7 @@ class Agent:
                 em.emit(EventType.RUN_FINISH, p.RunFinish(reason=TerminationReason.USER_INTERRUPT.value, text="", stats=ctx.stats.to_dict()))
                 em.sync()
             self._context = None
+            self.memory.session.background = None
             self.stats.merge(ctx.stats)
 
     async def run(self, prompt: str | None) -> RunResult:
@@ -536,8 +538,12 @@ class Agent:
 
     # -- sub-agents -------------------------------------------------------------------------
 
-    def as_tool(self, name: str | None = None, description: str | None = None, *, concurrency_safe: bool = False) -> Tool:
+    def as_tool(self, name: str | None = None, description: str | None = None, *, concurrency_safe: bool = False, background: bool = False) -> Tool:
         """This agent as a tool another agent calls to delegate a task (see ``subagents``).
+
+        ``background=True``: a call starts the sub-agent and returns at once; it works while the
+        parent goes on, and its answer reaches the parent's model as a message at a later turn
+        boundary (``subagent_report``). A parent that answers while it still works waits for it.
 
         Example:
             >>> researcher = Agent("offline", system="Finds facts.", name="researcher", journal=None)
@@ -547,7 +553,7 @@ class Agent:
         # team sits above agent (a crew is made of agents); only these two doors go up, when called.
         from agent_kernel.team._subagents import agent_tool
 
-        return agent_tool(self, name, description, concurrency_safe=concurrency_safe)
+        return agent_tool(self, name, description, concurrency_safe=concurrency_safe, background=background)
 
     def add_subagent(self, name: str, agent: Any, description: str | None = None, *, concurrency_safe: bool = False) -> None:
         """Lets the ``task`` tool delegate to ``agent`` under ``name`` (adding or rebuilding the tool).

@@ -30,6 +30,7 @@ __all__ = [
     "CompactionStart",
     "ContextAssembled",
     "Continuation",
+    "CrewState",
     "CrewTask",
     "Error",
     "IterationStart",
@@ -53,6 +54,7 @@ __all__ = [
     "MicroCompaction",
     "ModelFallback",
     "Paused",
+    "PlanMode",
     "Recursion",
     "Resumed",
     "Retry",
@@ -60,11 +62,14 @@ __all__ = [
     "RunStart",
     "SessionMemoryUpdate",
     "StallDetected",
+    "StateChange",
     "StatsDict",
     "Steer",
     "SubagentFinish",
+    "SubagentReport",
     "SubagentStart",
     "SystemReminder",
+    "TaskCondition",
     "TextDelta",
     "ThinkingDelta",
     "TodoUpdate",
@@ -234,6 +239,8 @@ class RunFinish(TypedDict):
     tool: NotRequired[str]  # reason tool_stop: the tool that stopped the run
     stop: NotRequired[str]  # a hook or tool stopped the run: why
     outputs: NotRequired[list[dict[str, Any]]]  # crews: each task's output (TaskOutput.to_dict)
+    state: NotRequired[dict[str, Any]]  # crews: the shared state at the end (crew.state)
+    background_cancelled: NotRequired[list[str]]  # background sub-agents still running when the run ended otherwise than by its answer, cancelled (their ids)
 
 
 # ---- context management --------------------------------------------------------------------
@@ -670,6 +677,8 @@ class SessionMemoryUpdate(TypedDict):
     usage: UsageDict | None  # the call's tokens
     cost_usd: float | None  # the call's cost (None: unknown price)
     error: NotRequired[str]  # the update failed: why (the previous summary stays)
+    duration_s: NotRequired[float]  # seconds the call took
+    background: NotRequired[bool]  # True: it ran beside the run's turns (a top-level run), delaying none of them
 
 
 class SystemReminder(TypedDict):
@@ -679,6 +688,50 @@ class SystemReminder(TypedDict):
     variables: list[dict[str, str]]  # {"name", "change" (new, changed, removed), "description" (type and shape)}
     files: list[str]  # files the agent read that changed on disk since
     todos: int  # todo items listed
+
+
+# ---- the loop's phases, plan mode, background work and crews ------------------------------------
+
+
+class StateChange(TypedDict):
+    """The loop moved to another phase (``LoopState``); ``on_state_change`` callbacks saw the same."""
+
+    old: str  # the phase it left: idle, receiving_input, checking_context, calling_llm, processing_response, executing_tools
+    new: str  # the phase it entered (completed or error at the end)
+
+
+class PlanMode(TypedDict):
+    """The run is in plan mode (read-only tools only), or has left it; refused calls show as
+    ``approval_decision`` events decided by ``mode``."""
+
+    active: bool  # True: plan mode now holds (a run starting in it, or switched to it); False: it was left
+    mode: str  # the permission mode now
+
+
+class SubagentReport(TypedDict):
+    """A background sub-agent's answer joined the parent's conversation as a message, at a turn boundary."""
+
+    agent_id: str  # the sub-agent's id (its subagent_start and subagent_finish carry it too)
+    name: str  # its display name
+    call_id: str | None  # the parent's tool call that started it
+    reason: str  # its run's TerminationReason
+    text: str  # the message the parent's model reads
+
+
+class CrewState(TypedDict):
+    """An agent of a crew wrote a value into the crew's shared state (``crew.state``)."""
+
+    key: str  # the key written
+    value: Any  # the value now (JSON)
+    task: str | None  # the task whose agent wrote it (None: set from code)
+    agent_id: str | None  # that agent's id
+
+
+class TaskCondition(TypedDict):
+    """A crew task's ``when`` condition was read: it runs only when it holds."""
+
+    task: str  # the task's name
+    runs: bool  # the condition held (False: the task is skipped, and the tasks that depend on it)
 
 
 # ---- docs/events.md ------------------------------------------------------------------------------
@@ -697,7 +750,7 @@ def events_markdown() -> str:
         "",
         "Every event is an `AgentEvent` (`seq`, `ts`, `session_id`, `run_id`, `turn_id`,",
         "`parent_turn_id`, `iteration`, `type`, `data`, `agent_id`). This page lists each `type`",
-        "and the keys of its `data`. It is generated from `agent_kernel/payloads.py` by",
+        "and the keys of its `data`. It is generated from `agent_kernel/events/payloads.py` by",
         "`scripts/write_events_doc.py`; a test keeps it current.",
         "",
     ]
@@ -715,9 +768,10 @@ def events_markdown() -> str:
         lines += [f"## `{shape.__name__}`", "", (inspect.getdoc(shape) or "").strip(), ""]
         lines += ["| key | type | meaning |", "|---|---|---|"]
         hints = typing.get_type_hints(shape)
+        shape_source = source if shape.__module__ == __name__ else inspect.getsource(sys.modules[shape.__module__])  # MessageDict, BlockDict: messages
         for key in shape.__annotations__:
             kind = _type_name(hints[key]).replace("|", "\\|")
-            lines.append(f"| `{key}` | `{kind}` | {_comment(source, shape.__name__, key)} |")
+            lines.append(f"| `{key}` | `{kind}` | {_comment(shape_source, shape.__name__, key)} |")
         lines.append("")
     return "\n".join(lines)
 
@@ -725,7 +779,7 @@ def events_markdown() -> str:
 def _type_name(hint: Any) -> str:
     if isinstance(hint, type) and not getattr(hint, "__args__", None):
         return hint.__name__
-    text = repr(hint).replace("typing.", "").replace("typing_extensions.", "").replace("agent_kernel.events.payloads.", "")
+    text = repr(hint).replace("typing.", "").replace("typing_extensions.", "").replace("agent_kernel.events.payloads.", "").replace("agent_kernel.messages.", "")
     return text.replace("<class '", "").replace("'>", "").replace("NoneType", "None")
 
 

@@ -69,6 +69,7 @@ class _Ending(TypedDict, total=False):
     error: str
     tool: str
     stop: str
+    background_cancelled: list[str]
 
 
 class _HookNotes(TypedDict, total=False):
@@ -161,6 +162,9 @@ class _Loop:
         self._hook_notes: _HookNotes = {}  # what hooks changed in this turn's request (llm_start says)
         self._hook_failure: HookError | None = None  # a hook that failed inside a tool task
         self._turn_ended = ""  # the turn after_iteration_end was last called for
+        self._left_running: list[str] = []  # background work the run's end cancelled
+        # The permission mode as the last turn began ("" before the first; None: no mode to read).
+        self.plan_mode: str | None = "" if getattr(ctx.permissions, "permissions", None) is not None else None
         self.answered: Mapping[str, ToolResultBlock] | None = None  # an interrupted turn to continue (tt)
 
     # -- the recursion ----------------------------------------------------------------------
@@ -169,12 +173,18 @@ class _Loop:
         em, ctx = self.em, self.ctx
         self.token.bind()
         ctx.control.bind()
+        ctx.background.on_change = em.wake
         finished = False
         try:
             while True:  # one pass per turn: the tail call of the recursion, eliminated
                 em.turn = turn
                 try:
+                    if ctx.state.state is LoopState.IDLE:  # the run takes in its prompt
+                        for ev in self._enter(LoopState.RECEIVING_INPUT):
+                            yield ev
                     yield em.emit(EventType.ITERATION_START, p.IterationStart(turn_state=turn.to_dict()))
+                    if self.plan_mode is not None and self._plan_mode_changed():
+                        yield em.emit(EventType.PLAN_MODE, p.PlanMode(active=self.plan_mode == "plan", mode=self.plan_mode))
                     await self._hook(HookPoint.BEFORE_ITERATION_START, turn)
                     self._check_cancelled()
                     final = turn.is_final
@@ -209,16 +219,21 @@ class _Loop:
                         await self._hook(HookPoint.BEFORE_RECURSION, turn)
                         nxt = turn.next_turn()
                         yield em.emit(EventType.RECURSION, p.Recursion(tool_results=[_result_dict(b) for b in self.messages[-1].tool_results], next_turn_id=nxt.turn_id))
-                    elif not ctx.control.has_steers:  # base case: the model answered
+                    elif not (ctx.control.has_steers or ctx.background.has_reports or ctx.background.reporting):  # base case: the model answered
                         reason = TerminationReason.END_TURN if self._stop_reason in _NORMAL_STOPS else TerminationReason.STOP_REASON
                         raise _Finish(reason, self._answer, {"stop_reason": self._stop_reason})
-                    else:  # the model answered, but a message was steered in meanwhile: it is answered next
+                    else:
+                        # The model answered, but a message waits (steered in, or a background
+                        # sub-agent's report) or will (a background sub-agent still works): the
+                        # run waits for it, and the model answers it next.
+                        async for ev in self._await_background():
+                            yield ev
                         nxt = turn.next_turn()
                     em.flush()
                     ctx.stats.turns += 1
                     self._turn_ended = turn.turn_id  # a StopRun from this hook must not call it again
                     await self._hook(HookPoint.AFTER_ITERATION_END, turn)
-                    if ctx.control.paused or ctx.control.has_steers:  # the turn boundary: steering
+                    if ctx.control.paused or ctx.control.has_steers or ctx.background.has_finished:  # the turn boundary
                         async for ev in self._boundary():
                             yield ev
                     turn = nxt
@@ -233,6 +248,8 @@ class _Loop:
                 # history, and let the exception go on. Nothing can be yielded from here.
                 with contextlib.suppress(BaseException):  # a second cancellation must not skip the record
                     await self._settle_tools(ABORT_USER)
+                with contextlib.suppress(BaseException):
+                    self._left_running = await ctx.background.cancel()
                 em.drain()  # journals what the settling queued; the stream itself is gone
                 why = self.token.reason or "the run was stopped from outside (task cancelled or stream closed)"
                 em.emit(EventType.CANCELLED, self._cancelled_data(why))
@@ -254,7 +271,8 @@ class _Loop:
 
     async def _prepare(self, turn: TurnState, request: ModelRequest) -> AsyncIterator[AgentEvent]:
         """The context phase: hooks around assembly and compaction; leaves ``_prepared``."""
-        self.ctx.state.set(LoopState.CHECKING_CONTEXT)
+        for changed in self._enter(LoopState.CHECKING_CONTEXT):
+            yield changed
         await self._hook(HookPoint.BEFORE_CONTEXT_ASSEMBLY, turn, request=request)
         async for ev in self._assemble(turn, request):
             yield ev
@@ -314,7 +332,8 @@ class _Loop:
         Raises:
             _Finish: a tool asked to stop the run (``ToolResult.stop``).
         """
-        self.ctx.state.set(LoopState.EXECUTING_TOOLS)
+        for changed in self._enter(LoopState.EXECUTING_TOOLS):
+            yield changed
         async for ev in self._await_tools():
             yield ev
         self.messages.append(Message("user", tuple(self._tool_result_blocks())))
@@ -355,10 +374,30 @@ class _Loop:
             held = time.monotonic()
             await self._interruptible(control.wait_resumed())
             yield em.emit(EventType.RESUMED, p.Resumed(paused_s=time.monotonic() - held))
+        for changed in self._enter(LoopState.RECEIVING_INPUT):
+            yield changed
         for text in control.take_steers():
             add_user_text(self.messages, text)
             yield em.emit(EventType.STEER, p.Steer(text=text))
+        for done in self.ctx.background.take():  # work that finished beside the turn
+            if done.usage is not None:
+                self.ctx.stats.add_usage(done.usage, done.cost_usd)  # a model call it made
+            if done.report is not None:
+                add_user_text(self.messages, done.report)
+                yield em.emit(EventType.SUBAGENT_REPORT, done.data)
         em.flush()
+
+    async def _await_background(self) -> AsyncIterator[AgentEvent]:
+        """Waits, streaming its events, until a background sub-agent's report is ready (or no
+        such work runs any more)."""
+        work, em = self.ctx.background, self.em
+        while work.reporting and not work.has_reports and not self.ctx.control.has_steers:
+            for ev in em.drain():
+                yield ev
+            if work.reporting and not work.has_reports:
+                await self._interruptible(em.wait())
+        for ev in em.drain():
+            yield ev
 
     async def _assemble(self, turn: TurnState, request: ModelRequest) -> AsyncIterator[AgentEvent]:
         """Runs the context manager on ``request``, yielding its events; leaves ``_prepared``."""
@@ -485,20 +524,22 @@ class _Loop:
         until the response is whole: if the stream is cut and retried, a side effect that already
         ran would run again.
         """
-        em, cfg, token, ctx = self.em, self.config, self.token, self.ctx
+        em, cfg, token = self.em, self.config, self.token
         builder, executor, model = self.partial, self.executor, self.model
         assert builder is not None and executor is not None
         self._end, self._error, self._held = None, None, []
-        ctx.state.set(LoopState.CALLING_LLM)
+        for changed in self._enter(LoopState.CALLING_LLM):
+            yield changed
         start: p.LlmStart = {"model": model.name, "provider": model.provider, "attempt": attempt, "messages": len(request.messages), "tools_enabled": not final, **self._hook_notes}
         yield em.emit(EventType.LLM_START, start)
+        for changed in self._enter(LoopState.PROCESSING_RESPONSE):  # the stream is read from here on
+            yield changed
         watchdog = Watchdog(cfg.stall_timeout, token) if cfg.stall_timeout else None
         tools = cfg.tools
         try:
             with on_stream_activity(watchdog.touch) if watchdog is not None else contextlib.nullcontext():
                 token.arm()
                 stream = model.stream(request)
-                ctx.state.set(LoopState.PROCESSING_RESPONSE)
                 async for sev in stream:
                     token.disarm()
                     if watchdog is not None:
@@ -632,14 +673,14 @@ class _Loop:
         # Tools still running (a hook stopped the run mid-turn) or tool calls the final,
         # tools-disabled answer made anyway: every call gets a result before the run ends.
         await self._settle_tools(ABORT_FINAL if fin.reason is TerminationReason.MAX_TURNS else ABORT_ENDED)
-        for ev in self.em.drain():
+        async for ev in self._end_background(cancel=False):
             yield ev
-        self.ctx.state.set(LoopState.COMPLETED)
+        self.ctx.state.set(LoopState.COMPLETED)  # no state_change: run_finish records the end
         yield self._record_finish(fin.reason, fin.text, fin.data)
 
     async def _cancelled(self) -> AsyncIterator[AgentEvent]:
         await self._settle_tools(ABORT_USER)
-        for ev in self.em.drain():
+        async for ev in self._end_background(cancel=True):
             yield ev
         reason = self.token.reason or "cancelled"
         yield self.em.emit(EventType.CANCELLED, self._cancelled_data(reason))
@@ -658,7 +699,7 @@ class _Loop:
 
     async def _failed(self, kind: str, message: str, *, status_code: int | None = None) -> AsyncIterator[AgentEvent]:
         await self._settle_tools(ABORT_FAILED)
-        for ev in self.em.drain():
+        async for ev in self._end_background(cancel=True):
             yield ev
         self.ctx.state.set(LoopState.ERROR)
         yield self.em.emit(EventType.ERROR, p.Error(message=message, kind=kind, status_code=status_code))
@@ -681,10 +722,49 @@ class _Loop:
         for block in made_up:
             self.em.later(EventType.TOOL_RESULT, _synthetic_result(block.tool_use_id, names.get(block.tool_use_id, NAMELESS_TOOL), block.content))
 
+    async def _end_background(self, *, cancel: bool) -> AsyncIterator[AgentEvent]:
+        """Background work as the run ends: sub-agents still at work are cancelled (the run
+        ended otherwise than by its answer; ``run_finish`` names them); a session-memory update
+        is waited for, or cancelled too when the run was stopped or failed. Usage is charged."""
+        work = self.ctx.background
+        if work.running:
+            self._left_running = await work.cancel(reporting_only=not cancel)
+            await work.finish()
+        for done in work.take():
+            if done.usage is not None:
+                self.ctx.stats.add_usage(done.usage, done.cost_usd)
+        for ev in self.em.drain():
+            yield ev
+
+    def _enter(self, state: LoopState) -> tuple[AgentEvent, ...]:
+        """Moves the loop to a phase of the run (callbacks first) and journals the change: its
+        event, or none when the loop is in ``state`` already. (The end, ``completed`` or
+        ``error``, is set directly: ``run_finish`` records it.)
+
+        Raises:
+            HookError: a state callback raised (the state has moved all the same).
+        """
+        machine = self.ctx.state
+        old = machine.state
+        if old is state:
+            return ()
+        machine.set(state)
+        return (self.em.emit(EventType.STATE_CHANGE, p.StateChange(old=old.value, new=state.value)),)
+
+    def _plan_mode_changed(self) -> bool:
+        """Reads the permission mode; True when it entered or left ``plan`` since the last turn
+        (a run that starts in plan mode counts as entering it)."""
+        mode = str(getattr(self.ctx.permissions.permissions, "mode", ""))
+        was, self.plan_mode = self.plan_mode, mode
+        return (mode == "plan") != (was == "plan") if was != "" else mode == "plan"
+
     def _record_finish(self, reason: TerminationReason, text: str, data: _Ending | None = None) -> AgentEvent:
         stats = self.ctx.stats
         stats.end = time.time()
-        ev = self.em.emit(EventType.RUN_FINISH, p.RunFinish(reason=reason.value, text=text, stats=stats.to_dict(), **(data or {})))
+        data = data or {}
+        if self._left_running:
+            data = {**data, "background_cancelled": self._left_running}
+        ev = self.em.emit(EventType.RUN_FINISH, p.RunFinish(reason=reason.value, text=text, stats=stats.to_dict(), **data))
         self.em.sync()
         return ev
 

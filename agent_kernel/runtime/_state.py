@@ -15,6 +15,7 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agent_kernel._util.background import BackgroundWork
 from agent_kernel.events._turn import new_id
 
 if TYPE_CHECKING:
@@ -342,6 +343,8 @@ class ExecutionContext:
     free for hooks and callers, and the loop never reads it. ``resumed_subagents`` holds the
     sub-agent turns a continued run picks up (``journal.resume.SubagentTurn``, by the call id that
     started each): the sub-agent a call of that id starts goes on from there instead of anew.
+    ``background`` holds the work the run started beside its turns (background sub-agents,
+    session-memory updates; see ``_util.background``).
     """
 
     session_id: str
@@ -362,3 +365,4 @@ class ExecutionContext:
     tool_extras: dict[str, Any] = field(default_factory=dict)
     extras: dict[str, Any] = field(default_factory=dict)
     resumed_subagents: dict[str, Any] = field(default_factory=dict)
+    background: BackgroundWork = field(default_factory=BackgroundWork)
