@@ -15,6 +15,7 @@ from agent_kernel.errors import ToolError, UserError
 from agent_kernel.messages import Message, TextBlock, ToolResultBlock
 from agent_kernel.models._base import MessageEnd, ModelRequest, StreamEvent, TextDelta, ToolCallEnd, ToolCallStart
 from agent_kernel.models.scripted import ScriptedModel, text, tool_call
+from agent_kernel.models.scripted import fail as fail_part
 from agent_kernel.runtime._loop import FINAL_TURN_INSTRUCTION, LoopConfig, tt
 from agent_kernel.runtime._state import ExecutionContext
 
@@ -584,3 +585,78 @@ async def test_tt_runs_from_its_public_arguments_alone() -> None:
 def test_tt_without_a_loop_config_says_how_to_give_one() -> None:
     with pytest.raises(UserError, match=r"config=LoopConfig\(model=\.\.\.\)"):
         tt([], TurnState.initial(), ExecutionContext(session_id="s1"))
+
+
+async def test_without_a_turn_limit_the_run_goes_on_until_the_model_answers() -> None:
+    model = ScriptedModel([tool_call("add", {"a": i, "b": 1}) for i in range(25)] + ["Done counting."])
+    result = await make_agent(model, [add], max_iterations=None).run("count")
+    assert result.termination_reason is TerminationReason.END_TURN and result.turns == 26
+    assert not of_type(result.events, EventType.MAX_ITERATIONS_REACHED)
+    assert result.events[0].data["max_iterations"] is None
+
+
+def test_a_turn_limit_is_a_whole_number_or_none() -> None:
+    with pytest.raises(UserError, match="or None for no limit"):
+        make_agent(ScriptedModel([]), max_iterations=0)
+
+
+async def test_after_iteration_end_fires_when_a_hook_or_an_error_ends_the_run() -> None:
+    for ending, hook_point, script in (
+        ("stop", "before_llm_call", ["never"]),
+        ("error", None, [[text("partial "), fail_part("bad_request")]]),
+    ):
+        hooks = Hooks()
+        ended: list[int] = []
+        hooks.on("after_iteration_end", lambda ctx, ended=ended: ended.append(ctx.turn_state.turn_counter))
+        if hook_point is not None:
+            hooks.on(hook_point, lambda ctx: (_ for _ in ()).throw(StopRun("enough")))
+        result = await make_agent(ScriptedModel(script), hooks=hooks).run("go")
+        expected = TerminationReason.STOP_REASON if ending == "stop" else TerminationReason.ERROR
+        assert result.termination_reason is expected and ended == [0], (ending, ended)
+
+
+async def test_a_hook_stopping_at_after_iteration_end_does_not_call_it_twice() -> None:
+    hooks = Hooks()
+    ended: list[int] = []
+
+    @hooks.on("after_iteration_end")
+    def stop_after_first(ctx: object) -> None:
+        ended.append(1)
+        raise StopRun("one turn is enough")
+
+    result = await make_agent(ScriptedModel([tool_call("add", {"a": 1, "b": 2}), "3"]), [add], hooks=hooks).run("go")
+    assert result.termination_reason is TerminationReason.STOP_REASON and ended == [1]
+
+
+async def test_a_tool_that_cancels_on_error_stops_its_unstarted_siblings() -> None:
+    ran: list[str] = []
+
+    @tool(on_error="cancel")
+    def deploy(target: str) -> str:
+        """Deploys."""
+        raise ToolError(f"{target} is down")
+
+    @tool
+    def notify(who: str) -> str:
+        """Notifies someone."""
+        ran.append(who)
+        return "sent"
+
+    model = ScriptedModel([[tool_call("deploy", {"target": "prod"}), tool_call("notify", {"who": "ops"})], "Deploy failed."])
+    result = await make_agent(model, [deploy, notify], permissions="bypass").run("ship")
+    assert ran == [] and result.text == "Deploy failed."
+    assert "not started: a sibling tool call failed (deploy)" in result.tool_calls[1]["content"]
+    assert result.stats.errors == 2  # the failure and the call it cancelled
+
+
+def test_on_error_settings_say_what_they_take() -> None:
+    with pytest.raises(ValueError, match="'continue', 'cancel'"):
+        tool(on_error="stop")(lambda: None)
+    with pytest.raises(UserError, match="on_tool_error"):
+        make_agent(ScriptedModel([]), on_tool_error="abort")
+
+
+async def test_the_error_counter_counts_failed_model_attempts_and_failed_calls() -> None:
+    model = ScriptedModel([[fail_part("server")], [tool_call("nope", {})], "ok"])
+    result = await make_agent(model, retry_base_delay=0.0).run("go")
+    assert result.text == "ok" and result.stats.errors == 2  # one retried attempt, one unknown tool

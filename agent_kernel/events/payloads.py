@@ -155,6 +155,7 @@ class RunStart(TypedDict):
     tools: NotRequired[list[str]]  # agents: the tools the model may call
     max_iterations: NotRequired[int | None]  # agents: turns before the tools-disabled final answer (None: no limit)
     mode: NotRequired[str]  # crews: sequential, parallel or hierarchical
+    state: NotRequired[dict[str, Any]]  # crews with a shared state: the state at the start
     agents: NotRequired[list[str]]  # crews: the members' names
     tasks: NotRequired[list[CrewTask]]  # crews: the tasks in declared order
     continues: NotRequired[Continues]  # agents: this run finishes a turn a dead process left open
