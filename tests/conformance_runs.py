@@ -235,10 +235,8 @@ async def background_subagent_reports_at_a_later_turn(h: Harness, tmp: Path) -> 
 
 @scenario
 async def background_subagent_is_cancelled_when_the_run_stops_otherwise(h: Harness, tmp: Path) -> None:
-    from agent_kernel import Agent
+    from agent_kernel import Agent, Hooks
     from agent_kernel.models.scripted import ScriptedModel, tool_call
-
-    from agent_kernel import Hooks
 
     digging = asyncio.Event()
 
