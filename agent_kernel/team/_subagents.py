@@ -380,7 +380,12 @@ def start_background(agent: Agent, prompt: str, parent: ExecutionContext, *, nam
             task.set_name(f"background:{agent_id}")
 
     async def work() -> Finished:
-        result = await run_subagent(agent, prompt, parent, name=name, call_id=call_id, on_start=named)
+        try:
+            result = await run_subagent(agent, prompt, parent, name=name, call_id=call_id, on_start=named)
+        except (ToolError, UserError) as exc:  # it could not start: the model hears why, as a report
+            report = f"[background sub-agent {name!r}, started by tool call {call_id}, could not run]\n{exc}"
+            data = p.SubagentReport(agent_id="", name=name, call_id=call_id, reason=TerminationReason.ERROR.value, text=report)
+            return Finished(name, report=report, data=data)
         text = result.text or _NO_ANSWER
         if result.termination_reason is TerminationReason.ERROR:
             text = f"failed: {result.error or 'unknown error'}" + (f". Its last words: {result.text}" if result.text else "")
