@@ -9,8 +9,10 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from agent_kernel import EventType, HookPoint, Hooks, LoopState, StopRun, TerminationReason, ToolContext, TurnState, tool
+from agent_kernel import EventType, HookPoint, Hooks, LoopState, StopRun, TerminationReason, ToolContext, ToolResult, TurnState, tool
 from agent_kernel.errors import ToolError, UserError
 from agent_kernel.messages import Message, TextBlock, ToolResultBlock
 from agent_kernel.models._base import MessageEnd, ModelRequest, StreamEvent, TextDelta, ToolCallEnd, ToolCallStart
@@ -660,3 +662,29 @@ async def test_the_error_counter_counts_failed_model_attempts_and_failed_calls()
     model = ScriptedModel([[fail_part("server")], [tool_call("nope", {})], "ok"])
     result = await make_agent(model, retry_base_delay=0.0).run("go")
     assert result.text == "ok" and result.stats.errors == 2  # one retried attempt, one unknown tool
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(kinds=st.lists(st.sampled_from(["ok", "fail", "halt"]), min_size=1, max_size=7), cancel_on_error=st.booleans())
+def test_no_call_after_a_stop_or_a_cancelling_failure_ever_starts(kinds: list[str], cancel_on_error: bool) -> None:
+    ran: list[int] = []
+
+    @tool
+    def step(i: int, kind: str) -> ToolResult:
+        """One step of a plan (a side effect: runs alone, in order)."""
+        ran.append(i)
+        if kind == "fail":
+            raise ToolError(f"step {i} failed")
+        return ToolResult(f"step {i}", stop=kind == "halt", final_message="Halted." if kind == "halt" else None)
+
+    calls = [tool_call("step", {"i": i, "kind": k}) for i, k in enumerate(kinds)]
+    agent = make_agent(ScriptedModel([calls, "Finished."]), [step], permissions="bypass", on_tool_error="cancel" if cancel_on_error else "continue")
+    result = agent.run_sync("go")
+    closing = {"halt", "fail"} if cancel_on_error else {"halt"}
+    last = next((i for i, k in enumerate(kinds) if k in closing), len(kinds) - 1)
+    assert ran == list(range(last + 1))  # every call up to the one that closed the batch, none after
+    contents = [c["content"] for c in result.tool_calls]
+    assert len(contents) == len(kinds) and all("not started" in c for c in contents[last + 1 :])
+    halted = "halt" in kinds[: last + 1]
+    assert result.termination_reason is (TerminationReason.TOOL_STOP if halted else TerminationReason.END_TURN)
+    assert result.text == ("Halted." if halted else "Finished.")
