@@ -17,7 +17,7 @@ from agent_kernel.guard import Approval, ApprovalBroker, ApprovalRequest, Permis
 from agent_kernel.messages import Message
 from agent_kernel.runtime import ExecutionContext, HookContext, HookPoint, Hooks, LoopState, LoopStats, TerminationReason, tt
 from agent_kernel.team import Crew, CrewResult, Subagent, Task, TaskOutput
-from agent_kernel.tools import Tool, ToolContext, tool
+from agent_kernel.tools import Tool, ToolContext, ToolResult, tool
 
 _moved.install()
 
@@ -51,6 +51,7 @@ __all__ = [
     "Tool",
     "ToolContext",
     "ToolError",
+    "ToolResult",
     "TurnState",
     "UserError",
     "load_ipython_extension",

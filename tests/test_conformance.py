@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from . import conformance_runs  # noqa: F401 (registers its scenarios in the matrix)
 from .conformance import HARNESSES, SCENARIOS, not_applicable
 
 RESULTS: dict[tuple[str, str], str] = {}

@@ -313,3 +313,38 @@ async def test_frames_of_a_crew_name_the_agent_of_every_row() -> None:
 def look(topic: str) -> str:
     """Looks a topic up."""
     return f"{topic}: mustelids"
+
+
+async def test_a_route_not_taken_skips_its_dependents_and_the_crew_still_succeeds() -> None:
+    triage, fixer = echo("triage", "urgent: "), echo("fixer", "fixed: ")
+    crew = crew_of(
+        [triage, fixer],
+        [
+            Task("Triage the report.", triage, name="triage"),
+            Task("Escalate.", fixer, name="escalate", depends_on=["triage"], when=lambda o: "routine" in o["triage"].text),
+            Task("Write up the escalation.", fixer, name="writeup", depends_on=["escalate"]),
+            Task("Fix now.", fixer, name="fix", depends_on=["triage"], when=lambda o: o["triage"].text.startswith("urgent")),
+        ],
+    )
+    result = await crew.run()
+    assert result.termination_reason is TerminationReason.END_TURN
+    assert [(n, o.status) for n, o in result.outputs.items()] == [("triage", "done"), ("escalate", "skipped"), ("writeup", "skipped"), ("fix", "done")]
+    assert "condition did not hold" in (result["escalate"].error or "") and "routed the crew elsewhere" in (result["writeup"].error or "")
+    assert result.text == "fixed: Fix now." and [p.splitlines()[0] for p in fixer.prompts] == ["Fix now."]  # type: ignore[attr-defined]
+
+
+async def test_a_condition_that_raises_fails_its_task_with_the_reason() -> None:
+    worker = echo("worker")
+    crew = crew_of([worker], [Task("First.", worker, name="first"), Task("Second.", worker, name="second", when=lambda o: o["missing"].text == "x")])
+    result = await crew.run()
+    assert result.termination_reason is TerminationReason.ERROR
+    assert result["second"].status == "failed" and "its condition raised KeyError" in (result["second"].error or "")
+
+
+async def test_shared_state_starts_from_what_the_crew_was_given_and_refuses_unknown_keys() -> None:
+    reader = scripted("reader", [[tool_call("read_state", {})], [tool_call("read_state", {"key": "nope"})], "Read."])
+    crew = crew_of([reader], [Task("Read the state.", reader)], state={"budget": 3})
+    result = await crew.run()
+    reads = [e.data["content"] for e in of_type(result.events, EventType.TOOL_RESULT)]
+    assert reads[0] == '{"budget": 3}' and "no key 'nope'. Keys: budget" in reads[1], reads
+    assert result.events[0].data["state"] == {"budget": 3} and result.state == {"budget": 3}

@@ -132,8 +132,11 @@ def test_on_state_change_sees_every_phase_of_a_run() -> None:
     agent = make_agent(ScriptedModel([tool_call("add", {"a": 1, "b": 2}), "3"]), [add], on_state_change=lambda old, new: seen.append((old.value, new.value)))
     agent.run_sync("go")
     phases = [new for _, new in seen]
-    assert phases[0] == "checking_context" and phases[-1] == "completed"
+    assert phases[:2] == ["receiving_input", "checking_context"] and phases[-1] == "completed"
     assert {"calling_llm", "processing_response", "executing_tools"} <= set(phases)
+    # Each change is journaled too, in the same order (the end is the run_finish itself).
+    journaled = [(e.data["old"], e.data["new"]) for e in agent.events if e.type is EventType.STATE_CHANGE]
+    assert journaled == seen[:-1] and seen[0][0] == "idle"
 
 
 def test_a_state_callback_that_raises_ends_the_run_with_a_hook_error() -> None:

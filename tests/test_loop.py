@@ -9,12 +9,15 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from agent_kernel import EventType, HookPoint, Hooks, LoopState, StopRun, TerminationReason, ToolContext, TurnState, tool
+from agent_kernel import EventType, HookPoint, Hooks, LoopState, StopRun, TerminationReason, ToolContext, ToolResult, TurnState, tool
 from agent_kernel.errors import ToolError, UserError
 from agent_kernel.messages import Message, TextBlock, ToolResultBlock
 from agent_kernel.models._base import MessageEnd, ModelRequest, StreamEvent, TextDelta, ToolCallEnd, ToolCallStart
 from agent_kernel.models.scripted import ScriptedModel, text, tool_call
+from agent_kernel.models.scripted import fail as fail_part
 from agent_kernel.runtime._loop import FINAL_TURN_INSTRUCTION, LoopConfig, tt
 from agent_kernel.runtime._state import ExecutionContext
 
@@ -32,7 +35,10 @@ async def test_base_case_answers_in_one_turn() -> None:
     result = await agent.run("hi")
     assert result.text == "Hello there."
     assert result.termination_reason is TerminationReason.END_TURN
-    assert types(result.events) == ["run_start", "iteration_start", "llm_start", "text_delta", "text_delta", "llm_complete", "run_finish"]
+    assert types(result.events) == [
+        "run_start", "state_change", "iteration_start", "state_change", "state_change", "llm_start", "state_change",
+        "text_delta", "text_delta", "llm_complete", "run_finish",
+    ]  # fmt: skip
     assert result.turns == 1
 
 
@@ -378,7 +384,7 @@ async def test_state_changes_follow_the_phases() -> None:
     agent._new_context = tracking  # type: ignore[method-assign]
     await agent.run("go")
     assert seen == [
-        "checking_context", "calling_llm", "processing_response", "executing_tools",
+        "receiving_input", "checking_context", "calling_llm", "processing_response", "executing_tools",
         "checking_context", "calling_llm", "processing_response", "completed",
     ]  # fmt: skip
     assert LoopState.COMPLETED.value == seen[-1]
@@ -581,3 +587,104 @@ async def test_tt_runs_from_its_public_arguments_alone() -> None:
 def test_tt_without_a_loop_config_says_how_to_give_one() -> None:
     with pytest.raises(UserError, match=r"config=LoopConfig\(model=\.\.\.\)"):
         tt([], TurnState.initial(), ExecutionContext(session_id="s1"))
+
+
+async def test_without_a_turn_limit_the_run_goes_on_until_the_model_answers() -> None:
+    model = ScriptedModel([tool_call("add", {"a": i, "b": 1}) for i in range(25)] + ["Done counting."])
+    result = await make_agent(model, [add], max_iterations=None).run("count")
+    assert result.termination_reason is TerminationReason.END_TURN and result.turns == 26
+    assert not of_type(result.events, EventType.MAX_ITERATIONS_REACHED)
+    assert result.events[0].data["max_iterations"] is None
+
+
+def test_a_turn_limit_is_a_whole_number_or_none() -> None:
+    with pytest.raises(UserError, match="or None for no limit"):
+        make_agent(ScriptedModel([]), max_iterations=0)
+
+
+async def test_after_iteration_end_fires_when_a_hook_or_an_error_ends_the_run() -> None:
+    for ending, hook_point, script in (
+        ("stop", "before_llm_call", ["never"]),
+        ("error", None, [[text("partial "), fail_part("bad_request")]]),
+    ):
+        hooks = Hooks()
+        ended: list[int] = []
+        hooks.on("after_iteration_end", lambda ctx, ended=ended: ended.append(ctx.turn_state.turn_counter))
+        if hook_point is not None:
+            hooks.on(hook_point, lambda ctx: (_ for _ in ()).throw(StopRun("enough")))
+        result = await make_agent(ScriptedModel(script), hooks=hooks).run("go")
+        expected = TerminationReason.STOP_REASON if ending == "stop" else TerminationReason.ERROR
+        assert result.termination_reason is expected and ended == [0], (ending, ended)
+
+
+async def test_a_hook_stopping_at_after_iteration_end_does_not_call_it_twice() -> None:
+    hooks = Hooks()
+    ended: list[int] = []
+
+    @hooks.on("after_iteration_end")
+    def stop_after_first(ctx: object) -> None:
+        ended.append(1)
+        raise StopRun("one turn is enough")
+
+    result = await make_agent(ScriptedModel([tool_call("add", {"a": 1, "b": 2}), "3"]), [add], hooks=hooks).run("go")
+    assert result.termination_reason is TerminationReason.STOP_REASON and ended == [1]
+
+
+async def test_a_tool_that_cancels_on_error_stops_its_unstarted_siblings() -> None:
+    ran: list[str] = []
+
+    @tool(on_error="cancel")
+    def deploy(target: str) -> str:
+        """Deploys."""
+        raise ToolError(f"{target} is down")
+
+    @tool
+    def notify(who: str) -> str:
+        """Notifies someone."""
+        ran.append(who)
+        return "sent"
+
+    model = ScriptedModel([[tool_call("deploy", {"target": "prod"}), tool_call("notify", {"who": "ops"})], "Deploy failed."])
+    result = await make_agent(model, [deploy, notify], permissions="bypass").run("ship")
+    assert ran == [] and result.text == "Deploy failed."
+    assert "not started: a sibling tool call failed (deploy)" in result.tool_calls[1]["content"]
+    assert result.stats.errors == 2  # the failure and the call it cancelled
+
+
+def test_on_error_settings_say_what_they_take() -> None:
+    with pytest.raises(ValueError, match="'continue', 'cancel'"):
+        tool(on_error="stop")(lambda: None)
+    with pytest.raises(UserError, match="on_tool_error"):
+        make_agent(ScriptedModel([]), on_tool_error="abort")
+
+
+async def test_the_error_counter_counts_failed_model_attempts_and_failed_calls() -> None:
+    model = ScriptedModel([[fail_part("server")], [tool_call("nope", {})], "ok"])
+    result = await make_agent(model, retry_base_delay=0.0).run("go")
+    assert result.text == "ok" and result.stats.errors == 2  # one retried attempt, one unknown tool
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(kinds=st.lists(st.sampled_from(["ok", "fail", "halt"]), min_size=1, max_size=7), cancel_on_error=st.booleans())
+def test_no_call_after_a_stop_or_a_cancelling_failure_ever_starts(kinds: list[str], cancel_on_error: bool) -> None:
+    ran: list[int] = []
+
+    @tool
+    def step(i: int, kind: str) -> ToolResult:
+        """One step of a plan (a side effect: runs alone, in order)."""
+        ran.append(i)
+        if kind == "fail":
+            raise ToolError(f"step {i} failed")
+        return ToolResult(f"step {i}", stop=kind == "halt", final_message="Halted." if kind == "halt" else None)
+
+    calls = [tool_call("step", {"i": i, "kind": k}) for i, k in enumerate(kinds)]
+    agent = make_agent(ScriptedModel([calls, "Finished."]), [step], permissions="bypass", on_tool_error="cancel" if cancel_on_error else "continue")
+    result = agent.run_sync("go")
+    closing = {"halt", "fail"} if cancel_on_error else {"halt"}
+    last = next((i for i, k in enumerate(kinds) if k in closing), len(kinds) - 1)
+    assert ran == list(range(last + 1))  # every call up to the one that closed the batch, none after
+    contents = [c["content"] for c in result.tool_calls]
+    assert len(contents) == len(kinds) and all("not started" in c for c in contents[last + 1 :])
+    halted = "halt" in kinds[: last + 1]
+    assert result.termination_reason is (TerminationReason.TOOL_STOP if halted else TerminationReason.END_TURN)
+    assert result.text == ("Halted." if halted else "Finished.")

@@ -180,6 +180,17 @@ async def test_no_tools_sends_no_tools_parameter_and_caching_can_be_turned_off()
     assert "cache_control" not in json.dumps(body)
 
 
+async def test_cache_breakpoints_go_only_where_prompt_caching_says() -> None:
+    server = Server().stream(anthropic_sse(anthropic_response([("text", "ok")])))
+    model = model_for(server, prompt_caching={"system", "tools"})
+    await collect(model.stream(ModelRequest((Message.user("hi"),), system="S", tools=(ADD,))))
+    body = server.bodies[0]
+    assert "cache_control" in body["system"][-1] and "cache_control" in body["tools"][-1]
+    assert "cache_control" not in json.dumps(body["messages"])
+    with pytest.raises(UserError, match="'system', 'tools', 'messages'; got 'history'"):
+        model_for(server, prompt_caching={"history"})
+
+
 async def test_a_thinking_budget_enables_extended_thinking_with_room_left_for_the_answer() -> None:
     server = Server().stream(anthropic_sse(anthropic_response([("text", "ok")])))
     await collect(model_for(server, max_tokens=4000).stream(ModelRequest((Message.user("hi"),), options={"thinking_budget": 8000})))

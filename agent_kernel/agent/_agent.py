@@ -65,7 +65,9 @@ class Agent(metaclass=_RefusesUnknownSettings):
             else Anthropic or OpenAI if their key is set, else the offline model).
         tools: ``@tool`` objects, plain functions, or names of built-in tools.
         system: the system prompt.
-        max_iterations: model turns before the loop asks for a final answer without tools.
+        max_iterations: model turns before the loop asks for a final answer without tools
+            (None: no limit; the run ends when the model answers, a tool or hook stops it, or it
+            is cancelled).
         permissions: a mode (``"default"``, ``"accept_edits"``, ``"plan"``, ``"bypass"``) or a
             ``Permissions`` object; None is ``"default"``.
         approver: a function deciding calls the rules say to ask about.
@@ -80,7 +82,7 @@ class Agent(metaclass=_RefusesUnknownSettings):
         session_id: the conversation's id (default: a new one).
         working_dir: where file tools work and the journal lives (default: the current directory).
         max_retries, retry_base_delay, retry_max_delay, stall_timeout, on_stall,
-        max_parallel_tools, model_options: see ``LoopConfig``. ``retry_max_delay`` caps every
+        max_parallel_tools, model_options, on_tool_error: see ``LoopConfig``. ``retry_max_delay`` caps every
             wait between attempts, a server's ``retry-after`` included.
         tool_result_limit: characters of one tool result the model sees (30,000); the whole
             output is kept in ``.agent_kernel/sessions/<id>/tool-output/``. None: no cap.
@@ -136,13 +138,14 @@ class Agent(metaclass=_RefusesUnknownSettings):
     max_parallel_tools = LoopSetting[int]()
     model_options = LoopSetting[dict[str, Any]]()
     tool_result_limit = LoopSetting[int | None]()
+    on_tool_error = LoopSetting[str]()
 
     def __init__(
         self,
         model: str | Model | None = None,
         tools: Iterable[Tool | Callable[..., Any] | str] = (),
         system: str | None = None,
-        max_iterations: int = 20,
+        max_iterations: int | None = 20,
         *,
         permissions: Any = None,
         approver: Callable[..., Any] | None = None,
@@ -161,6 +164,7 @@ class Agent(metaclass=_RefusesUnknownSettings):
         max_parallel_tools: int = 10,
         model_options: dict[str, Any] | None = None,
         tool_result_limit: int | None = DEFAULT_TOOL_RESULT_LIMIT,
+        on_tool_error: str = "continue",
         name: str | None = None,
         subagents: Mapping[str, Any] | None = None,
         sandbox: Any = None,
@@ -188,6 +192,7 @@ class Agent(metaclass=_RefusesUnknownSettings):
             max_parallel_tools=max_parallel_tools,
             model_options=dict(model_options or {}),
             tool_result_limit=tool_result_limit,
+            on_tool_error=on_tool_error,
         )
         self.max_iterations = max_iterations
         self.name = name
@@ -374,6 +379,7 @@ class Agent(metaclass=_RefusesUnknownSettings):
             prompt, mcp_facts = await self.mcp.prepare(prompt, self.tool_result_limit, tool_output)
         ctx = self._new_context()
         self._context = ctx
+        self.memory.session.background = ctx.background  # summary updates run beside the turns
         em = ctx.emitter
         assert em is not None
         loop_started = False
@@ -445,6 +451,7 @@ class Agent(metaclass=_RefusesUnknownSettings):
                 em.emit(EventType.RUN_FINISH, p.RunFinish(reason=TerminationReason.USER_INTERRUPT.value, text="", stats=ctx.stats.to_dict()))
                 em.sync()
             self._context = None
+            self.memory.session.background = None
             self.stats.merge(ctx.stats)
 
     async def run(self, prompt: str | None) -> RunResult:
@@ -546,8 +553,12 @@ class Agent(metaclass=_RefusesUnknownSettings):
 
     # -- sub-agents -------------------------------------------------------------------------
 
-    def as_tool(self, name: str | None = None, description: str | None = None, *, concurrency_safe: bool = False) -> Tool:
+    def as_tool(self, name: str | None = None, description: str | None = None, *, concurrency_safe: bool = False, background: bool = False) -> Tool:
         """This agent as a tool another agent calls to delegate a task (see ``subagents``).
+
+        ``background=True``: a call starts the sub-agent and returns at once; it works while the
+        parent goes on, and its answer reaches the parent's model as a message at a later turn
+        boundary (``subagent_report``). A parent that answers while it still works waits for it.
 
         Example:
             >>> researcher = Agent("offline", system="Finds facts.", name="researcher", journal=None)
@@ -557,7 +568,7 @@ class Agent(metaclass=_RefusesUnknownSettings):
         # team sits above agent (a crew is made of agents); only these two doors go up, when called.
         from agent_kernel.team._subagents import agent_tool
 
-        return agent_tool(self, name, description, concurrency_safe=concurrency_safe)
+        return agent_tool(self, name, description, concurrency_safe=concurrency_safe, background=background)
 
     def add_subagent(self, name: str, agent: Any, description: str | None = None, *, concurrency_safe: bool = False) -> None:
         """Lets the ``task`` tool delegate to ``agent`` under ``name`` (adding or rebuilding the tool).

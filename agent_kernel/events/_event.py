@@ -87,6 +87,13 @@ class EventType(str, Enum):
     TODO_UPDATE = "todo_update"
     SESSION_MEMORY_UPDATE = "session_memory_update"
     SYSTEM_REMINDER = "system_reminder"
+    # The loop's phases (LoopState), plan mode, background sub-agents' reports, crews' shared
+    # state and conditional tasks.
+    STATE_CHANGE = "state_change"
+    PLAN_MODE = "plan_mode"
+    SUBAGENT_REPORT = "subagent_report"
+    CREW_STATE = "crew_state"
+    TASK_CONDITION = "task_condition"
 
     def __str__(self) -> str:
         return self.value
@@ -175,6 +182,8 @@ def _payloads() -> dict[EventType, type]:
         T.MEMORY_LOADED: p.MemoryLoaded, T.MEMORY_RECALL: p.MemoryRecall, T.MEMORY_WRITE_START: p.MemoryWriteStart,
         T.MEMORY_SAVED: p.MemorySaved, T.MEMORY_WRITE_COMPLETE: p.MemoryWriteComplete, T.MEMORY_WARNING: p.MemoryWarning,
         T.TODO_UPDATE: p.TodoUpdate, T.SESSION_MEMORY_UPDATE: p.SessionMemoryUpdate, T.SYSTEM_REMINDER: p.SystemReminder,
+        T.STATE_CHANGE: p.StateChange, T.PLAN_MODE: p.PlanMode, T.SUBAGENT_REPORT: p.SubagentReport,
+        T.CREW_STATE: p.CrewState, T.TASK_CONDITION: p.TaskCondition,
     }
 
 

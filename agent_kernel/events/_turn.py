@@ -38,7 +38,7 @@ class TurnState:
 
     turn_counter: int
     turn_id: str
-    max_iterations: int
+    max_iterations: int | None  # None: no limit (the run ends only when the model answers or is stopped)
     compacted: bool = False
     parent_turn_id: str | None = None
     metadata: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
@@ -46,13 +46,13 @@ class TurnState:
     @classmethod
     def initial(
         cls,
-        max_iterations: int = 20,
+        max_iterations: int | None = 20,
         *,
         parent_turn_id: str | None = None,
         metadata: dict[str, Any] | None = None,
     ) -> TurnState:
         """The first turn of a run (counter 0). ``parent_turn_id`` links a sub-agent to its spawner."""
-        if max_iterations < 1:
+        if max_iterations is not None and max_iterations < 1:
             raise ValueError(f"max_iterations must be at least 1, got {max_iterations}")
         return cls(0, new_id("t_"), max_iterations, False, parent_turn_id, _frozen(metadata))
 
@@ -82,8 +82,8 @@ class TurnState:
 
     @property
     def is_final(self) -> bool:
-        """True once the turn counter has reached ``max_iterations``."""
-        return self.turn_counter >= self.max_iterations
+        """True once the turn counter has reached ``max_iterations`` (never when it is None)."""
+        return self.max_iterations is not None and self.turn_counter >= self.max_iterations
 
     def to_dict(self) -> TurnStateDict:
         """A JSON-serialisable dict; ``from_dict`` rebuilds an equal TurnState."""

@@ -30,6 +30,7 @@ __all__ = [
     "CompactionStart",
     "ContextAssembled",
     "Continuation",
+    "CrewState",
     "CrewTask",
     "Error",
     "IterationStart",
@@ -53,6 +54,7 @@ __all__ = [
     "MicroCompaction",
     "ModelFallback",
     "Paused",
+    "PlanMode",
     "Recursion",
     "Resumed",
     "Retry",
@@ -60,11 +62,14 @@ __all__ = [
     "RunStart",
     "SessionMemoryUpdate",
     "StallDetected",
+    "StateChange",
     "StatsDict",
     "Steer",
     "SubagentFinish",
+    "SubagentReport",
     "SubagentStart",
     "SystemReminder",
+    "TaskCondition",
     "TextDelta",
     "ThinkingDelta",
     "TodoUpdate",
@@ -87,7 +92,7 @@ class TurnStateDict(TypedDict):
 
     turn_counter: int  # the iteration, from 0
     turn_id: str  # unique per turn
-    max_iterations: int  # the run's turn limit
+    max_iterations: int | None  # the run's turn limit (None: no limit)
     compacted: bool  # the history was compacted during this turn
     parent_turn_id: str | None  # the previous turn, or the turn that spawned a sub-agent
     metadata: dict[str, Any]  # what hooks attached to the turn
@@ -116,6 +121,7 @@ class StatsDict(TypedDict):
     start: float  # epoch seconds
     end: float | None  # epoch seconds (None while running)
     duration: float | None  # seconds
+    errors: NotRequired[int]  # failed model attempts (retried or not) and tool calls that ended in an error
 
 
 class CrewTask(TypedDict):
@@ -147,8 +153,9 @@ class RunStart(TypedDict):
     provider: NotRequired[str]  # agents: the model's provider
     system: NotRequired[str | None]  # agents: the system prompt
     tools: NotRequired[list[str]]  # agents: the tools the model may call
-    max_iterations: NotRequired[int]  # agents: turns before the tools-disabled final answer
+    max_iterations: NotRequired[int | None]  # agents: turns before the tools-disabled final answer (None: no limit)
     mode: NotRequired[str]  # crews: sequential, parallel or hierarchical
+    state: NotRequired[dict[str, Any]]  # crews with a shared state: the state at the start
     agents: NotRequired[list[str]]  # crews: the members' names
     tasks: NotRequired[list[CrewTask]]  # crews: the tasks in declared order
     continues: NotRequired[Continues]  # agents: this run finishes a turn a dead process left open
@@ -234,6 +241,8 @@ class RunFinish(TypedDict):
     tool: NotRequired[str]  # reason tool_stop: the tool that stopped the run
     stop: NotRequired[str]  # a hook or tool stopped the run: why
     outputs: NotRequired[list[dict[str, Any]]]  # crews: each task's output (TaskOutput.to_dict)
+    state: NotRequired[dict[str, Any]]  # crews: the shared state at the end (crew.state)
+    background_cancelled: NotRequired[list[str]]  # background sub-agents still running when the run ended otherwise than by its answer, cancelled (their ids)
 
 
 # ---- context management --------------------------------------------------------------------
@@ -371,6 +380,7 @@ class LlmComplete(TypedDict):
     cost_usd: float | None  # None when the price is unknown or the provider reported no usage
     duration_s: float  # seconds from the first attempt to the end of the stream
     attempts: int  # attempts this call took, retries included
+    cache_hit: NotRequired[bool]  # the provider read part of the prompt from its cache (usage.cache_read_tokens > 0); absent when no usage was reported
 
 
 class Continuation(TypedDict):
@@ -669,6 +679,8 @@ class SessionMemoryUpdate(TypedDict):
     usage: UsageDict | None  # the call's tokens
     cost_usd: float | None  # the call's cost (None: unknown price)
     error: NotRequired[str]  # the update failed: why (the previous summary stays)
+    duration_s: NotRequired[float]  # seconds the call took
+    background: NotRequired[bool]  # True: it ran beside the run's turns (a top-level run), delaying none of them
 
 
 class SystemReminder(TypedDict):
@@ -678,6 +690,50 @@ class SystemReminder(TypedDict):
     variables: list[dict[str, str]]  # {"name", "change" (new, changed, removed), "description" (type and shape)}
     files: list[str]  # files the agent read that changed on disk since
     todos: int  # todo items listed
+
+
+# ---- the loop's phases, plan mode, background work and crews ------------------------------------
+
+
+class StateChange(TypedDict):
+    """The loop moved to another phase (``LoopState``); ``on_state_change`` callbacks saw the same."""
+
+    old: str  # the phase it left: idle, receiving_input, checking_context, calling_llm, processing_response, executing_tools
+    new: str  # the phase it entered (completed or error at the end)
+
+
+class PlanMode(TypedDict):
+    """The run is in plan mode (read-only tools only), or has left it; refused calls show as
+    ``approval_decision`` events decided by ``mode``."""
+
+    active: bool  # True: plan mode now holds (a run starting in it, or switched to it); False: it was left
+    mode: str  # the permission mode now
+
+
+class SubagentReport(TypedDict):
+    """A background sub-agent's answer joined the parent's conversation as a message, at a turn boundary."""
+
+    agent_id: str  # the sub-agent's id (its subagent_start and subagent_finish carry it too)
+    name: str  # its display name
+    call_id: str | None  # the parent's tool call that started it
+    reason: str  # its run's TerminationReason
+    text: str  # the message the parent's model reads
+
+
+class CrewState(TypedDict):
+    """An agent of a crew wrote a value into the crew's shared state (``crew.state``)."""
+
+    key: str  # the key written
+    value: Any  # the value now (JSON)
+    task: str | None  # the task whose agent wrote it (None: set from code)
+    agent_id: str | None  # that agent's id
+
+
+class TaskCondition(TypedDict):
+    """A crew task's ``when`` condition was read: it runs only when it holds."""
+
+    task: str  # the task's name
+    runs: bool  # the condition held (False: the task is skipped, and the tasks that depend on it)
 
 
 # ---- docs/events.md ------------------------------------------------------------------------------
@@ -714,9 +770,10 @@ def events_markdown() -> str:
         lines += [f"## `{shape.__name__}`", "", (inspect.getdoc(shape) or "").strip(), ""]
         lines += ["| key | type | meaning |", "|---|---|---|"]
         hints = typing.get_type_hints(shape)
+        shape_source = source if shape.__module__ == __name__ else inspect.getsource(sys.modules[shape.__module__])  # MessageDict, BlockDict: messages
         for key in shape.__annotations__:
             kind = _type_name(hints[key]).replace("|", "\\|")
-            lines.append(f"| `{key}` | `{kind}` | {_comment(inspect.getsource(sys.modules[shape.__module__]), shape.__name__, key)} |")
+            lines.append(f"| `{key}` | `{kind}` | {_comment(shape_source, shape.__name__, key)} |")
         lines.append("")
     return "\n".join(lines)
 

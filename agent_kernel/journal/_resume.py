@@ -12,7 +12,8 @@ How events become messages, mirroring what the loop and ``Agent`` do to their hi
 * a ``run_start`` with ``continues`` (``Agent.continue_run`` after a process died mid-turn) keeps
   the interrupted turn's tool calls open: that run's ``recursion`` answers them;
 * ``steer``: a message steered into the run (``data["text"]``), joined to the tool results
-  before it as ``run_start``'s prompt is, so roles alternate;
+  before it as ``run_start``'s prompt is, so roles alternate; ``subagent_report`` (a background
+  sub-agent's answer) joins the same way;
 * ``system_reminder``: the reminder told before a prompt (``data["text"]``), joined to the
   prompt's message as ``Agent`` joins it;
 * ``compaction_complete``: the history becomes ``compacted_history(summary, messages_removed,
@@ -316,7 +317,7 @@ class Conversation:
             blocks = tuple(block_from_dict(block) for block in data.get("tool_results", ()))
             self._append(Message("user", blocks), "tool_results", event)
             self._pending = []
-        elif kind is EventType.STEER:
+        elif kind in (EventType.STEER, EventType.SUBAGENT_REPORT):  # a message joined at a turn boundary
             self._prompt(data.get("text"), event, "steer")
         elif kind is EventType.SYSTEM_REMINDER:
             self._prompt(data.get("text"), event)  # part of the prompt's message

@@ -126,7 +126,8 @@ def status(magics: AgentMagics) -> None:
         state = "idle" if not session.running else \
             "running, paused at a turn boundary (%agent resume-run)" if agent.paused else "running"
         print(f"Session {session.name!r} ({agent.session_id}), {state}: model {agent.model.name} "
-              f"({agent.model.provider}), mode {agent.mode}, at most {agent.max_iterations} turns.")
+              f"({agent.model.provider}), mode {agent.mode}, "
+              + (f"at most {agent.max_iterations} turns." if agent.max_iterations is not None else "no turn limit."))
         print(f"Tools: {', '.join(agent.tools.names) or 'none'}.")
         if agent.system:
             system = " ".join(agent.system.split())

@@ -379,6 +379,31 @@ class Transcript:
         if event.agent_id is None and self.status.queued:
             self._set_status(queued=self.status.queued - 1)
 
+    def _on_subagent_report(self, event: AgentEvent, data: p.SubagentReport) -> None:
+        """A background sub-agent's answer reached the model: shown where the model read it."""
+        self._notice(event, "subagent_report", "info",
+                     f"Background sub-agent {data.get('name')!r} reported back ({data.get('reason')}); the model reads its answer next.")
+
+    def _on_session_memory_update(self, event: AgentEvent, data: p.SessionMemoryUpdate) -> None:
+        """A session-memory summary call: a model call of the run, counted and shown as one."""
+        if data.get("usage"):
+            self._add_usage(cast(p.LlmComplete, data))
+        where = " beside the run" if data.get("background") else ""
+        if data.get("error"):
+            self._notice(event, "session_memory", "warning", f"Session-memory summary update failed{where}: {data.get('error')}")
+            return
+        usage: Mapping[str, Any] = data.get("usage") or {}
+        cost = data.get("cost_usd")
+        spent = f"{int(usage.get('input_tokens') or 0):,} tokens in, {int(usage.get('output_tokens') or 0):,} out" + (f", ${cost:.4f}" if cost is not None else "")
+        self._notice(event, "session_memory", "info",
+                     f"Session memory updated{where} ({data.get('messages_added')} messages summarised by {data.get('model')}: {spent})")
+
+    def _on_plan_mode(self, event: AgentEvent, data: p.PlanMode) -> None:
+        if data.get("active"):
+            self._notice(event, "plan_mode", "info", "Plan mode: only read-only tools run; other calls are refused and the model is told why.")
+        else:
+            self._notice(event, "plan_mode", "info", f"Plan mode left: the agent runs in {data.get('mode')!r} mode.")
+
     def _on_paused(self, event: AgentEvent, data: p.Paused) -> None:
         waiting = data.get("steers")
         message = "Paused at the turn boundary"
@@ -652,6 +677,9 @@ _HANDLERS: dict[EventType, _Handler] = {
     EventType.MCP_SAMPLING: Transcript._on_mcp,
     EventType.MCP_ELICITATION: Transcript._on_mcp,
     EventType.STEER: Transcript._on_steer,
+    EventType.SUBAGENT_REPORT: Transcript._on_subagent_report,
+    EventType.SESSION_MEMORY_UPDATE: Transcript._on_session_memory_update,
+    EventType.PLAN_MODE: Transcript._on_plan_mode,
     EventType.PAUSED: Transcript._on_paused,
     EventType.RESUMED: Transcript._on_resumed,
 }

@@ -21,11 +21,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agent_kernel._util.background import BackgroundWork, Finished
 from agent_kernel.context._compaction import SECTIONS, ask_for_summary, is_valid_cut, render_transcript
 from agent_kernel.context._session_config import SessionMemoryConfig
 from agent_kernel.events import payloads as p
@@ -160,6 +162,10 @@ class SessionMemory:
         self._todos: list[TodoItem] | None = None  # None: not known yet, read from the events
         self._summary: SessionSummary | None = None
         self._summary_known = False
+        #: Where summary updates run while a run is in progress (its ``BackgroundWork``), so they
+        #: never hold up a turn; None: they run inline (outside a run, a sub-agent's run).
+        self.background: BackgroundWork | None = None
+        self._updating = False
 
     def reset(self) -> None:
         """Forgets the session's state (a new conversation)."""
@@ -341,7 +347,31 @@ class SessionMemory:
 
         Journals ``session_memory_update``; a failed call is journaled with its ``error`` and
         leaves the summary as it was. Returns the call's usage (None when nothing was due).
+
+        While a run is in progress (``background`` set) the call runs beside it and this returns
+        None at once: the turn that found it due goes on without waiting, the update covers the
+        conversation as it was then, and the run charges its usage when it ends (one update at
+        a time; a due one is asked for again at a later turn).
         """
+        work = self.background
+        if work is None:
+            return await self._update_summary(history, model, emit, max_block_chars, background=False)
+        if self._updating:
+            return None
+        self._updating = True
+        snapshot = list(history)  # the next turn appends to the live list meanwhile
+
+        async def update() -> Finished | None:
+            try:
+                done = await self._update_summary(snapshot, model, emit, max_block_chars, background=True)
+            finally:
+                self._updating = False
+            return None if done is None else Finished("session memory", usage=done.usage, cost_usd=done.cost_usd)
+
+        work.start("session memory", update(), reports=False)
+        return None
+
+    async def _update_summary(self, history: Sequence[Message], model: Model, emit: Emit, max_block_chars: int, *, background: bool) -> SummaryUpdate | None:
         cut = _cut_point(history)
         previous = self.summary
         valid = previous is not None and 0 < previous.covered <= cut and fingerprint(history[: previous.covered]) == previous.fingerprint
@@ -351,13 +381,15 @@ class SessionMemory:
         transcript = render_transcript(history[start:cut], max_block_chars=max_block_chars)
         prompt = update_prompt(previous.text if valid and previous is not None else None, transcript)
         name = model.name
+        started = time.monotonic()
         try:
             text, usage = await ask_for_summary(model, prompt)
         except Exception as exc:  # a failed update costs nothing but freshness: compaction still works
             emit(
                 EventType.SESSION_MEMORY_UPDATE,
                 p.SessionMemoryUpdate(summary="", messages_covered=start, messages_added=0, fingerprint="", model=name,
-                                      usage=None, cost_usd=None, error=f"{type(exc).__name__}: {exc}"),
+                                      usage=None, cost_usd=None, error=f"{type(exc).__name__}: {exc}",
+                                      duration_s=time.monotonic() - started, background=background),
             )
             return SummaryUpdate(None, None)
         cost = pricing.cost(name, usage) if usage is not None and isinstance(name, str) else None
@@ -366,7 +398,8 @@ class SessionMemory:
         emit(
             EventType.SESSION_MEMORY_UPDATE,
             p.SessionMemoryUpdate(summary=text, messages_covered=cut, messages_added=cut - start, fingerprint=self._summary.fingerprint,
-                                  model=name, usage=usage.to_dict() if usage is not None else None, cost_usd=cost),
+                                  model=name, usage=usage.to_dict() if usage is not None else None, cost_usd=cost,
+                                  duration_s=time.monotonic() - started, background=background),
         )
         return SummaryUpdate(usage, cost)
 

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from typing import Any, Literal
 
 import anthropic
 
-from agent_kernel.errors import ModelError
+from agent_kernel.errors import ModelError, UserError
 from agent_kernel.messages import Message, SummaryBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
 from agent_kernel.models._base import MessageEnd, ModelRequest, StreamEvent, TextDelta, ThinkingDelta, ToolCallDelta, ToolCallEnd, ToolCallStart, ToolSpec, Usage
 from agent_kernel.models._catalog import DEFAULT_MODELS, context_window
@@ -35,6 +35,22 @@ from agent_kernel.models._transport import LoopBound, watch_stream_activity
 __all__ = ["AnthropicModel", "to_anthropic_messages", "to_anthropic_tools"]
 
 _EPHEMERAL = {"type": "ephemeral"}
+#: Where a cache breakpoint may go (``AnthropicModel(prompt_caching=...)``).
+CACHE_PLACES = ("system", "tools", "messages")
+
+
+def _cache_places(setting: bool | Iterable[str]) -> frozenset[str]:
+    if setting is True:
+        return frozenset(CACHE_PLACES)
+    if setting is False or setting is None:
+        return frozenset()
+    if isinstance(setting, str):
+        setting = (setting,)
+    places = frozenset(setting)
+    unknown = sorted(places - set(CACHE_PLACES))
+    if unknown:
+        raise UserError(f"prompt_caching takes True, False or some of {', '.join(map(repr, CACHE_PLACES))}; got {', '.join(map(repr, unknown))}.")
+    return places
 
 # The neutral tool_choice modes in the Messages API's shape ("required" is "any" there).
 _ANTHROPIC_TOOL_CHOICE = {"auto": {"type": "auto"}, "none": {"type": "none"}, "required": {"type": "any"}}
@@ -52,7 +68,10 @@ class AnthropicModel:
         max_tokens: most tokens per response, unless a request's options say otherwise.
         thinking_budget: enables extended thinking with this many tokens (or ``"adaptive"``:
             the model decides), unless a request's options say otherwise.
-        prompt_caching: put cache breakpoints on the system prompt, tools and conversation.
+        prompt_caching: put cache breakpoints on the system prompt, the tools and the
+            conversation (True), on none (False), or only on some of them: a collection of
+            ``"system"``, ``"tools"``, ``"messages"`` (e.g. ``{"system", "tools"}`` for a
+            conversation that changes too much to be worth caching).
         context_window: tokens per request; defaults to the catalog's figure for ``name``.
         max_retries: the SDK's own retries; 0 because the loop retries visibly.
         client_options: more ``AsyncAnthropic`` arguments (``timeout``, ``default_headers``,
@@ -76,7 +95,7 @@ class AnthropicModel:
         client: anthropic.AsyncAnthropic | None = None,
         max_tokens: int = 8192,
         thinking_budget: int | Literal["adaptive"] | None = None,
-        prompt_caching: bool = True,
+        prompt_caching: bool | Iterable[str] = True,
         context_window: int | None = None,
         max_retries: int = 0,
         **client_options: Any,
@@ -85,7 +104,9 @@ class AnthropicModel:
         self.context_window = context_window or _window(name)
         self.max_tokens = max_tokens
         self.thinking_budget = thinking_budget
-        self.prompt_caching = prompt_caching
+        #: Where cache breakpoints go (a subset of ``CACHE_PLACES``).
+        self.cache_places = _cache_places(prompt_caching)
+        self.prompt_caching = bool(self.cache_places)
         if client is None:
             has_token = client_options.get("auth_token") or os.environ.get("ANTHROPIC_AUTH_TOKEN")
             if not has_token:
@@ -116,15 +137,15 @@ class AnthropicModel:
         max_tokens = int(options.get("max_tokens", self.max_tokens))
         params: dict[str, Any] = {
             "model": self.name,
-            "messages": to_anthropic_messages(request.messages, cache=self.prompt_caching),
+            "messages": to_anthropic_messages(request.messages, cache="messages" in self.cache_places),
         }
         if request.system:
             system: dict[str, Any] = {"type": "text", "text": request.system}
-            if self.prompt_caching:
+            if "system" in self.cache_places:
                 system["cache_control"] = _EPHEMERAL
             params["system"] = [system]
         if request.tools:
-            params["tools"] = to_anthropic_tools(request.tools, cache=self.prompt_caching)
+            params["tools"] = to_anthropic_tools(request.tools, cache="tools" in self.cache_places)
             choice = tool_choice(options)
             if choice is not None:
                 params["tool_choice"] = _ANTHROPIC_TOOL_CHOICE[choice] if isinstance(choice, str) else {"type": "tool", **choice}

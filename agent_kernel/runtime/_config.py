@@ -45,6 +45,9 @@ class LoopConfig:
             goes to a file in ``tool_output_dir`` (None: no cap).
         tool_output_dir: where capped tool outputs are kept in full.
         max_continuations: times a response cut off by ``max_tokens`` is asked to go on.
+        on_tool_error: what a failed tool call does to the calls of the same response not
+            started yet: ``"continue"`` (they run) or ``"cancel"`` (they never start, each
+            answered with why). A tool's own ``on_error`` takes precedence.
     """
 
     model: Model
@@ -61,5 +64,6 @@ class LoopConfig:
     tool_result_limit: int | None = DEFAULT_TOOL_RESULT_LIMIT
     tool_output_dir: Path | None = None
     max_continuations: int = 3
+    on_tool_error: str = "continue"
 
 

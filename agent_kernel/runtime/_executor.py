@@ -5,6 +5,11 @@ once and run in parallel (bounded); an unsafe call waits until nothing else runs
 alone, and calls after it wait for it, so order-sensitive work keeps the model's order. Results
 are returned in the model's declared order whatever order they finish in.
 
+A batch can close before all its calls have run: when a call ends the run (its result has
+``stop``), or fails with ``on_error="cancel"``, the calls not started yet never start and each
+gets a result saying why (``close``); calls already running finish. A call submitted to a closed
+batch is answered at once the same way.
+
 A cancelled call ends at once even when its sync work cannot stop: each call records the threads
 it started (``tools.threads``), and ``still_running`` names the calls that left one behind.
 """
@@ -20,10 +25,11 @@ from typing import Any
 from agent_kernel.tools._threads import ToolThread, track_threads
 from agent_kernel.tools._tool import ToolResult
 
-__all__ = ["ABORT_FALLBACK", "ABORT_RETRY", "ABORT_SIBLING", "ABORT_USER", "PendingCall", "StreamingToolExecutor"]
+__all__ = ["ABORT_FALLBACK", "ABORT_RETRY", "ABORT_SIBLING", "ABORT_STOPPED", "ABORT_USER", "PendingCall", "StreamingToolExecutor"]
 
 ABORT_USER = "user interrupted"
 ABORT_SIBLING = "a sibling tool call failed"
+ABORT_STOPPED = "the run was ended by"  # + the tool that ended it
 ABORT_FALLBACK = "model fell back"
 ABORT_RETRY = "the model response was retried"
 
@@ -61,7 +67,10 @@ class StreamingToolExecutor:
         is_safe: whether the named tool may run beside others.
         max_concurrency: how many concurrency-safe calls may run at once.
         on_change: called whenever a call finishes (the loop uses it to wake up).
-        on_abort: called with each call that receives a synthetic result from ``abort_all``.
+        on_abort: called with each call that receives a synthetic result from ``abort_all``
+            or ``close``.
+        cancels_on_error: whether a failed call of the named tool closes the batch (its
+            siblings not started yet never start). None: no tool does.
     """
 
     def __init__(
@@ -72,6 +81,7 @@ class StreamingToolExecutor:
         max_concurrency: int = 10,
         on_change: Callable[[], None] | None = None,
         on_abort: Callable[[PendingCall], None] | None = None,
+        cancels_on_error: Callable[[str], bool] | None = None,
     ) -> None:
         if max_concurrency < 1:
             raise ValueError(f"max_concurrency must be at least 1, got {max_concurrency}")
@@ -80,6 +90,8 @@ class StreamingToolExecutor:
         self._max = max_concurrency
         self._on_change = on_change
         self._on_abort = on_abort
+        self._cancels_on_error = cancels_on_error
+        self.closed: str | None = None  # why the batch closed: later calls never start
         self.calls: list[PendingCall] = []
         self._queue: deque[PendingCall] = deque()
         self._running: set[PendingCall] = set()
@@ -93,6 +105,9 @@ class StreamingToolExecutor:
         call = PendingCall(call_id, name, arguments, len(self.calls), self._is_safe(name), parse_error)
         self.calls.append(call)
         self._open += 1
+        if self.closed is not None:
+            self._answer_unstarted(call, self.closed)
+            return call
         self._queue.append(call)
         self._pump()
         return call
@@ -149,6 +164,12 @@ class StreamingToolExecutor:
                 self._on_abort(call)
         except BaseException as exc:  # run_call turns tool failures into results; this is a bug guard
             call.result = ToolResult(f"{call.name} failed: {type(exc).__name__}: {exc}", is_error=True)
+        else:
+            result = call.result
+            if result.stop:
+                self.close(f"{ABORT_STOPPED} {call.name}")
+            elif result.is_error and self._cancels_on_error is not None and self._cancels_on_error(call.name):
+                self.close(f"{ABORT_SIBLING} ({call.name})")
         finally:
             self._open -= 1
             self._running.discard(call)
@@ -157,6 +178,21 @@ class StreamingToolExecutor:
             self._pump()
             if self._on_change is not None:
                 self._on_change()
+
+    def close(self, reason: str) -> None:
+        """Closes the batch: queued calls, and any submitted later, never start and are answered
+        with ``reason``; running calls finish. The first reason given is kept."""
+        if self.closed is None:
+            self.closed = reason
+        while self._queue:
+            self._answer_unstarted(self._queue.popleft(), reason)
+
+    def _answer_unstarted(self, call: PendingCall, reason: str) -> None:
+        call.abort_reason = reason
+        call.result = ToolResult(f"Tool call not started: {reason}.", is_error=True)
+        self._open -= 1
+        if self._on_abort is not None:
+            self._on_abort(call)
 
     def abort_all(self, reason: str) -> None:
         """Gives queued calls a synthetic error result and cancels running ones with ``reason``."""

@@ -164,7 +164,7 @@ class ToolInvoker:
                 content = await asyncio.wait_for(tool.invoke(arguments, tctx), tool.timeout)
             else:
                 content = await tool.invoke(arguments, tctx)
-            return ToolResult(content)
+            return content if isinstance(content, ToolResult) else ToolResult(content)
         except ToolError as exc:
             return ToolResult(str(exc), is_error=True)
         except asyncio.TimeoutError:

@@ -39,6 +39,7 @@ from agent_kernel.models._transport import on_stream_activity
 from agent_kernel.runtime._config import CONTINUE_INSTRUCTION, FINAL_TURN_INSTRUCTION, LoopConfig
 from agent_kernel.runtime._emitter import Emitter
 from agent_kernel.runtime._executor import ABORT_FALLBACK, ABORT_RETRY, ABORT_USER, PendingCall, StreamingToolExecutor
+from agent_kernel.runtime._fallback import max_turns_fallback
 from agent_kernel.runtime._hooks import HOOK_CONTEXT_TAG, HookError, HookOutcome, HookPoint, Hooks
 from agent_kernel.runtime._invoke import ToolInvoker
 from agent_kernel.runtime._state import ExecutionContext, LoopState, TerminationReason
@@ -68,6 +69,7 @@ class _Ending(TypedDict, total=False):
     error: str
     tool: str
     stop: str
+    background_cancelled: list[str]
 
 
 class _HookNotes(TypedDict, total=False):
@@ -159,6 +161,10 @@ class _Loop:
         self._finished_calls: list[PendingCall] = []
         self._hook_notes: _HookNotes = {}  # what hooks changed in this turn's request (llm_start says)
         self._hook_failure: HookError | None = None  # a hook that failed inside a tool task
+        self._turn_ended = ""  # the turn after_iteration_end was last called for
+        self._left_running: list[str] = []  # background work the run's end cancelled
+        # The permission mode as the last turn began ("" before the first; None: no mode to read).
+        self.plan_mode: str | None = "" if getattr(ctx.permissions, "permissions", None) is not None else None
         self.answered: Mapping[str, ToolResultBlock] | None = None  # an interrupted turn to continue (tt)
 
     # -- the recursion ----------------------------------------------------------------------
@@ -167,12 +173,18 @@ class _Loop:
         em, ctx = self.em, self.ctx
         self.token.bind()
         ctx.control.bind()
+        ctx.background.on_change = em.wake
         finished = False
         try:
             while True:  # one pass per turn: the tail call of the recursion, eliminated
                 em.turn = turn
                 try:
+                    if ctx.state.state is LoopState.IDLE:  # the run takes in its prompt
+                        for ev in self._enter(LoopState.RECEIVING_INPUT):
+                            yield ev
                     yield em.emit(EventType.ITERATION_START, p.IterationStart(turn_state=turn.to_dict()))
+                    if self.plan_mode is not None and self._plan_mode_changed():
+                        yield em.emit(EventType.PLAN_MODE, p.PlanMode(active=self.plan_mode == "plan", mode=self.plan_mode))
                     await self._hook(HookPoint.BEFORE_ITERATION_START, turn)
                     self._check_cancelled()
                     final = turn.is_final
@@ -187,13 +199,19 @@ class _Loop:
                         if hooked is not None and hooked.request is not None:
                             request = hooked.request
                             self._hook_notes["request_replaced"] = True
-                        async for ev in self._respond(request, final):  # the model, continued past max_tokens
-                            yield ev
+                        try:
+                            async for ev in self._respond(request, final):  # the model, continued past max_tokens
+                                yield ev
+                        except ModelError as failed:
+                            if not final:
+                                raise
+                            async for ev in self._final_answer_failed(turn, failed):  # the run keeps its work
+                                yield ev
                         turn = em.turn or turn  # a forced compaction marks the turn compacted
                         message = self._completed
                         await self._hook(HookPoint.AFTER_LLM_RESPONSE, turn, message=message)
                     if final:  # base case: the tools-disabled final answer
-                        yield em.emit(EventType.MAX_ITERATIONS_REACHED, p.MaxIterationsReached(max_iterations=turn.max_iterations))
+                        yield em.emit(EventType.MAX_ITERATIONS_REACHED, p.MaxIterationsReached(max_iterations=_limit(turn)))
                         raise _Finish(TerminationReason.MAX_TURNS, self._answer)
                     if message.tool_uses:
                         async for ev in self._run_tools(message):  # tools; their results join the history
@@ -201,15 +219,21 @@ class _Loop:
                         await self._hook(HookPoint.BEFORE_RECURSION, turn)
                         nxt = turn.next_turn()
                         yield em.emit(EventType.RECURSION, p.Recursion(tool_results=[_result_dict(b) for b in self.messages[-1].tool_results], next_turn_id=nxt.turn_id))
-                    elif not ctx.control.has_steers:  # base case: the model answered
+                    elif not (ctx.control.has_steers or ctx.background.has_reports or ctx.background.reporting):  # base case: the model answered
                         reason = TerminationReason.END_TURN if self._stop_reason in _NORMAL_STOPS else TerminationReason.STOP_REASON
                         raise _Finish(reason, self._answer, {"stop_reason": self._stop_reason})
-                    else:  # the model answered, but a message was steered in meanwhile: it is answered next
+                    else:
+                        # The model answered, but a message waits (steered in, or a background
+                        # sub-agent's report) or will (a background sub-agent still works): the
+                        # run waits for it, and the model answers it next.
+                        async for ev in self._await_background():
+                            yield ev
                         nxt = turn.next_turn()
                     em.flush()
                     ctx.stats.turns += 1
+                    self._turn_ended = turn.turn_id  # a StopRun from this hook must not call it again
                     await self._hook(HookPoint.AFTER_ITERATION_END, turn)
-                    if ctx.control.paused or ctx.control.has_steers:  # the turn boundary: steering
+                    if ctx.control.paused or ctx.control.has_steers or ctx.background.has_finished:  # the turn boundary
                         async for ev in self._boundary():
                             yield ev
                     turn = nxt
@@ -224,6 +248,8 @@ class _Loop:
                 # history, and let the exception go on. Nothing can be yielded from here.
                 with contextlib.suppress(BaseException):  # a second cancellation must not skip the record
                     await self._settle_tools(ABORT_USER)
+                with contextlib.suppress(BaseException):
+                    self._left_running = await ctx.background.cancel()
                 em.drain()  # journals what the settling queued; the stream itself is gone
                 why = self.token.reason or "the run was stopped from outside (task cancelled or stream closed)"
                 em.emit(EventType.CANCELLED, self._cancelled_data(why))
@@ -245,7 +271,8 @@ class _Loop:
 
     async def _prepare(self, turn: TurnState, request: ModelRequest) -> AsyncIterator[AgentEvent]:
         """The context phase: hooks around assembly and compaction; leaves ``_prepared``."""
-        self.ctx.state.set(LoopState.CHECKING_CONTEXT)
+        for changed in self._enter(LoopState.CHECKING_CONTEXT):
+            yield changed
         await self._hook(HookPoint.BEFORE_CONTEXT_ASSEMBLY, turn, request=request)
         async for ev in self._assemble(turn, request):
             yield ev
@@ -284,13 +311,29 @@ class _Loop:
         if said:
             self.last_text = self._answer
 
+    async def _final_answer_failed(self, turn: TurnState, error: ModelError) -> AsyncIterator[AgentEvent]:
+        """The tools-disabled final answer failed for good: the run still ends ``max_turns``,
+        its text written from what the tools returned, the error recorded (not fatal).
+
+        Raises:
+            _Finish: always.
+        """
+        async for ev in self._discard(ABORT_FINAL):
+            yield ev
+        message = str(error)
+        yield self.em.emit(EventType.ERROR, p.Error(message=message, kind=error.kind, status_code=error.status_code, fatal=False))
+        yield self.em.emit(EventType.MAX_ITERATIONS_REACHED, p.MaxIterationsReached(max_iterations=_limit(turn)))
+        text = max_turns_fallback(self.messages, self.config.tools, turn.max_iterations, message)
+        raise _Finish(TerminationReason.MAX_TURNS, text, {"error": message})
+
     async def _run_tools(self, message: Message) -> AsyncIterator[AgentEvent]:
         """The tools phase: waits for every call, then adds their results to the history.
 
         Raises:
             _Finish: a tool asked to stop the run (``ToolResult.stop``).
         """
-        self.ctx.state.set(LoopState.EXECUTING_TOOLS)
+        for changed in self._enter(LoopState.EXECUTING_TOOLS):
+            yield changed
         async for ev in self._await_tools():
             yield ev
         self.messages.append(Message("user", tuple(self._tool_result_blocks())))
@@ -331,10 +374,30 @@ class _Loop:
             held = time.monotonic()
             await self._interruptible(control.wait_resumed())
             yield em.emit(EventType.RESUMED, p.Resumed(paused_s=time.monotonic() - held))
+        for changed in self._enter(LoopState.RECEIVING_INPUT):
+            yield changed
         for text in control.take_steers():
             add_user_text(self.messages, text)
             yield em.emit(EventType.STEER, p.Steer(text=text))
+        for done in self.ctx.background.take():  # work that finished beside the turn
+            if done.usage is not None:
+                self.ctx.stats.add_usage(done.usage, done.cost_usd)  # a model call it made
+            if done.report is not None:
+                add_user_text(self.messages, done.report)
+                yield em.emit(EventType.SUBAGENT_REPORT, done.data)
         em.flush()
+
+    async def _await_background(self) -> AsyncIterator[AgentEvent]:
+        """Waits, streaming its events, until a background sub-agent's report is ready (or no
+        such work runs any more)."""
+        work, em = self.ctx.background, self.em
+        while work.reporting and not work.has_reports and not self.ctx.control.has_steers:
+            for ev in em.drain():
+                yield ev
+            if work.reporting and not work.has_reports:
+                await self._interruptible(em.wait())
+        for ev in em.drain():
+            yield ev
 
     async def _assemble(self, turn: TurnState, request: ModelRequest) -> AsyncIterator[AgentEvent]:
         """Runs the context manager on ``request``, yielding its events; leaves ``_prepared``."""
@@ -379,6 +442,7 @@ class _Loop:
             error = self._error
             if error is None:
                 break
+            ctx.stats.errors += 1
             # Failure: recover, fall back, retry or give up. Whatever ran or streamed for a
             # discarded response reaches the stream as events, not only the journal.
             if error.kind == "context_length" and not recovered and ctx.context_manager is not None:
@@ -391,7 +455,10 @@ class _Loop:
                     request = self._shrunk
                     continue
                 raise error
-            if cfg.fallback_model is not None and error.overloaded and self.model is not cfg.fallback_model:
+            # Overload falls back at once; a rate limit once its retries are spent (the limit
+            # is this model's, so another model may answer).
+            exhausted = error.kind == "rate_limit" and attempt >= cfg.max_retries
+            if cfg.fallback_model is not None and (error.overloaded or exhausted) and self.model is not cfg.fallback_model:
                 async for ev in self._discard(ABORT_FALLBACK):
                     yield ev
                 self.model = cfg.fallback_model
@@ -437,18 +504,18 @@ class _Loop:
         cm = ctx.context_manager
         if cm is not None:
             cm.record_usage(request, usage)
-        yield em.emit(
-            EventType.LLM_COMPLETE,
-            p.LlmComplete(
-                message=message.to_dict(),
-                usage=usage.to_dict(),
-                cost_usd=cost,
-                model=end.model or model.name,
-                stop_reason=end.stop_reason,
-                duration_s=duration,
-                attempts=attempt + 1,
-            ),
+        complete = p.LlmComplete(
+            message=message.to_dict(),
+            usage=usage.to_dict(),
+            cost_usd=cost,
+            model=end.model or model.name,
+            stop_reason=end.stop_reason,
+            duration_s=duration,
+            attempts=attempt + 1,
         )
+        if end.usage is not None:
+            complete["cache_hit"] = usage.cache_read_tokens > 0
+        yield em.emit(EventType.LLM_COMPLETE, complete)
 
     async def _attempt(self, request: ModelRequest, final: bool, attempt: int) -> AsyncIterator[AgentEvent]:
         """One streaming attempt; leaves ``_end`` (success) or ``_error`` (failure) set.
@@ -457,20 +524,22 @@ class _Loop:
         until the response is whole: if the stream is cut and retried, a side effect that already
         ran would run again.
         """
-        em, cfg, token, ctx = self.em, self.config, self.token, self.ctx
+        em, cfg, token = self.em, self.config, self.token
         builder, executor, model = self.partial, self.executor, self.model
         assert builder is not None and executor is not None
         self._end, self._error, self._held = None, None, []
-        ctx.state.set(LoopState.CALLING_LLM)
+        for changed in self._enter(LoopState.CALLING_LLM):
+            yield changed
         start: p.LlmStart = {"model": model.name, "provider": model.provider, "attempt": attempt, "messages": len(request.messages), "tools_enabled": not final, **self._hook_notes}
         yield em.emit(EventType.LLM_START, start)
+        for changed in self._enter(LoopState.PROCESSING_RESPONSE):  # the stream is read from here on
+            yield changed
         watchdog = Watchdog(cfg.stall_timeout, token) if cfg.stall_timeout else None
         tools = cfg.tools
         try:
             with on_stream_activity(watchdog.touch) if watchdog is not None else contextlib.nullcontext():
                 token.arm()
                 stream = model.stream(request)
-                ctx.state.set(LoopState.PROCESSING_RESPONSE)
                 async for sev in stream:
                     token.disarm()
                     if watchdog is not None:
@@ -504,7 +573,9 @@ class _Loop:
                         yield em.emit(EventType.TOOL_CALL_READY, ready)
                         if not final:
                             tool = tools.get(name)
-                            if self._held or tool is None or not tool.concurrency_safe:
+                            # An unknown name runs nothing: it is answered at once, as its own call,
+                            # and holds back none of the calls beside it.
+                            if tool is not None and (self._held or not tool.concurrency_safe):
                                 self._held.append(PendingCall(call_id, name, arguments, sev.index, False, parse_error))
                             else:
                                 executor.submit(call_id, name, arguments, parse_error=parse_error)
@@ -553,8 +624,10 @@ class _Loop:
             await self._interruptible(self.em.wait())
         for ev in self.em.drain():
             yield ev
-        self._finished_calls = executor.results()
-        self.ctx.stats.tool_calls += len(self._finished_calls)
+        self._finished_calls = calls = executor.results()
+        stats = self.ctx.stats
+        stats.tool_calls += len(calls)
+        stats.errors += sum(1 for c in calls if c.result is None or c.result.is_error)
 
     def _tool_result_blocks(self) -> list[ToolResultBlock]:
         blocks = []
@@ -570,12 +643,6 @@ class _Loop:
         if isinstance(ending, _Finish):
             self.ctx.stats.turns += 1
             events = self._finish(ending)
-            try:  # the final turn ends too, as every other turn does
-                await self._hook(HookPoint.AFTER_ITERATION_END, self.em.turn or TurnState.initial(1))
-            except StopRun:
-                pass  # the run is ending already
-            except HookError as exc:
-                events = self._failed("hook", str(exc))
         elif isinstance(ending, _Interrupted):
             self.ctx.stats.turns += 1  # the turn it stopped in was taken: it counts, as views show
             events = self._cancelled()
@@ -587,6 +654,14 @@ class _Loop:
             events = self._failed(ending.kind, str(ending), status_code=ending.status_code)
         else:  # a bug in a hook, a model adapter or the loop: reported, not raised
             events = self._failed(type(ending).__name__, f"{type(ending).__name__}: {ending}")
+        last = self.em.turn or TurnState.initial(1)
+        if not isinstance(ending, (_Interrupted, HookError)) and last.turn_id != self._turn_ended:
+            try:  # the last turn ends too, as every other turn does, however the run ends
+                await self._hook(HookPoint.AFTER_ITERATION_END, last)
+            except StopRun:
+                pass  # the run is ending already
+            except HookError as exc:
+                events = self._failed("hook", str(exc))
         try:
             async for ev in events:
                 yield ev
@@ -598,14 +673,14 @@ class _Loop:
         # Tools still running (a hook stopped the run mid-turn) or tool calls the final,
         # tools-disabled answer made anyway: every call gets a result before the run ends.
         await self._settle_tools(ABORT_FINAL if fin.reason is TerminationReason.MAX_TURNS else ABORT_ENDED)
-        for ev in self.em.drain():
+        async for ev in self._end_background(cancel=False):
             yield ev
-        self.ctx.state.set(LoopState.COMPLETED)
+        self.ctx.state.set(LoopState.COMPLETED)  # no state_change: run_finish records the end
         yield self._record_finish(fin.reason, fin.text, fin.data)
 
     async def _cancelled(self) -> AsyncIterator[AgentEvent]:
         await self._settle_tools(ABORT_USER)
-        for ev in self.em.drain():
+        async for ev in self._end_background(cancel=True):
             yield ev
         reason = self.token.reason or "cancelled"
         yield self.em.emit(EventType.CANCELLED, self._cancelled_data(reason))
@@ -624,7 +699,7 @@ class _Loop:
 
     async def _failed(self, kind: str, message: str, *, status_code: int | None = None) -> AsyncIterator[AgentEvent]:
         await self._settle_tools(ABORT_FAILED)
-        for ev in self.em.drain():
+        async for ev in self._end_background(cancel=True):
             yield ev
         self.ctx.state.set(LoopState.ERROR)
         yield self.em.emit(EventType.ERROR, p.Error(message=message, kind=kind, status_code=status_code))
@@ -647,10 +722,49 @@ class _Loop:
         for block in made_up:
             self.em.later(EventType.TOOL_RESULT, _synthetic_result(block.tool_use_id, names.get(block.tool_use_id, NAMELESS_TOOL), block.content))
 
+    async def _end_background(self, *, cancel: bool) -> AsyncIterator[AgentEvent]:
+        """Background work as the run ends: sub-agents still at work are cancelled (the run
+        ended otherwise than by its answer; ``run_finish`` names them); a session-memory update
+        is waited for, or cancelled too when the run was stopped or failed. Usage is charged."""
+        work = self.ctx.background
+        if work.running:
+            self._left_running = await work.cancel(reporting_only=not cancel)
+            await work.finish()
+        for done in work.take():
+            if done.usage is not None:
+                self.ctx.stats.add_usage(done.usage, done.cost_usd)
+        for ev in self.em.drain():
+            yield ev
+
+    def _enter(self, state: LoopState) -> tuple[AgentEvent, ...]:
+        """Moves the loop to a phase of the run (callbacks first) and journals the change: its
+        event, or none when the loop is in ``state`` already. (The end, ``completed`` or
+        ``error``, is set directly: ``run_finish`` records it.)
+
+        Raises:
+            HookError: a state callback raised (the state has moved all the same).
+        """
+        machine = self.ctx.state
+        old = machine.state
+        if old is state:
+            return ()
+        machine.set(state)
+        return (self.em.emit(EventType.STATE_CHANGE, p.StateChange(old=old.value, new=state.value)),)
+
+    def _plan_mode_changed(self) -> bool:
+        """Reads the permission mode; True when it entered or left ``plan`` since the last turn
+        (a run that starts in plan mode counts as entering it)."""
+        mode = str(getattr(self.ctx.permissions.permissions, "mode", ""))
+        was, self.plan_mode = self.plan_mode, mode
+        return (mode == "plan") != (was == "plan") if was != "" else mode == "plan"
+
     def _record_finish(self, reason: TerminationReason, text: str, data: _Ending | None = None) -> AgentEvent:
         stats = self.ctx.stats
         stats.end = time.time()
-        ev = self.em.emit(EventType.RUN_FINISH, p.RunFinish(reason=reason.value, text=text, stats=stats.to_dict(), **(data or {})))
+        data = data or {}
+        if self._left_running:
+            data = {**data, "background_cancelled": self._left_running}
+        ev = self.em.emit(EventType.RUN_FINISH, p.RunFinish(reason=reason.value, text=text, stats=stats.to_dict(), **data))
         self.em.sync()
         return ev
 
@@ -712,9 +826,15 @@ class _Loop:
     def _new_executor(self) -> StreamingToolExecutor:
         tools = self.config.tools
 
+        default_on_error = self.config.on_tool_error
+
         def is_safe(name: str) -> bool:
             t = tools.get(name)
-            return bool(t and t.concurrency_safe)
+            return t is None or t.concurrency_safe  # an unknown name is refused without running anything
+
+        def cancels_on_error(name: str) -> bool:
+            t = tools.get(name)
+            return ((t.on_error if t is not None else None) or default_on_error) == "cancel"
 
         return StreamingToolExecutor(
             self.invoke,
@@ -722,6 +842,7 @@ class _Loop:
             max_concurrency=self.config.max_parallel_tools,
             on_change=self.em.wake,
             on_abort=self._record_abort,
+            cancels_on_error=cancels_on_error,
         )
 
     def _record_abort(self, call: PendingCall) -> None:
@@ -781,6 +902,12 @@ class _Loop:
             blocks.append(ToolResultBlock(use.id, result.content, result.is_error) if result else made_up[-1])
         self.messages.append(Message("user", tuple(blocks)))
         return made_up
+
+
+def _limit(turn: TurnState) -> int:
+    """The turn limit of a final turn (one that has a limit, or it would not be final)."""
+    assert turn.max_iterations is not None
+    return turn.max_iterations
 
 
 def _result_dict(block: ToolResultBlock) -> p.BlockDict:

@@ -15,6 +15,7 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agent_kernel._util.background import BackgroundWork
 from agent_kernel.events._turn import new_id
 
 if TYPE_CHECKING:
@@ -272,6 +273,7 @@ class LoopStats:
     cost_usd: float | None = 0.0
     start: float = field(default_factory=time.time)
     end: float | None = None
+    errors: int = 0  # failed model attempts (retried or not) and tool calls that ended in an error
 
     @property
     def duration(self) -> float | None:
@@ -305,6 +307,7 @@ class LoopStats:
         self.cache_write_tokens += other.cache_write_tokens
         self.cost_usd = None if self.cost_usd is None or other.cost_usd is None else self.cost_usd + other.cost_usd
         if counts:
+            self.errors += other.errors
             self.turns += other.turns
             self.tool_calls += other.tool_calls
             self.end = other.end
@@ -323,6 +326,7 @@ class LoopStats:
             "start": self.start,
             "end": self.end,
             "duration": self.duration,
+            "errors": self.errors,
         }
 
 
@@ -339,6 +343,8 @@ class ExecutionContext:
     free for hooks and callers, and the loop never reads it. ``resumed_subagents`` holds the
     sub-agent turns a continued run picks up (``journal.resume.SubagentTurn``, by the call id that
     started each): the sub-agent a call of that id starts goes on from there instead of anew.
+    ``background`` holds the work the run started beside its turns (background sub-agents,
+    session-memory updates; see ``_util.background``).
     """
 
     session_id: str
@@ -359,3 +365,4 @@ class ExecutionContext:
     tool_extras: dict[str, Any] = field(default_factory=dict)
     extras: dict[str, Any] = field(default_factory=dict)
     resumed_subagents: dict[str, Any] = field(default_factory=dict)
+    background: BackgroundWork = field(default_factory=BackgroundWork)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent_kernel.team._crew import Crew, CrewResult, Task, TaskOutput
+from agent_kernel.team._crew import Crew, CrewResult, Outcomes, Task, TaskOutput
 from agent_kernel.team._subagents import Subagent, SubagentResult
 
-__all__ = ["Crew", "CrewResult", "Subagent", "SubagentResult", "Task", "TaskOutput"]
+__all__ = ["Crew", "CrewResult", "Outcomes", "Subagent", "SubagentResult", "Task", "TaskOutput"]

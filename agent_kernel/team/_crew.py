@@ -15,6 +15,13 @@ Modes:
 
 A task receives the outputs of the tasks it ``depends_on`` in its prompt. When a task fails, the
 tasks that depend on it are skipped, the others still run, and the crew ends with ``error``.
+
+Routing: a task with ``when=`` runs only if its condition holds when its turn comes (it reads
+the outcomes so far and the shared state, see ``crew_state.Outcomes``; in parallel mode it should
+read only the tasks it depends on, the ones sure to have finished). A task whose condition does
+not hold is skipped (``task_condition``), and so are the tasks that depend on it; that is a
+route not taken, not a failure. ``Crew(..., state={...})`` gives the agents a shared state they
+read and write through tools (``read_state``, ``write_state``), each write journaled.
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ import asyncio
 import itertools
 import os
 import time
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -40,10 +47,11 @@ from agent_kernel.guard._redaction import Redactor
 from agent_kernel.models._base import Usage
 from agent_kernel.runtime._emitter import Emitter
 from agent_kernel.runtime._state import ExecutionContext, LoopStats, TerminationReason
+from agent_kernel.team._crew_state import Outcomes, state_tools
 from agent_kernel.team._subagents import Subagent, run_subagent, task_tool
 from agent_kernel.tools._registry import ToolRegistry
 
-__all__ = ["MODES", "Crew", "CrewResult", "Task", "TaskOutput"]
+__all__ = ["MODES", "Crew", "CrewResult", "Outcomes", "Task", "TaskOutput"]
 
 MODES = ("sequential", "parallel", "hierarchical")
 Mode = Literal["sequential", "parallel", "hierarchical"]
@@ -62,6 +70,9 @@ class Task:
             and their outputs are added to its prompt.
         name: how outputs and dependencies refer to it (default: ``task_1``, ``task_2``, ...).
         expected_output: what the result should look like, added to the prompt.
+        when: a condition: the task runs only if ``when(outcomes)`` returns True when its turn
+            comes (``Outcomes``: the outputs so far by task name, and ``outcomes.state``, the
+            crew's shared state). Otherwise it is skipped, with the tasks that depend on it.
     """
 
     description: str
@@ -69,6 +80,7 @@ class Task:
     depends_on: Sequence[Task | str] = ()
     name: str | None = None
     expected_output: str | None = None
+    when: Callable[[Outcomes], bool] | None = None
 
 
 @dataclass
@@ -117,15 +129,18 @@ class TaskOutput:
 class CrewResult(RunResult):
     """What a crew run produced: a ``RunResult`` with each task's output.
 
-    ``text`` is the output of the last task; ``termination_reason`` is ``end_turn`` when every
+    ``text`` is the output of the last task that ran (tasks a ``when`` condition skipped, and
+    those after them that depended on them, do not count); ``termination_reason`` is ``end_turn`` when every
     task succeeded, ``error`` when one failed (``error`` says which), ``user_interrupt`` when the
     crew was cancelled; ``turns``, ``usage``, ``cost_usd`` and ``stats`` sum over every agent.
 
     Attributes:
         outputs: every task's output, by task name, in task order (also ``result["task"]``).
+        state: the crew's shared state at the end (empty without one).
     """
 
     outputs: dict[str, TaskOutput] = field(default_factory=dict)
+    state: dict[str, Any] = field(default_factory=dict)
 
     def __getitem__(self, task: str) -> TaskOutput:
         return self.outputs[task]
@@ -146,7 +161,7 @@ class CrewResult(RunResult):
                 o.get("cost_usd"),
                 o.get("error"),
             )
-        return {"outputs": outputs}
+        return {"outputs": outputs, "state": dict(finish.data.get("state") or {})}
 
 
 
@@ -156,6 +171,7 @@ class _Run:
 
     ctx: ExecutionContext
     outputs: dict[str, TaskOutput] = field(default_factory=dict)
+    unmet: set[str] = field(default_factory=set)  # tasks a condition routed away from (and their dependents)
     work: asyncio.Task[None] | None = None
     loop: asyncio.AbstractEventLoop | None = None
 
@@ -175,6 +191,10 @@ class Crew:
         journal: where the crew's events are recorded (as for ``Agent``): one journal for all.
         session_id, working_dir: as for ``Agent``.
         max_parallel: most tasks running at once in parallel mode (None: no limit).
+        state: a shared state for the crew's agents (a dict of JSON values; ``{}`` to start
+            empty): each agent gets ``read_state`` and ``write_state`` tools, every write is
+            journaled (``crew_state``), and ``when`` conditions read it. It is ``crew.state``,
+            kept across runs. None: no shared state and no such tools.
 
     Example:
         >>> crew = Crew([researcher, writer], [  # doctest: +SKIP
@@ -201,6 +221,7 @@ class Crew:
         session_id: str | None = None,
         working_dir: str | os.PathLike[str] | None = None,
         max_parallel: int | None = None,
+        state: Mapping[str, Any] | None = None,
     ) -> None:
         if mode not in MODES:
             raise UserError(f"Crew mode must be one of {', '.join(MODES)} (got {mode!r}).")
@@ -212,6 +233,8 @@ class Crew:
         self.name = name
         self.manager = manager
         self.max_parallel = max_parallel
+        #: The shared state the agents read and write (None: the crew has none).
+        self.state: dict[str, Any] | None = None if state is None else dict(state)
         self.agents = _named_agents(agents)
         self.tasks = _resolve_tasks(list(tasks), self.agents, mode)
         self.session_id = session_id or new_id("s_")
@@ -359,8 +382,16 @@ class Crew:
         blocked = [_name(dep) for dep in task.depends_on if run.outputs[_name(dep)].status != "done"]
         if blocked or run.ctx.cancel.cancelled:
             status: Status = "cancelled" if run.ctx.cancel.cancelled else "skipped"
-            error = None if status == "cancelled" else f"not run: {', '.join(blocked)} did not succeed"
+            if status == "cancelled":
+                error = None
+            elif all(dep in run.unmet for dep in blocked):  # a route not taken, not a failure
+                run.unmet.add(name)
+                error = f"not run: {', '.join(blocked)} did not run (a condition routed the crew elsewhere)"
+            else:
+                error = f"not run: {', '.join(blocked)} did not succeed"
             run.outputs[name] = TaskOutput(name, _agent_name(task), None, "", status, error=error)
+            return
+        if task.when is not None and not self._condition_holds(run, task):
             return
         prompt = _prompt(task, run.outputs, inputs)
         tools = None
@@ -374,6 +405,8 @@ class Crew:
             agent = task.agent  # type: ignore[assignment]
             assert isinstance(agent, Agent)
             agent_name = _agent_name(task) or "agent"
+        if self.state is not None:  # the shared state's tools, for this task's agent
+            tools = ToolRegistry([*(tools if tools is not None else agent.tools), *state_tools(self.state, name)])
         try:
             result = await run_subagent(agent, prompt, run.ctx, name=agent_name, tools=tools, task=name)
         except asyncio.CancelledError:
@@ -394,6 +427,25 @@ class Crew:
         )
         run.ctx.stats.turns += result.stats.turns
         run.ctx.stats.tool_calls += result.stats.tool_calls
+
+    def _condition_holds(self, run: _Run, task: Task) -> bool:
+        """Reads ``task.when`` and journals the answer; records the task skipped when it does not
+        hold, failed when the condition raised."""
+        name = task.name or ""
+        assert task.when is not None
+        em = run.ctx.emitter
+        assert em is not None
+        try:
+            runs = bool(task.when(Outcomes(run.outputs, self.state or {})))
+        except Exception as exc:  # the user's condition: its failure is the task's, not the crew's scheduling
+            message = f"its condition raised {type(exc).__name__}: {exc}"
+            run.outputs[name] = TaskOutput(name, _agent_name(task), None, "", "failed", error=message)
+            return False
+        em.later(EventType.TASK_CONDITION, p.TaskCondition(task=name, runs=runs))
+        if not runs:
+            run.unmet.add(name)
+            run.outputs[name] = TaskOutput(name, _agent_name(task), None, "", "skipped", error="not run: its condition did not hold")
+        return runs
 
     def _manager_prompt(self, task: Task, prompt: str) -> str:
         lines = [
@@ -436,12 +488,15 @@ class Crew:
         stats = run.ctx.stats
         stats.end = time.time()
         outputs = [run.outputs[t.name or ""] for t in self.tasks]
+        ran = [o for o in outputs if o.task not in run.unmet]  # a route not taken has no say in the answer
         data = p.RunFinish(
             reason=reason.value,
-            text=outputs[-1].text if outputs and outputs[-1].status == "done" else "",
+            text=ran[-1].text if ran and ran[-1].status == "done" else "",
             stats=stats.to_dict(),
             outputs=[o.to_dict() for o in outputs],
         )
+        if self.state is not None:
+            data["state"] = dict(self.state)
         if reason is TerminationReason.ERROR:
             data["error"] = message or "the crew failed"
         events.append(em.emit(EventType.RUN_FINISH, data))
@@ -449,7 +504,7 @@ class Crew:
         return events
 
     def _start_data(self, inputs: str | None, turn: TurnState) -> p.RunStart:
-        return p.RunStart(
+        start = p.RunStart(
             prompt=inputs,
             model=None if self.manager is None else self.manager.model.name,
             agent_name=self.name,
@@ -461,6 +516,9 @@ class Crew:
             ],
             turn_state=turn.to_dict(),
         )
+        if self.state is not None:
+            start["state"] = dict(self.state)
+        return start
 
 
 # -- validation -----------------------------------------------------------------------------

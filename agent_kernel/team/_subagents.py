@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 
 from typing_extensions import TypedDict
 
+from agent_kernel._util.background import Finished
 from agent_kernel.errors import ToolError, UserError
 from agent_kernel.events import payloads as p
 from agent_kernel.events._event import AgentEvent, EventType
@@ -52,7 +53,7 @@ from agent_kernel.tools._tool import Tool, ToolContext
 if TYPE_CHECKING:
     from agent_kernel.agent._agent import Agent
 
-__all__ = ["Subagent", "SubagentResult", "agent_tool", "resumable_delegation", "run_subagent", "subagent", "task_tool"]
+__all__ = ["Subagent", "SubagentResult", "agent_tool", "resumable_delegation", "run_subagent", "start_background", "subagent", "task_tool"]
 
 _NO_ANSWER = "(the sub-agent finished without an answer)"
 
@@ -114,6 +115,7 @@ async def run_subagent(
     call_id: str | None = None,
     tools: ToolRegistry | None = None,
     task: str | None = None,
+    on_start: typing.Callable[[str], None] | None = None,
 ) -> SubagentResult:
     """Runs ``agent`` on ``prompt`` in a fresh conversation inside the run ``parent``.
 
@@ -128,6 +130,7 @@ async def run_subagent(
         call_id: the parent's tool call that started it, if any.
         tools: tools to offer instead of ``agent.tools`` (a crew manager gets its workers).
         task: the crew task it does (named in its ``subagent_start``).
+        on_start: called with the sub-agent's id as soon as it has one.
 
     Raises:
         asyncio.CancelledError: the parent cancelled the call (after the sub-agent recorded it).
@@ -142,6 +145,8 @@ async def run_subagent(
     if resumed is not None and (resumed.name, resumed.prompt) != (name, prompt):
         raise ToolError(INTERRUPTED_RESULT)  # another sub-agent or task than the one that died: not its to finish
     agent_id = resumed.agent_id if resumed is not None else new_id(f"{name}-")
+    if on_start is not None:
+        on_start(agent_id)
     # A sub-agent's MCP servers start with its first task; their events follow its run_start.
     mcp_facts = await agent.mcp.connect() if getattr(agent, "mcp", None) is not None else []
     config = agent.loop_config()
@@ -304,7 +309,9 @@ def _parent_run(ctx: ToolContext) -> ExecutionContext:
     return ctx.run
 
 
-def agent_tool(agent: Agent, name: str | None = None, description: str | None = None, *, concurrency_safe: bool = False) -> Tool:
+def agent_tool(
+    agent: Agent, name: str | None = None, description: str | None = None, *, concurrency_safe: bool = False, background: bool = False
+) -> Tool:
     """A tool whose call runs ``agent`` as a sub-agent on the model's ``instructions``.
 
     The delegation itself changes nothing (``read_only``), so permission modes let it run; the
@@ -315,6 +322,8 @@ def agent_tool(agent: Agent, name: str | None = None, description: str | None = 
         name: the tool's name (default: ``agent.name``).
         description: when the model should use it (default: from the agent's system prompt).
         concurrency_safe: let the parent run several calls of it (and other safe tools) at once.
+        background: a call starts the sub-agent and returns at once (see ``start_background``);
+            its answer comes back as a message at a later turn boundary.
 
     Raises:
         UserError: no name given and the agent has none.
@@ -332,17 +341,60 @@ def agent_tool(agent: Agent, name: str | None = None, description: str | None = 
         """Args:
         instructions: the complete task for the sub-agent, with every fact it needs; it sees nothing else of this conversation.
         """
+        if background:
+            return start_background(agent, instructions, _parent_run(ctx), name=label, call_id=ctx.call_id)
         result = await run_subagent(agent, instructions, _parent_run(ctx), name=label, call_id=ctx.call_id)
         return _answer(result)
 
-    return _delegating(Tool(
+    when = (
+        " It works in the background: the call returns at once, you go on, and its answer arrives later as a message."
+        if background else ""
+    )
+    made = Tool(
         delegate,
         name=tool_name,
-        description=description or f"Delegates a task to the {tool_name} sub-agent: {_describe(agent)}",
+        description=(description or f"Delegates a task to the {tool_name} sub-agent: {_describe(agent)}") + when,
         read_only=True,
-        concurrency_safe=concurrency_safe,
+        concurrency_safe=concurrency_safe or background,  # starting one is instant and changes nothing
         category="agent",
-    ))
+    )
+    # A background call has ended before its sub-agent did: it is never run again on resume.
+    return made if background else _delegating(made)
+
+
+def start_background(agent: Agent, prompt: str, parent: ExecutionContext, *, name: str, call_id: str | None) -> str:
+    """Starts ``agent`` on ``prompt`` beside the run ``parent`` and returns what the calling tool
+    answers at once.
+
+    The sub-agent is a sub-agent as ``run_subagent`` makes one (its events, card and usage join
+    the parent's); it runs as the parent's background work (``ExecutionContext.background``).
+    When it ends, its answer is handed to the parent's model as a message at the next turn
+    boundary (``subagent_report``); a parent that answers meanwhile waits for it first. A parent
+    that ends otherwise (max turns, a stop, an error, a cancel) cancels it, and its
+    ``run_finish`` says so (``background_cancelled``).
+    """
+
+    def named(agent_id: str) -> None:  # the task is named for the sub-agent, as run_finish lists it
+        task = asyncio.current_task()
+        if task is not None:
+            task.set_name(f"background:{agent_id}")
+
+    async def work() -> Finished:
+        try:
+            result = await run_subagent(agent, prompt, parent, name=name, call_id=call_id, on_start=named)
+        except (ToolError, UserError) as exc:  # it could not start: the model hears why, as a report
+            report = f"[background sub-agent {name!r}, started by tool call {call_id}, could not run]\n{exc}"
+            data = p.SubagentReport(agent_id="", name=name, call_id=call_id, reason=TerminationReason.ERROR.value, text=report)
+            return Finished(name, report=report, data=data)
+        text = result.text or _NO_ANSWER
+        if result.termination_reason is TerminationReason.ERROR:
+            text = f"failed: {result.error or 'unknown error'}" + (f". Its last words: {result.text}" if result.text else "")
+        report = f"[background sub-agent {name!r} ({result.agent_id}), started by tool call {call_id}, finished ({result.termination_reason.value})]\n{text}"
+        data = p.SubagentReport(agent_id=result.agent_id, name=name, call_id=call_id, reason=result.termination_reason.value, text=report)
+        return Finished(result.agent_id, report=report, data=data)
+
+    parent.background.start(name, work(), reports=True)
+    return f"Started the sub-agent {name!r} in the background. Its answer will arrive as a message when it finishes; go on meanwhile."
 
 
 def task_tool(subagents: Iterable[Subagent]) -> Tool:

@@ -22,12 +22,20 @@ import pydantic
 from agent_kernel.errors import StopRun
 from agent_kernel.models._base import ToolSpec
 
-__all__ = ["Tool", "ToolContext", "ToolResult", "tool"]
+__all__ = ["ON_ERROR", "Tool", "ToolContext", "ToolResult", "tool"]
+
+#: What a failed call may do to its siblings not started yet (``Tool.on_error``, ``on_tool_error``).
+ON_ERROR = ("continue", "cancel")
 
 
 @dataclass(frozen=True, slots=True)
 class ToolResult:
-    """What a tool call produced, as the model will see it."""
+    """What a tool call produced, as the model will see it.
+
+    A tool may return one instead of a value: ``ToolResult("saved", stop=True,
+    final_message="All done.")`` ends the run after this call (``tool_stop``) with
+    ``final_message`` as its answer; calls of the same response not started yet never start.
+    """
 
     content: str
     is_error: bool = False
@@ -100,7 +108,12 @@ class Tool:
         concurrency_safe: it may run in parallel with other concurrency-safe calls.
         timeout: seconds before the call is abandoned with an error result (None: no limit).
         category: a permission grouping (``"edit"`` for file edits, ``"execute"``, ...).
+        on_error: what a failed call does to the calls of the same response not started yet:
+            ``"continue"`` (they run) or ``"cancel"`` (they never start, each answered with
+            why). None follows the agent's ``on_tool_error``.
     """
+
+    on_error: str | None = None
 
     def __init__(
         self,
@@ -113,7 +126,11 @@ class Tool:
         timeout: float | None = None,
         category: str | None = None,
         permission_key: Callable[[dict[str, Any]], str] | None = None,
+        on_error: str | None = None,
     ) -> None:
+        if on_error not in (None, *ON_ERROR):
+            raise ValueError(f"on_error must be one of {', '.join(map(repr, ON_ERROR))} (or None to follow the agent), got {on_error!r}")
+        self.on_error = on_error
         self.function = function
         self.name = name or function.__name__
         doc_description, param_docs = parse_docstring(function.__doc__)
@@ -176,8 +193,9 @@ class Tool:
             return _stringify(next(iter(arguments.values())))
         return json.dumps(arguments, sort_keys=True, default=str)
 
-    async def invoke(self, arguments: dict[str, Any], context: ToolContext) -> str:
-        """Runs the tool on validated ``arguments`` and returns its result as text.
+    async def invoke(self, arguments: dict[str, Any], context: ToolContext) -> str | ToolResult:
+        """Runs the tool on validated ``arguments`` and returns its result as text (or the
+        ``ToolResult`` the function returned, which can stop the run).
 
         Sync functions run in a thread of their own so a slow tool never blocks the event loop,
         and a cancelled run does not wait for one that blocks (see ``tools.threads``).
@@ -191,7 +209,7 @@ class Tool:
             from agent_kernel.tools._threads import run_in_thread
 
             result = await run_in_thread(functools.partial(self.function, **kwargs), name=self.name)
-        return _stringify(result)
+        return result if isinstance(result, ToolResult) else _stringify(result)
 
 
 @overload
@@ -206,6 +224,7 @@ def tool(
     read_only: bool = False,
     concurrency_safe: bool | None = None,
     timeout: float | None = None,
+    on_error: str | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -218,6 +237,7 @@ def tool(
     read_only: bool = False,
     concurrency_safe: bool | None = None,
     timeout: float | None = None,
+    on_error: str | None = None,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turns a typed function (sync or async) into a ``Tool``.
 
@@ -238,6 +258,7 @@ def tool(
             read_only=read_only,
             concurrency_safe=concurrency_safe,
             timeout=timeout,
+            on_error=on_error,
         )
 
     return wrap(function) if function is not None else wrap

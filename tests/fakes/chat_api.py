@@ -109,7 +109,10 @@ def chat_chunks(t: Turn, model: str, *, include_usage: bool) -> list[dict[str, A
     out.append(chunk({}, finish))
     if include_usage and t["usage"] is not None:
         u = t["usage"]
-        out.append(chunk(None, usage={"prompt_tokens": u["input_tokens"], "completion_tokens": u["output_tokens"], "total_tokens": u["input_tokens"] + u["output_tokens"]}))
+        usage: dict[str, Any] = {"prompt_tokens": u["input_tokens"], "completion_tokens": u["output_tokens"], "total_tokens": u["input_tokens"] + u["output_tokens"]}
+        if u.get("cache_read_tokens"):
+            usage["prompt_tokens_details"] = {"cached_tokens": u["cache_read_tokens"], "audio_tokens": 0}
+        out.append(chunk(None, usage=usage))
     return out
 
 
