@@ -25,6 +25,7 @@ from agent_kernel.guard._approvals import ApprovalRequest
 from agent_kernel.journal import Journal, read_header, resolve_journal_path
 from agent_kernel.journal._event_log import DEFAULT_KEEP_EVENTS
 from agent_kernel.journal._resume import fork_point, rebuild, replace_tool_results, scan, turn_history
+from agent_kernel.memory._trail import SessionTrail
 
 if TYPE_CHECKING:
     from agent_kernel.agent._agent import Agent
@@ -39,7 +40,9 @@ def restore(cls: type[Agent], session_id_or_path: str | os.PathLike[str], agent_
 
     path = resolve_journal_path(session_id_or_path, agent_kwargs.get("working_dir"))
     # One pass, line by line: a long session's journal never has to fit in memory.
-    found = scan(path, agent_kwargs.get("keep_events", DEFAULT_KEEP_EVENTS))
+    # Session memory's trail (todo list, running summary, files read) is filled in the same pass.
+    trail = SessionTrail()
+    found = scan(path, agent_kwargs.get("keep_events", DEFAULT_KEEP_EVENTS), trail.add)
     messages, _, last_seq = found.resumed
     session_id = found.session_id or path.stem
     if "model" not in agent_kwargs:
@@ -64,6 +67,7 @@ def restore(cls: type[Agent], session_id_or_path: str | os.PathLike[str], agent_
     agent.messages[:] = messages
     agent.history[:] = found.turn_states
     agent.events.load(found.tail, found.total)  # the tail in memory; the rest is read back from the journal
+    agent.memory.session.adopt(trail, found.total)
     agent._seq = itertools.count(last_seq + 1)
     header = read_header(path)
     if header is not None and isinstance(header.get("forked_from"), dict):
@@ -118,6 +122,10 @@ def fork_of(
             fork.journal.write(event)
         fork.journal.flush()
     fork.events.load(events)
+    trail = SessionTrail()
+    for event in events:
+        trail.add(event)
+    fork.memory.session.adopt(trail, len(events))
     fork.messages[:] = rebuild(events).messages
     fork.history[:] = turn_history(events)
     fork._seq = itertools.count((events[-1].seq if events else 0) + 1)
