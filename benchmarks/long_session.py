@@ -462,9 +462,9 @@ def notebook() -> None:
 
     probe = ("import gc, os, json; gc.collect(); model.requests.clear()\n"
              "print(json.dumps({'rss': int(open('/proc/self/statm').read().split()[1]) * os.sysconf('SC_PAGE_SIZE')}))")
-    answer = "word " * (DELTAS // 5)
+    answer = "word " * (DELTAS // 5)  # DELTAS characters, one delta each
     cells = ["%load_ext agent_kernel\nfrom agent_kernel.models.scripted import ScriptedModel, text\n"
-             f"model = ScriptedModel([text(f'Answer {{i}}: ' + {answer!r}, chunk=5) for i in range({NOTEBOOK_CELLS})])"]
+             f"model = ScriptedModel([text(f'Answer {{i}}: ' + {answer!r}, chunk=1) for i in range({NOTEBOOK_CELLS})])"]
     for i in range(NOTEBOOK_CELLS):
         cells.append(f"%%agent -m model\nQuestion {i}")
         if (i + 1) % NOTEBOOK_STEP == 0:
