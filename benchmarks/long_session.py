@@ -357,7 +357,7 @@ def _ends(gaps: list[float], share: float = 0.05) -> tuple[float, float]:
 
 def turns() -> None:
     """Prints the per-turn overhead at the start and the end of a long run and of many runs."""
-    print(f"per-turn loop overhead (CPU less the model's; call ids all 'call_0'; journal on), mean of the first and last 5% of turns:")
+    print("per-turn loop overhead (CPU less the model's; call ids all 'call_0'; journal on), mean of the first and last 5% of turns:")
     cases = [
         (f"one run of {LONG_RUN:,} turns, 20,000-token window", LONG_RUN, 1, 20_000, True),
         (f"{RUNS} runs of {RUN_TURNS} turns, 20,000-token window", RUN_TURNS, RUNS, 20_000, True),
