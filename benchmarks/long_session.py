@@ -26,7 +26,7 @@ fresh interpreter, so one does not inherit the other's heap.
 
 Per-turn cost over a long session (issue: sessions that stay lean): the loop's overhead per turn
 (CPU time less the model's, garbage collector paused) averaged over the first and the last 5% of
-the turns of one 5,000-turn run, and over the first and the last of 50 runs of 100 turns. The
+the turns, of one 5,000-turn run and of 50 runs of 100 turns. The
 model reuses one tool-call id (``call_0``, as the OpenAI adapter's fallback does), the journal is
 on, and the conversation is kept within a 20,000-token window by compaction, so what could grow is
 what the session has accumulated, not the request. Goal: end / start at most 1.3. The same
@@ -36,10 +36,11 @@ session's history.
 
 Compaction after resuming a long journal: journals of 10, 100 and 200 MB (500 MB with ``--full``)
 are made (``tests/journal_builder.py``: a todo list and two file reads at the start, then large
-answers with compactions), resumed with the default ``keep_events``, given one more run, and
-compacted ten times, garbage collector paused: five timed (the fastest counts) and five traced; each size runs in a fresh
-interpreter. Printed: the compaction's time, its peak traced memory (tracemalloc) and the bytes
-it read. Goal: flat within 20% across sizes.
+answers with compactions), resumed with the default ``keep_events``, and then given a run and a
+compaction ten times, garbage collector paused: five compactions timed (the fastest counts) and
+five traced (tracemalloc slows what it watches). Each size runs in a fresh interpreter. Printed:
+the compaction's time, its peak traced memory and the bytes it read. Goal: flat within 20%
+across sizes.
 
 Notebook: 300 ``%%agent`` cells (2,000 deltas each) in one kernel, executed by nbclient, with the
 kernel's resident memory after every 100 cells and the executed notebook's size beyond the runs'
