@@ -34,7 +34,9 @@ as static HTML, with the run's deterministic summary as ``text/plain``. A saved 
 no widget state, and shows each run once. Checkers such as nbval and papermill-style executors
 never render the view and nbval ignores display updates, so when no front-end rendered the view
 the transcript is displayed as a new output instead, and the view's output emptied: both ways a
-saved notebook holds one transcript per run, which a headless re-run reproduces. ``quiet``
+saved notebook holds one transcript per run, which a headless re-run reproduces. The view is then
+closed (``AgentView.dispose``): no comm stays open, and its handle keeps only the ``RunResult``
+and the ``RunSummary``, so a kernel of hundreds of runs holds a bounded amount per run. ``quiet``
 drops the view and shows only the transcript; ``display=False`` shows nothing (the caller
 renders).
 """
