@@ -24,8 +24,35 @@ after 1,000 turns) with the default ``keep_events``; ``keep_events=None`` (every
 memory, as before the window) is measured beside it for comparison. Each configuration runs in a
 fresh interpreter, so one does not inherit the other's heap.
 
-Run: python benchmarks/long_session.py            (everything)
-     python benchmarks/long_session.py memory     (the memory figures only)
+Per-turn cost over a long session (issue: sessions that stay lean): the loop's overhead per turn
+(CPU time less the model's, garbage collector paused) averaged over the first and the last 5% of
+the turns, of one 5,000-turn run and of 50 runs of 100 turns. The
+model reuses one tool-call id (``call_0``, as the OpenAI adapter's fallback does), the journal is
+on, and the conversation is kept within a 20,000-token window by compaction, so what could grow is
+what the session has accumulated, not the request. Goal: end / start at most 1.3. The same
+5,000-turn run with a 200,000-token window is shown beside it: there the request itself grows
+(more messages in the window at the end than at the start), which is the model's input, not the
+session's history.
+
+Compaction after resuming a long journal: journals of 10, 100 and 200 MB (500 MB with ``--full``)
+are made (``tests/journal_builder.py``: a todo list and two file reads at the start, then large
+answers with compactions), resumed with the default ``keep_events`` (and again with 1,000, so
+every size holds as many events in memory), and then given a run and a
+compaction twenty times, garbage collector paused: ten compactions timed (the fastest counts) and
+ten traced (tracemalloc slows what it watches). Each size runs in a fresh interpreter. Printed:
+the compaction's time, its peak traced memory and the bytes it read. Goal: flat within 20%
+across sizes.
+
+Notebook: 300 ``%%agent`` cells (2,000 deltas each) in one kernel, executed by nbclient, with the
+kernel's resident memory after every 100 cells and the executed notebook's size beyond the runs'
+transcripts. Goals: at most 5 KB per finished run beyond its transcript; kernel memory from 100
+to 300 cells flat within 10%.
+
+Run: python benchmarks/long_session.py                  (everything)
+     python benchmarks/long_session.py memory           (the memory figures only)
+     python benchmarks/long_session.py turns            (per-turn cost, start and end)
+     python benchmarks/long_session.py compaction [--full]  (compaction after resume; --full adds 500 MB)
+     python benchmarks/long_session.py notebook         (kernel memory and notebook size)
 """
 
 from __future__ import annotations
@@ -261,6 +288,213 @@ def memory() -> None:
     assert window["tool_calls"] == MEMORY_TURNS, "the frames lost tool calls the window let go"
 
 
+# -- per-turn cost at the start and the end of a long session -------------------------------
+
+TURN_GOAL = 1.3
+LONG_RUN = 5_000
+RUNS, RUN_TURNS = 50, 100
+
+
+@tool(read_only=True)
+async def _small_read(n: int) -> str:
+    """Reads file n."""
+    return f"file {n}: " + "x" * 200
+
+
+_small_read.name = "read_file"
+
+
+def _reused_id_model(turns_per_run: int, window: int) -> FunctionModel:
+    """Runs of ``turns_per_run`` reads, every call with the id ``call_0``; summaries on request."""
+    state = {"turn": 0, "in_run": 0}
+
+    def respond(messages: list[Message], tools: list[ToolSpec]) -> Any:
+        if not tools and "<conversation>" in messages[0].text:
+            return SUMMARY
+        if state["in_run"] == turns_per_run:
+            state["in_run"] = 0
+            return "Read this batch."
+        state["turn"] += 1
+        state["in_run"] += 1
+        return [text(f"Reading file {state['turn']}."), tool_call("read_file", {"n": state["turn"]}, id="call_0")]
+
+    return FunctionModel(respond, name="reused-ids", context_window=window)
+
+
+async def _per_turn(turns_per_run: int, runs: int, window: int) -> list[float]:
+    """The loop's overhead of every turn, in order (seconds)."""
+    model = _Timed(_reused_id_model(turns_per_run, window))
+    inner = model.inner
+    assert isinstance(inner, FunctionModel)
+    marks: list[float] = []
+    with tempfile.TemporaryDirectory() as folder:
+        agent = Agent(model, tools=[_small_read], journal=os.path.join(folder, "session.jsonl"), working_dir=folder,
+                      max_iterations=turns_per_run + 5, stall_timeout=None)
+        gc.collect()
+        gc.disable()
+        try:
+            for r in range(runs):
+                async for event in agent.stream(f"Read the next {turns_per_run} files."):
+                    if event.type is EventType.ITERATION_START and event.agent_id is None:
+                        marks.append(time.thread_time() - model.seconds)
+                    if len(inner.requests) > 50:
+                        inner.requests.clear()  # the scripted model records every request; a real one keeps none
+                inner.requests.clear()
+                if r % 10 == 9:
+                    gc.enable()
+                    gc.collect()  # between runs, as a notebook's idle time would; not timed
+                    gc.disable()
+                    marks.append(float("nan"))  # the next gap spans the collection: not counted
+        finally:
+            gc.enable()
+        agent.close()
+    gaps = [b - a for a, b in zip(marks, marks[1:])]
+    return [g for g in gaps if g == g]  # drop the gaps that span a collection
+
+
+def _ends(gaps: list[float], share: float = 0.05) -> tuple[float, float]:
+    n = max(1, int(len(gaps) * share))
+    return sum(gaps[:n]) / n, sum(gaps[-n:]) / n
+
+
+def turns() -> None:
+    """Prints the per-turn overhead at the start and the end of a long run and of many runs."""
+    print("per-turn loop overhead (CPU less the model's; call ids all 'call_0'; journal on), mean of the first and last 5% of turns:")
+    cases = [
+        (f"one run of {LONG_RUN:,} turns, 20,000-token window", LONG_RUN, 1, 20_000, True),
+        (f"{RUNS} runs of {RUN_TURNS} turns, 20,000-token window", RUN_TURNS, RUNS, 20_000, True),
+        (f"one run of {LONG_RUN:,} turns, 200,000-token window (the request grows within the window; no goal)", LONG_RUN, 1, 200_000, False),
+    ]
+    for label, per_run, runs, window, judged in cases:
+        start, end = _ends(asyncio.run(_per_turn(per_run, runs, window)))
+        ratio = end / start
+        verdict = f"goal ≤ {TURN_GOAL}: {ratio / TURN_GOAL:.2f} of the limit, {'met' if ratio <= TURN_GOAL else 'not met'}" if judged else "for comparison"
+        print(f"  {label}: start {start * 1e3:.3f} ms, end {end * 1e3:.3f} ms per turn; end / start = {ratio:.2f} ({verdict})")
+
+
+# -- one compaction after resuming a long journal ------------------------------------------
+
+COMPACTION_SIZES_MB = (10, 100, 200)
+FULL_SIZES_MB = (10, 100, 200, 500)
+COMPACTION_GOAL = 1.20
+#: Compactions per size: a single one is at the mercy of another thread holding the GIL for a
+#: switch interval (5 ms), several times what the compaction itself takes.
+COMPACTION_ROUNDS = 20
+
+
+def _bytes_read() -> int:
+    with open("/proc/self/io") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("rchar:"))
+
+
+def _compaction_after_resume(megabytes: int, keep_events: int | None = DEFAULT_KEEP_EVENTS) -> dict[str, float]:
+    """Resumes a journal of ``megabytes`` MB and times one compaction (run in its own interpreter)."""
+    import tracemalloc
+    from pathlib import Path
+
+    from agent_kernel.tools.builtin._todo import todo_write
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout, for tests.journal_builder
+    from tests.journal_builder import long_journal, summarising_model
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = long_journal(Path(folder), megabytes * 1_000_000)
+        t0 = time.perf_counter()
+        agent = Agent.resume(path, model=summarising_model(), tools=["read_file", todo_write], working_dir=folder,
+                             context=ContextManager(keep_messages=2, retry_delays=(), calibrate=False), keep_events=keep_events)
+        resumed_s = time.perf_counter() - t0
+        rounds = []
+        for _ in range(COMPACTION_ROUNDS):  # the fastest compaction counts, garbage collector paused
+            agent.run_sync("Write a long answer.")  # something to compact: the journal ends compacted
+            gc.collect()
+            gc.disable()
+            traced = len(rounds) % 2 == 1  # tracemalloc slows what it watches: odd rounds measure memory, even ones time
+            read0 = _bytes_read()
+            if traced:
+                tracemalloc.start()
+            t0 = time.perf_counter()
+            events = asyncio.run(agent.compact())
+            seconds = time.perf_counter() - t0 if not traced else float("inf")
+            peak = tracemalloc.get_traced_memory()[1] if traced else float("inf")
+            tracemalloc.stop()
+            read = _bytes_read() - read0
+            gc.enable()
+            [complete] = [e.data for e in events if e.type is EventType.COMPACTION_COMPLETE]
+            # A result, not a time: what lies at the journal's start is restored.
+            assert [f["path"] for f in complete["restored_files"]] == ["b.txt", "a.txt"] and complete["restored_todos"] == 2
+            rounds.append((seconds, peak, read))
+        seconds, peak, read = (min(r[i] for r in rounds) for i in range(3))
+        size = path.stat().st_size
+        agent.close()
+    return {"size": size, "seconds": seconds, "peak": peak, "read": read, "resume_s": resumed_s}
+
+
+def compaction(full: bool = False) -> None:
+    """Prints the time and peak memory of one compaction after resuming journals of growing size."""
+    sizes = FULL_SIZES_MB if full else COMPACTION_SIZES_MB
+    # With the default window the larger journals also leave more events in memory (10,000 of
+    # them here, about 1,400 for 10 MB), so the process is larger; keep_events=1,000 holds the
+    # same number whatever the size, which isolates the journal's own size.
+    for keep, label in ((DEFAULT_KEEP_EVENTS, "default keep_events"), (1_000, "keep_events=1,000")):
+        print(f"one compaction after resuming a journal ({label}), sizes {', '.join(f'{s} MB' for s in sizes)}:")
+        figures = [_child("compaction-child", [megabytes, keep]) for megabytes in sizes]
+        for megabytes, f in zip(sizes, figures):
+            print(f"  {megabytes:>4} MB journal ({f['size'] / 1e6:.0f} MB): compaction {f['seconds'] * 1e3:.2f} ms, peak traced memory "
+                  f"{f['peak'] / 2**20:.3f} MB, read {f['read']:,} bytes (resume itself {f['resume_s']:.1f} s)")
+        for key, what in (("seconds", "time"), ("peak", "peak memory")):
+            ratio = max(f[key] for f in figures) / min(f[key] for f in figures)
+            print(f"  {what}: largest / smallest = {ratio:.2f} (goal ≤ {COMPACTION_GOAL:.2f}: "
+                  f"{(ratio - 1) / (COMPACTION_GOAL - 1):.2f} of the allowed spread, {'met' if ratio <= COMPACTION_GOAL else 'not met'})")
+
+
+def _child(command: str, argument: Any) -> dict[str, Any]:
+    out = subprocess.run([sys.executable, __file__, command, json.dumps(argument)], check=True, capture_output=True, text=True)
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+# -- a notebook of many %%agent cells -------------------------------------------------------
+
+NOTEBOOK_CELLS = 300
+NOTEBOOK_STEP = 100
+DELTAS = 2_000
+NOTEBOOK_GOAL_BYTES = 5_000
+KERNEL_GOAL = 1.10
+
+
+def notebook() -> None:
+    """Executes 300 ``%%agent`` cells with nbclient; prints kernel memory per 100 cells and the notebook's size."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    probe = ("import gc, os, json; gc.collect(); model.requests.clear()\n"
+             "print(json.dumps({'rss': int(open('/proc/self/statm').read().split()[1]) * os.sysconf('SC_PAGE_SIZE')}))")
+    answer = "word " * (DELTAS // 5)  # DELTAS characters, one delta each
+    cells = ["%load_ext agent_kernel\nfrom agent_kernel.models.scripted import ScriptedModel, text\n"
+             f"model = ScriptedModel([text(f'Answer {{i}}: ' + {answer!r}, chunk=1) for i in range({NOTEBOOK_CELLS})])"]
+    for i in range(NOTEBOOK_CELLS):
+        cells.append(f"%%agent -m model\nQuestion {i}")
+        if (i + 1) % NOTEBOOK_STEP == 0:
+            cells.append(probe)
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    with tempfile.TemporaryDirectory() as folder:
+        t0 = time.perf_counter()
+        NotebookClient(nb, kernel_name="python3", timeout=600, resources={"metadata": {"path": folder}}).execute()
+        elapsed = time.perf_counter() - t0
+    rss = [json.loads(o["text"])["rss"] for cell in nb.cells if cell.source.startswith("import gc") for o in cell.outputs if o.get("name") == "stdout"]
+    size = len(nbformat.writes(nb).encode())
+    transcripts = [o for cell in nb.cells if cell.source.startswith("%%agent") for o in cell.outputs if "text/html" in o.get("data", {})]
+    assert len(transcripts) == NOTEBOOK_CELLS, len(transcripts)  # a result, not a time: one transcript per run
+    transcript_bytes = sum(len(json.dumps(o, indent=1).encode()) for o in transcripts)
+    beyond = (size - transcript_bytes) / NOTEBOOK_CELLS
+    print(f"notebook: {NOTEBOOK_CELLS} %%agent cells of {DELTAS:,} deltas, executed by nbclient in {elapsed:.0f} s")
+    print(f"  kernel RSS after every {NOTEBOOK_STEP} cells: {', '.join(f'{r / 2**20:.1f} MB' for r in rss)}; "
+          f"largest / after {NOTEBOOK_STEP} = {max(rss) / rss[0]:.3f} (goal ≤ {KERNEL_GOAL:.2f}: "
+          f"{(max(rss) / rss[0] - 1) / (KERNEL_GOAL - 1):.2f} of the allowed growth, {'met' if max(rss) / rss[0] <= KERNEL_GOAL else 'not met'})")
+    print(f"  notebook {size / 1e6:.2f} MB, of which transcripts {transcript_bytes / 1e6:.2f} MB: {beyond:,.0f} bytes per run beyond "
+          f"its transcript (goal ≤ {NOTEBOOK_GOAL_BYTES:,}: {beyond / NOTEBOOK_GOAL_BYTES:.2f} of the limit, "
+          f"{'met' if beyond <= NOTEBOOK_GOAL_BYTES else 'not met'}); {size / NOTEBOOK_CELLS / 1e3:.1f} KB per run in all")
+
+
 def main() -> None:
     configs: dict[str, Any] = {
         "off": lambda: None,
@@ -283,10 +517,22 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["memory-child"]:
+    command = sys.argv[1:2]
+    if command == ["memory-child"]:
         print(json.dumps(_memory_session(json.loads(sys.argv[2]))))
-    elif sys.argv[1:2] == ["memory"]:
+    elif command == ["compaction-child"]:
+        print(json.dumps(_compaction_after_resume(*json.loads(sys.argv[2]))))
+    elif command == ["memory"]:
         memory()
+    elif command == ["turns"]:
+        turns()
+    elif command == ["compaction"]:
+        compaction(full="--full" in sys.argv)
+    elif command == ["notebook"]:
+        notebook()
     else:
         main()
         memory()
+        turns()
+        compaction(full="--full" in sys.argv)
+        notebook()

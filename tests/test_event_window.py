@@ -210,3 +210,19 @@ def test_reading_older_events_back_flushes_what_the_journal_still_buffers(tmp_pa
     assert log.held == deltas[-1:]
     assert list(log) == deltas and log[0] == deltas[0]
     journal.close()
+
+
+def test_a_walk_back_that_stops_among_the_held_events_never_reads_the_journal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    agent, _ = session(tmp_path, runs=5)
+    everything = list(agent.events)
+    assert not agent.events.complete
+    assert list(reversed(agent.events)) == everything[::-1]  # a whole walk reads the rest back
+    import agent_kernel.journal._event_log as event_log
+
+    def refuse(path: Any) -> Any:
+        raise AssertionError(f"{path} was read from its start")
+
+    monkeypatch.setattr(event_log, "read_events", refuse)
+    last_start = next(e for e in reversed(agent.events) if e.type is EventType.RUN_START)
+    assert last_start == [e for e in everything if e.type is EventType.RUN_START][-1]
+    agent.close()

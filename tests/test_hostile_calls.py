@@ -61,6 +61,27 @@ def test_repeated_call_ids_are_made_unique_in_the_history_the_events_and_the_fra
     assert list(calls["call_id"]) == ids and list(calls["is_error"]) == [False, True, False]
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(["call_0", "call_0_2", "call_0_3", "call_1", "x", "x_2_2"]), max_size=6), max_size=6),
+       st.sets(st.sampled_from(["call_0", "call_0_2", "call_1", "x_2"])))
+def test_every_call_id_of_a_run_is_unique_and_an_unrepeated_id_is_kept(responses: list[list[str]], earlier: set[str]) -> None:
+    from agent_kernel.models._response import ResponseBuilder
+
+    taken, suffixes = set(earlier), {}  # shared by the run's responses, as the loop shares them
+    given_ids: list[str] = []
+    for ids in responses:
+        builder = ResponseBuilder(taken, suffixes)
+        for index, call_id in enumerate(ids):
+            unique = builder.tool_start(index, call_id, "read_file")
+            assert unique not in earlier and unique not in given_ids
+            assert unique == call_id or re.fullmatch(re.escape(call_id) + r"_\d+", unique)
+            if call_id not in earlier and call_id not in given_ids:
+                assert unique == call_id
+            given_ids.append(unique)
+            builder.tool_use(unique, "read_file", {})
+        builder.build()
+
+
 def test_write_file_with_a_lone_surrogate_leaves_no_file_and_no_open_descriptor(tmp_path: Path) -> None:
     context = ToolContext("call_1", "write_file", working_dir=tmp_path)
     before = len(os.listdir("/proc/self/fd"))

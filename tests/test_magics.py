@@ -636,6 +636,7 @@ def test_say_pause_and_resume_run_steer_the_running_agent_from_another_cell(cell
     cells.run("stepper = ScriptedModel([[text('Holding.'), tool_call('hold', {})], 'Done, with March.'])")
     result, _ = cells.run("%%agent -m stepper --tools hold --detach -o out\nHold, then answer")
     cells.ns["h"] = result.result
+    view = result.result.view  # the handle lets go of it when the run ends
     cells.run("agent = %agent session\nawait until(lambda: agent.running)")
 
     _, said = cells.run('%agent say "Use the March figures."')
@@ -654,7 +655,7 @@ def test_say_pause_and_resume_run_steer_the_running_agent_from_another_cell(cell
     assert cells.ns["out"].text == "Done, with March."
     last = cells.ns["stepper"].requests[-1].messages[-1]
     assert any(getattr(block, "text", None) == "Use the March figures." for block in last.content)
-    assert cells.ns["h"].view.transcript.items[-2].kind == "user"  # the view shows it where it went in
+    assert view.transcript.items[-2].kind == "user"  # the view shows it where it went in
 
 
 def test_steering_with_nothing_running_says_what_to_do(cells: Cells) -> None:
@@ -672,6 +673,7 @@ def test_approve_and_reject_answer_a_waiting_call_from_any_cell_and_the_card_fol
               "[tool_call('touch', {'name': 'y'}, id='call_y1')], 'Not touched.'])")
     result, _ = cells.run("%%agent -m asker --tools touch --detach -o first\nTouch x")
     cells.ns["h"] = result.result
+    view = result.result.view  # the handle lets go of it when the run ends
     cells.run("rendered(h)\nagent = %agent session\nawait until(lambda: agent.approvals.pending)")
 
     listed, _ = cells.run("%agent approvals")
@@ -683,17 +685,18 @@ def test_approve_and_reject_answer_a_waiting_call_from_any_cell_and_the_card_fol
     cells.run("%agent wait")
     assert approved.stdout == "Approved touch (call_x1) in session 'default'.\n"
     assert cells.ns["first"].tool_calls[0]["content"] == "touched x"
-    card = cells.ns["h"].view.transcript.card("call_x1")
+    card = view.transcript.card("call_x1")
     assert (card.status, card.decided_by) == ("done", "person")  # as if clicked
 
     result, _ = cells.run("%%agent -m asker --tools touch --detach -o second\nTouch y")
     cells.ns["h"] = result.result
+    view = result.result.view
     cells.run("rendered(h)\nawait until(lambda: agent.approvals.pending)")
     _, rejected = cells.run('%agent reject call_y1 "not today"')
     cells.run("%agent wait")
     assert rejected.stdout == "Rejected touch (call_y1) in session 'default': not today\n"
     assert "not today" in cells.ns["second"].tool_calls[0]["content"]
-    assert cells.ns["h"].view.transcript.card("call_y1").status == "rejected"
+    assert view.transcript.card("call_y1").status == "rejected"
 
 
 def test_an_unknown_call_id_lists_the_waiting_ones(cells: Cells) -> None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
 import pytest
 
 from agent_kernel import EventType, TerminationReason, tool
@@ -9,6 +12,7 @@ from agent_kernel.models.scripted import ScriptedModel, fail, stall, text, tool_
 from agent_kernel.runtime._streaming import backoff
 
 from .helpers import make_agent, of_type, types
+from .sse import Server, anthropic_client, anthropic_response, anthropic_sse
 
 
 @pytest.mark.parametrize("kind", ["rate_limit", "server", "bad_gateway", "unavailable", "gateway_timeout", "overloaded", "connection", "stream_cut"])
@@ -131,6 +135,50 @@ async def test_a_slow_but_steady_stream_is_not_a_stall() -> None:
     model = ScriptedModel([text("steady stream", chunk=1, delay=0.05)])
     result = await make_agent(model, stall_timeout=0.4).run("go")
     assert result.text == "steady stream" and not of_type(result.events, EventType.STALL_DETECTED)
+
+
+def _claude_over(server: Server) -> Any:
+    """The Anthropic adapter over the real SDK, answered by ``server`` (real SSE bytes, in the test's loop)."""
+    from agent_kernel.models.anthropic import AnthropicModel
+
+    return AnthropicModel("claude-sonnet-4-6", client=anthropic_client(server))  # type: ignore[arg-type]
+
+
+async def _held_on_first_delta(agent: Any, hold: float) -> list[Any]:
+    """Runs ``agent``; the consumer holds the first text delta for ``hold`` seconds (a slow notebook view)."""
+    events = []
+    held = False
+    async for event in agent.stream("go"):
+        events.append(event)
+        if event.type is EventType.TEXT_DELTA and not held:
+            held = True
+            await asyncio.sleep(hold)  # the fake clock: the consumer is busy, no real time passes
+    return events
+
+
+@pytest.mark.usefixtures("fake_clock")  # a stall is decided exactly, whatever the load
+async def test_a_consumer_holding_an_event_past_the_stall_timeout_does_not_disarm_the_watchdog() -> None:
+    body = anthropic_sse(anthropic_response([("text", "Hello there, slowly.")], chunk=4))
+    frames = body.split(b"\n\n")
+    deltas = [i for i, frame in enumerate(frames) if frame.startswith(b"event: content_block_delta")]
+    after_two = sum(len(frame) + 2 for frame in frames[: deltas[1] + 1])
+    # The model sends two deltas, then falls silent for good; the retry answers.
+    server = Server().stream(body, pause_after=after_two).stream(anthropic_sse(anthropic_response([("text", "After the stall.")])))
+    agent = make_agent(_claude_over(server), stall_timeout=20.0)
+    # A watchdog switched off would wait on the silent stream for ever: 10 minutes (of the fake clock) is plenty.
+    events = await asyncio.wait_for(_held_on_first_delta(agent, hold=45.0), timeout=600)
+    stalls = of_type(events, EventType.STALL_DETECTED)
+    assert [s.data["seconds"] for s in stalls] == [20.0] and len(server.requests) == 2
+    assert of_type(events, EventType.RUN_FINISH)[0].data["text"] == "After the stall."
+
+
+@pytest.mark.usefixtures("fake_clock")  # a stall is decided exactly, whatever the load
+async def test_time_a_consumer_holds_an_event_is_not_model_silence() -> None:
+    server = Server().stream(anthropic_sse(anthropic_response([("text", "Every word arrives.")], chunk=4)))
+    agent = make_agent(_claude_over(server), stall_timeout=20.0)
+    events = await _held_on_first_delta(agent, hold=45.0)
+    assert not of_type(events, EventType.STALL_DETECTED) and len(server.requests) == 1
+    assert of_type(events, EventType.RUN_FINISH)[0].data["text"] == "Every word arrives."
 
 
 async def test_usage_and_cost_are_summed_per_run() -> None:

@@ -138,7 +138,10 @@ async def test_run_cell_shows_the_live_view_then_one_transcript_in_its_place(sho
     assert result.text == "Hello there, notebook."
     view = shown.items[0]
     assert isinstance(view, AgentView)
-    assert view.snapshot["status"]["phase"] == "finished"  # saved state holds the finished run
+    # The finished view is closed: no comm open, and no code, style or transcript left in its state.
+    assert view.comm is None and view.layout.comm is None
+    assert view.snapshot == {} and view._esm == "export default {};" and view._css == ""
+    assert view.summary().phase == "finished"
     # Nobody rendered the view (no front-end here): it is emptied and the transcript follows.
     [transcript] = shown.final()
     assert isinstance(transcript, StaticTranscript)
@@ -150,14 +153,17 @@ async def test_a_view_a_front_end_rendered_is_replaced_in_place_by_its_transcrip
         shown: Shown) -> None:
     agent = agent_with(ScriptedModel([text("Hello there, notebook.", chunk=4)]))
     handle = start_run(agent, "Say hello", detached=False)
-    front_end(handle.view, {"type": "sync"})  # the view rendered in a page
+    view = handle.view
+    assert view is not None
+    front_end(view, {"type": "sync"})  # the view rendered in a page
 
     await handle
 
     assert len(shown.items) == 1 and [index for index, _ in shown.updates] == [0]
     [transcript] = shown.final()
     assert isinstance(transcript, StaticTranscript)
-    assert transcript.html == handle.view.static().html
+    assert transcript.html == view.static().html
+    assert handle.view is None and view.comm is None  # the handle lets go of the closed view
 
 
 async def test_quiet_shows_only_the_transcript_and_display_false_shows_nothing(shown: Shown) -> None:
@@ -658,6 +664,59 @@ def test_in_a_real_kernel_a_restart_while_a_card_waits_leaves_its_approval_to_re
         resumed.close()
     finally:
         client.close()
+
+
+def test_in_a_real_kernel_twenty_agent_cells_leave_no_comm_open_and_their_handles_hold_no_events(kernel: KernelClient) -> None:
+    define = kernel.execute("many = ScriptedModel([text(f'Answer {i}. ' * 50, chunk=7) for i in range(20)])")
+    assert kernel.reply(define)["content"]["status"] == "ok"
+    cells = []
+    for i in range(20):
+        cell = kernel.execute(f"%%agent -m many{' --new' if i == 0 else ''}\nQuestion {i}\n")
+        assert kernel.reply(cell)["content"]["status"] == "ok"
+        cells.append(cell)
+
+    mine = [m for m in kernel.iopub if m["parent_header"].get("msg_id") in cells]
+    opened = {m["content"]["comm_id"] for m in mine if m["msg_type"] == "comm_open"}
+    closed = {m["content"]["comm_id"] for m in mine if m["msg_type"] == "comm_close"}
+    assert len(opened) == 40  # each run's view and its layout
+    assert opened - closed == set()
+    check = kernel.execute(
+        "import json\n"
+        "runs = get_ipython().magics_manager.registry['AgentMagics'].sessions.get().runs\n"
+        "print(json.dumps({'runs': len(runs), 'lists': sum(isinstance(r.events, list) for r in runs),\n"
+        "                  'views': sum(r.view is not None for r in runs), 'answer': runs[-1].summary.answer[:10],\n"
+        "                  'events': len(runs[-1].events), 'last': runs[-1].result().events[-1].type.value}))")
+    kernel.reply(check)
+    [printed] = [text for kind, text in kernel.outputs(check) if kind == "stream"]
+    held = json.loads(printed)
+    # 20 handles: no list of events and no view held; the summary and the result are there, and
+    # the result's events are read from agent.events (or the journal) when asked for.
+    assert (held["runs"], held["lists"], held["views"]) == (20, 0, 0)
+    assert held["answer"] == "Answer 19." and held["events"] > 50 and held["last"] == "run_finish"
+
+
+def test_an_executed_notebook_of_fifty_agent_runs_holds_their_transcripts_and_little_else(tmp_path: Path) -> None:
+    import nbformat
+    from nbclient import NotebookClient
+
+    runs = 50
+    setup = ("%load_ext agent_kernel\n"
+             "from agent_kernel.models.scripted import ScriptedModel, text\n"
+             f"model = ScriptedModel([text(f'Answer {{i}}. ' * 40, chunk=5) for i in range({runs})])")
+    cells = [setup] + [f"%%agent -m model\nQuestion {i}" for i in range(runs)]
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    client = NotebookClient(notebook, kernel_name="python3", timeout=120, resources={"metadata": {"path": str(tmp_path)}})
+
+    client.execute()
+
+    size = len(nbformat.writes(notebook).encode())
+    transcripts = [o for cell in notebook.cells[1:] for o in cell.outputs if "text/html" in o.get("data", {})]
+    assert len(transcripts) == runs and all(f"Answer {i}." in o["data"]["text/plain"] for i, o in enumerate(transcripts))
+    transcript_bytes = sum(len(json.dumps(o, indent=1).encode()) for o in transcripts)
+    beyond = (size - transcript_bytes) / runs
+    assert beyond <= 5_000, f"{beyond:,.0f} bytes per run beyond its transcript"
+    state = notebook.metadata.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {}).get("state", {})
+    assert not any("render" in json.dumps(model) for model in state.values())  # no view's code is saved
 
 
 def test_under_nbclient_nobody_is_asked_and_the_policy_or_a_refusal_decides(tmp_path: Path) -> None:

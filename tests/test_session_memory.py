@@ -122,6 +122,34 @@ async def test_a_resumed_agent_holds_the_restored_history_and_restores_again_aft
     assert rebuild(read_events(tmp_path / "run.jsonl")).messages == resumed.messages
 
 
+def _bytes_read() -> int:
+    """Bytes this process has read through read(2) and friends so far (Linux ``/proc/self/io``)."""
+    for line in Path("/proc/self/io").read_text().splitlines():
+        if line.startswith("rchar:"):
+            return int(line.split()[1])
+    raise AssertionError("no rchar in /proc/self/io")
+
+
+async def test_a_compaction_after_resuming_a_100_mb_journal_reads_none_of_it_and_restores_what_lies_at_its_start(tmp_path: Path) -> None:
+    from .journal_builder import long_journal, summarising_model
+
+    path = long_journal(tmp_path, 100_000_000)
+    (tmp_path / "b.txt").write_text("bravo v2\n")  # restored as it is now
+    # A small window of events in memory: everything older is only in the journal.
+    resumed = Agent.resume(path, model=summarising_model(), tools=["read_file", todo_write], context=manager(), working_dir=tmp_path, keep_events=50)
+    assert len(resumed.events) > 50 * 20 and not resumed.events.complete
+    await resumed.run("Write a long answer.")  # something to compact: the journal ends compacted
+    before = _bytes_read()
+    [complete] = of(await resumed.compact(), EventType.COMPACTION_COMPLETE)
+    read = _bytes_read() - before
+    assert read < 1_000_000, f"the compaction read {read:,} bytes of a {path.stat().st_size:,}-byte journal"
+    # The todo list and both files were written and read at the journal's start, 100 MB back.
+    assert complete["restored_todos"] == 2 and [f["path"] for f in complete["restored_files"]] == ["b.txt", "a.txt"]
+    assert resumed.memory.todos == [TodoItem("Read the inputs", "completed"), TodoItem("Write the report", "in_progress")]
+    assert '<file path="b.txt">\nbravo v2\n' in complete["restored"]
+    resumed.close()
+
+
 async def test_an_auto_compaction_in_a_run_restores_too_and_the_journal_rebuilds_it(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("n" * 400)
     script: list[Any] = [[tool_call("todo_write", {"todos": PLAN})]]

@@ -370,6 +370,8 @@ class Agent(metaclass=_RefusesUnknownSettings):
         if prompt is None and interrupted is None and (not self.messages or self.messages[-1].role != "user"):
             raise UserError("There is nothing to continue: the conversation does not end with a user message. Pass a prompt.")
         _ = self.journal  # open it before the emitter copies the sinks
+        # Session memory takes in the last run's events before the log may let them go.
+        self.memory.session.catch_up()
         self.events.begin_run()  # memory holds this run and the keep_events before it
         # MCP servers start before run_start, so it lists their tools; their events follow it.
         # An @server:uri mention in the prompt gets that resource's text appended (mcp.attach).

@@ -33,6 +33,7 @@ from agent_kernel.guard._signing import header_problem
 from agent_kernel.journal import Journal, read_header, resolve_journal_path
 from agent_kernel.journal._event_log import DEFAULT_KEEP_EVENTS
 from agent_kernel.journal._resume import fork_point, rebuild, replace_tool_results, scan, turn_history
+from agent_kernel.memory._trail import SessionTrail
 
 if TYPE_CHECKING:
     from agent_kernel.agent._agent import Agent
@@ -91,7 +92,9 @@ def restore(cls: type[Agent], session_id_or_path: str | os.PathLike[str], agent_
     header = _trusted_header(path, trust)
     _recorded(header, agent_kwargs)
     # One pass, line by line: a long session's journal never has to fit in memory.
-    found = scan(path, agent_kwargs.get("keep_events", DEFAULT_KEEP_EVENTS))
+    # Session memory's trail (todo list, running summary, files read) is filled in the same pass.
+    trail = SessionTrail()
+    found = scan(path, agent_kwargs.get("keep_events", DEFAULT_KEEP_EVENTS), trail.add)
     messages, _, last_seq = found.resumed
     session_id = found.session_id or path.stem
     if "model" not in agent_kwargs:
@@ -116,6 +119,7 @@ def restore(cls: type[Agent], session_id_or_path: str | os.PathLike[str], agent_
     agent.messages[:] = messages
     agent.history[:] = found.turn_states
     agent.events.load(found.tail, found.total)  # the tail in memory; the rest is read back from the journal
+    agent.memory.session.adopt(trail, found.total)
     agent._seq = itertools.count(last_seq + 1)
     if header is not None and isinstance(header.get("forked_from"), dict):
         agent.forked_from = header["forked_from"]  # a fork stays one when resumed
@@ -169,6 +173,10 @@ def fork_of(
             fork.journal.write(event)
         fork.journal.flush()
     fork.events.load(events)
+    trail = SessionTrail()
+    for event in events:
+        trail.add(event)
+    fork.memory.session.adopt(trail, len(events))
     fork.messages[:] = rebuild(events).messages
     fork.history[:] = turn_history(events)
     fork._seq = itertools.count((events[-1].seq if events else 0) + 1)

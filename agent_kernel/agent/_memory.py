@@ -139,7 +139,7 @@ class AgentMemory:
             builder = self._builder
             if builder is None:
                 builder = self._builder = ReminderBuilder(
-                    self.reminders, self.namespace, lambda: self._agent.events, lambda: Path(self._agent.working_dir), lambda: self.session.todos
+                    self.reminders, self.namespace, self.session.catch_up, lambda: Path(self._agent.working_dir)
                 )
             try:
                 reminder = builder.build(self._agent.tools.names)

@@ -11,7 +11,8 @@ Positions never move: ``len(log)`` counts every event of the session (those resu
 journal included), ``log[i]`` is the i-th event, and ``log[n:]`` the events recorded since the
 log was ``n`` long. Events still held come from memory; reaching older positions (an index, a
 slice, iteration) flushes the journal and reads them back from it, one pass over the file per
-call. Whole-session readers (the frames, replay, the timeline) call ``as_source``, which gives the
+call; a walk backwards (``reversed``) reads it only if it goes on past the events held, so a
+question about the recent past (the last ``run_start``, an approval still open) costs nothing. Whole-session readers (the frames, replay, the timeline) call ``as_source``, which gives the
 journal's path once the log has let events go, so they use the fast file readers.
 
 Without a journal the older events are gone: iteration and slices give the held ones, indexing
@@ -157,21 +158,24 @@ class EventLog(Sequence[AgentEvent]):
             "default, or pass a path)."
         )
 
-    def _older(self) -> list[AgentEvent] | None:
-        """The events let go (positions 0 to ``held_from``), read back from the journal; None without one."""
+    def _older(self, first: AgentEvent | None = None) -> list[AgentEvent] | None:
+        """The events let go (positions 0 to ``held_from``), read back from the journal; None without one.
+
+        ``first``: the oldest held event as the caller saw it (default: the oldest held now).
+        """
         dropped = self._dropped
         if not dropped:
             return []
         path = self.journal_path()
         if path is None:
             return None
-        held = self._held
+        if first is None and self._held:
+            first = self._held[0]
         records = read_events(path)
         end = len(records)
-        if held:
+        if first is not None:
             # Aligned on the oldest held event, so events recorded while reading (a run on another
             # thread) and records from before this log (a journal reopened) cannot shift positions.
-            first = held[0]
             end = next((i for i in range(len(records) - 1, -1, -1) if records[i].seq == first.seq and records[i].run_id == first.run_id), -1)
         if end < dropped:
             raise JournalError(
@@ -225,7 +229,18 @@ class EventLog(Sequence[AgentEvent]):
         return iter(self._snapshot() if self._dropped else self._held[:])
 
     def __reversed__(self) -> Iterator[AgentEvent]:
-        return reversed(self._snapshot() if self._dropped else self._held[:])
+        if not self._dropped:
+            return reversed(self._held[:])
+        return self._reversed_then_older()
+
+    def _reversed_then_older(self) -> Iterator[AgentEvent]:
+        """Newest first: the held events, then (only if the walk goes on past them) the older ones
+        read back from the journal, so a walk that stops in the recent past never reads it."""
+        held = self._held[:]
+        yield from reversed(held)
+        older = self._older(held[0] if held else None)
+        if older is not None:
+            yield from reversed(older)
 
     def __contains__(self, value: object) -> bool:
         return value in self._held or (bool(self._dropped) and value in self._snapshot())

@@ -463,11 +463,12 @@ class Scan(NamedTuple):
     interrupted: Interrupted | None = None
 
 
-def scan(path: str | os.PathLike[str], keep: int | None = None) -> Scan:
+def scan(path: str | os.PathLike[str], keep: int | None = None, observe: Callable[[AgentEvent], None] | None = None) -> Scan:
     """Rebuilds a session from its journal in one pass, holding only the last ``keep`` events.
 
     A long session's journal can hold millions of events; this reads it line by line, so resuming
-    needs memory for the conversation and the tail, not for the whole journal.
+    needs memory for the conversation and the tail, not for the whole journal. ``observe`` is
+    given every event in order, in the same pass (session memory keeps what it needs from them).
 
     Raises:
         JournalError: no such file, or a line other than the last is not an event.
@@ -483,6 +484,8 @@ def scan(path: str | os.PathLike[str], keep: int | None = None) -> Scan:
         subagents.add(event)
         tail.append(event)
         total += 1
+        if observe is not None:
+            observe(event)
         if event.agent_id is None:
             session_id = session_id or event.session_id
             if event.type is EventType.RUN_START:

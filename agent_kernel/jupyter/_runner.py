@@ -34,7 +34,9 @@ as static HTML, with the run's deterministic summary as ``text/plain``. A saved 
 no widget state, and shows each run once. Checkers such as nbval and papermill-style executors
 never render the view and nbval ignores display updates, so when no front-end rendered the view
 the transcript is displayed as a new output instead, and the view's output emptied: both ways a
-saved notebook holds one transcript per run, which a headless re-run reproduces. ``quiet``
+saved notebook holds one transcript per run, which a headless re-run reproduces. The view is then
+closed (``AgentView.dispose``): no comm stays open, and its handle keeps only the ``RunResult``
+and the ``RunSummary``, so a kernel of hundreds of runs holds a bounded amount per run. ``quiet``
 drops the view and shows only the transcript; ``display=False`` shows nothing (the caller
 renders).
 """
@@ -57,6 +59,7 @@ from agent_kernel.errors import AgentKernelError, RunCancelled
 from agent_kernel.events._event import AgentEvent, EventType
 from agent_kernel.guard._approvals import Approval
 from agent_kernel.jupyter._static_view import StaticTranscript
+from agent_kernel.jupyter._summary import RunSummary
 
 _log = logging.getLogger("agent_kernel.jupyter")
 
@@ -222,11 +225,19 @@ class RunFailed(AgentKernelError):
 class RunHandle:
     """One run started by ``start_run``: await it for the ``RunResult``.
 
+    A finished run's handle holds what a notebook needs of it and no more: its result (whose
+    ``events`` are read from ``agent.events`` while held there, else from the journal) and its
+    ``summary``. Its live view is closed when the run ends (its output is then the static
+    transcript), so a notebook of many runs holds, and saves, a bounded amount per run.
+
     Attributes:
         agent: the agent running.
         prompt: what it was asked.
-        view: its live view, or None (``quiet`` or ``display=False``).
+        view: its live view while the run goes on; None once it has ended (or with ``quiet``
+            or ``display=False``).
         task: the asyncio task driving the run.
+        events: the run's events: those recorded so far while it runs, then the result's.
+        summary: the finished run's ``RunSummary`` (None until it ends).
 
     Example:
         >>> handle = start_run(agent, "Summarise the data")  # doctest: +SKIP
@@ -234,12 +245,19 @@ class RunHandle:
     """
 
     def __init__(self, agent: Agent, prompt: str | None, view: AgentView | None,
-                 task: asyncio.Task[RunResult], events: list[AgentEvent]) -> None:
+                 task: asyncio.Task[RunResult] | None, events: list[AgentEvent]) -> None:
         self.agent = agent
         self.prompt = prompt
         self.view = view
-        self.task = task
-        self.events = events
+        self.task: asyncio.Task[RunResult] = task  # type: ignore[assignment]  # set by start_run
+        self.events: Sequence[AgentEvent] = events
+        self.summary: RunSummary | None = None
+
+    def _ended(self, result: RunResult, summary: RunSummary) -> None:
+        """The run ended: keep its result and summary; let go of its view and its own event list."""
+        self.events = result.events
+        self.summary = summary
+        self.view = None
 
     def __repr__(self) -> str:
         return f"RunHandle(session={self.agent.session_id!r}, {self.state})"
@@ -418,11 +436,10 @@ def start_run(agent: Agent, prompt: str | None, *, display: bool = True, quiet: 
             slots.view = show(view, display_id=True, exclude=["text/plain"])
         if detached:
             slots.placeholder = show(_Placeholder(), display_id=True)
-    events: list[AgentEvent] = []
-    task = loop.create_task(_drive(agent, prompt, events, live, display, slots),
-                            name=f"agent_kernel run {agent.session_id}")
+    handle = RunHandle(agent, prompt, view, None, [])
+    task = handle.task = loop.create_task(_drive(agent, prompt, handle, live, display, slots),
+                                          name=f"agent_kernel run {agent.session_id}")
     _IN_FLIGHT[agent] = task
-    handle = RunHandle(agent, prompt, view, task, events)
     if on_end is not None:
         task.add_done_callback(lambda _t: on_end(handle))
     return handle
@@ -454,10 +471,13 @@ async def run_cell(agent: Agent, prompt: str | None, *, display: bool = True, qu
     return await handle.wait()
 
 
-async def _drive(agent: Agent, prompt: str | None, events: list[AgentEvent], live: _LiveApprovals | None,
+async def _drive(agent: Agent, prompt: str | None, handle: RunHandle, live: _LiveApprovals | None,
                  display: bool, slots: _Slots) -> RunResult:
-    """Feeds every event of the run to the view; puts the transcript in its place at the end."""
+    """Feeds every event of the run to the view; puts the transcript in its place at the end,
+    closes the view, and leaves the handle the result and summary alone."""
     view = live.view if live is not None else None
+    events: list[AgentEvent] = handle.events  # type: ignore[assignment]  # the list start_run gave
+    start = len(agent.events)
     try:
         if live is not None:
             live.attach()
@@ -474,9 +494,17 @@ async def _drive(agent: Agent, prompt: str | None, events: list[AgentEvent], liv
         if live is not None:
             live.detach()
     result = agent.result_type.from_events(events)  # what ``agent.run`` returns (a CrewResult for a crew)
+    if getattr(agent.events, "journaled", False):  # a Crew keeps a plain list
+        # As ``Agent.run``: the journal keeps the run, so the result reads its events back from
+        # the agent's window (or the journal) instead of pinning them for the kernel's lifetime.
+        result.events = agent.events.view(start, len(agent.events))
+    summary = view.summary() if view is not None else RunSummary.from_events(events)
     if display:
         transcript = view.static() if view is not None else StaticTranscript.from_events(events)
         slots.finish(transcript, rendered=live is not None and live.rendered_flag)
+    if view is not None:
+        view.dispose()  # its output is the transcript now: no widget state kept, no comm left open
+    handle._ended(result, summary)
     return result
 
 

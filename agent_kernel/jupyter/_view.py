@@ -40,6 +40,7 @@ pending changes are guarded by one lock, and the callbacks given to the view mus
 from __future__ import annotations
 
 import asyncio
+import itertools
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -78,6 +79,12 @@ STEER_CAP = 4_000
 _URGENT_TOP_LEVEL = frozenset({EventType.RUN_START, EventType.CANCELLED, EventType.ERROR,
                                EventType.RUN_FINISH, EventType.PAUSED, EventType.RESUMED,
                                EventType.STEER})
+
+
+#: The code a disposed view is left with: a module that draws nothing (``AgentView.dispose``).
+_CLOSED_ESM = "export default {};"
+#: Numbers the views of this process, for their ``_anywidget_id``.
+_VIEW_IDS = itertools.count(1)
 
 
 def _static_file(name: str) -> Path:
@@ -131,6 +138,9 @@ class AgentView(anywidget.AnyWidget):
                  on_pause: ControlCallback | None = None, on_resume: ControlCallback | None = None,
                  flush_interval: float = 0.045, clock: Callable[[], float] = time.monotonic,
                  **kwargs: Any) -> None:
+        # anywidget keeps a widget's CSS in one <style> per ``_anywidget_id``; one of its own per
+        # view lets ``dispose`` drop a finished view's CSS without unstyling the views still live.
+        kwargs.setdefault("_anywidget_id", f"agent_kernel.AgentView.{next(_VIEW_IDS)}")
         super().__init__(**kwargs)
         self.on_decision = on_decision
         self.on_stop = on_stop
@@ -197,6 +207,32 @@ class AgentView(anywidget.AnyWidget):
             self.flush()
             if self.snapshot.get("v") != self._version:
                 self.snapshot = {"v": self._version, **self.transcript.to_json()}
+
+    def dispose(self) -> None:
+        """Closes the view of a run that has ended, once its output shows the static transcript.
+
+        Its comms (the widget's and its layout's) close, so a kernel of many runs keeps none
+        open and a front-end that saves live widgets saves none of it. Just before, one state
+        update empties its code, style and snapshot: a client that keeps the state of every
+        widget it saw, closed or not (nbclient writes it into an executed notebook), keeps a stub
+        of a few hundred bytes instead of the view's 60 KB of JS and CSS and a second copy of the
+        transcript. The transcript stays readable here (``static``, ``summary``). Idempotent.
+        """
+        with self._lock:
+            self._cancel_timer()
+            if self.comm is None:
+                return
+            self.flush()
+            with self.hold_sync():
+                # Instance traits (anywidget adds them) over the class's file paths.
+                self._esm = _CLOSED_ESM  # type: ignore[assignment]
+                self._css = ""  # type: ignore[assignment]
+                self.snapshot = {}
+                self.elicitation = {}
+        layout = self.layout
+        self.close()
+        if layout is not None:
+            layout.close()
 
     def summary(self) -> RunSummary:
         """The static summary of the run so far (answer, tool calls, usage)."""

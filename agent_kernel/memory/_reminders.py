@@ -27,14 +27,12 @@ from typing import Any
 
 from agent_kernel.errors import UserError
 from agent_kernel.events import payloads as p
-from agent_kernel.events._event import AgentEvent, EventType
 from agent_kernel.memory._namespace import NamespaceWatcher, VariableChange
-from agent_kernel.memory._session import TodoItem, format_todos
+from agent_kernel.memory._session import format_todos
 from agent_kernel.memory._tags import REMINDER_TAG, neutralise
+from agent_kernel.memory._trail import SessionTrail
 
 __all__ = ["REMINDER_TAG", "Reminder", "ReminderBuilder", "Reminders"]
-
-_FILE_TOOLS = frozenset({"read_file", "write_file", "edit_file"})
 
 
 @dataclass(frozen=True)
@@ -92,54 +90,23 @@ class Reminder:
                                 files=self.files, todos=self.todos)
 
 
-class _FileTracker:
-    """Follows the agent's file reads and writes through its events, to tell changes on disk apart."""
-
-    def __init__(self) -> None:
-        self.cursor = 0
-        self.read: set[str] = set()
-        self.seen: dict[str, float] = {}  # path -> when the agent last saw or wrote it (epoch seconds)
-        self._calls: dict[str, str] = {}
-
-    def follow(self, events: Sequence[AgentEvent]) -> None:
-        total = len(events)
-        if total <= self.cursor:
-            return
-        start_tool, result, calls = EventType.TOOL_START, EventType.TOOL_RESULT, self._calls
-        for event in events[self.cursor : total]:
-            kind = event.type
-            if kind is not start_tool and kind is not result:
-                continue
-            data = event.data
-            if event.agent_id is not None or data.get("name") not in _FILE_TOOLS:
-                continue
-            if kind is start_tool:
-                path = (data.get("arguments") or {}).get("path")
-                if isinstance(path, str):
-                    calls[data["call_id"]] = path
-            else:
-                path = calls.pop(str(data.get("call_id")), None)
-                if path is None or data.get("is_error"):
-                    continue
-                self.seen[path] = max(self.seen.get(path, 0.0), float(data.get("ended_at") or event.ts))
-                if data["name"] == "read_file":
-                    self.read.add(path)
-        self.cursor = total
-
-    def changed(self, root: Path) -> list[str]:
-        out = []
-        for path in sorted(self.read):
-            try:
-                mtime = os.stat(root / path).st_mtime
-            except OSError:
-                if self.seen.get(path, 0.0) >= 0:
-                    out.append(f"{path} (deleted)")
-                    self.seen[path] = -1.0
-                continue
-            if mtime > self.seen.get(path, 0.0):
-                out.append(path)
-                self.seen[path] = mtime
-        return out
+def _changed_files(trail: SessionTrail, root: Path) -> list[str]:
+    """The files read that changed (or went) on disk since the agent last saw them; each is then
+    counted as seen, so it is named once per change."""
+    seen = trail.files_seen
+    out = []
+    for path in sorted(trail.files_read):
+        try:
+            mtime = os.stat(root / path).st_mtime
+        except OSError:
+            if seen.get(path, 0.0) >= 0:
+                out.append(f"{path} (deleted)")
+                seen[path] = -1.0
+            continue
+        if mtime > seen.get(path, 0.0):
+            out.append(path)
+            seen[path] = mtime
+    return out
 
 
 class ReminderBuilder:
@@ -148,25 +115,22 @@ class ReminderBuilder:
     Args:
         config: what reminders say.
         namespace: the notebook's namespace (a mapping or a function returning one), or None.
-        events: the session's events (``agent.events``).
+        trail: the session's trail now (``SessionMemory.catch_up``): its todo list and the
+            files the agent read, wrote and saw.
         working_dir: where the agent's file paths are resolved.
-        todos: the agent's todo list now.
     """
 
     def __init__(
         self,
         config: Reminders,
         namespace: Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None,
-        events: Callable[[], Sequence[AgentEvent]],
+        trail: Callable[[], SessionTrail],
         working_dir: Callable[[], Path],
-        todos: Callable[[], list[TodoItem]],
     ) -> None:
         self.config = config
         self.watcher = NamespaceWatcher(namespace) if namespace is not None and config.variables else None
-        self._events = events
+        self._trail = trail
         self._working_dir = working_dir
-        self._todos = todos
-        self._files = _FileTracker()
 
     def build(self, tools: Sequence[str] = ()) -> Reminder | None:
         """The reminder for the prompt about to be sent, or None when there is nothing to say.
@@ -182,13 +146,13 @@ class ReminderBuilder:
             if variables:
                 sections.append(_variables_section(variables, first, config.max_variables))
         files: list[str] = []
+        trail = self._trail()
         if config.files and "read_file" in tools:
-            self._files.follow(self._events())
-            files = self._files.changed(self._working_dir())
+            files = _changed_files(trail, self._working_dir())
             if files:
                 sections.append("Files you read that changed on disk since you last saw them (read them again before relying on them):\n"
                                 + "\n".join(f"- {path}" for path in files))
-        todos = self._todos() if config.todos else []
+        todos = list(trail.todos) if config.todos else []
         if todos:
             sections.append("Your todo list:\n" + format_todos(todos))
         if not sections:

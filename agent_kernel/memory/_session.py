@@ -11,9 +11,11 @@ Three things of one session live here:
   last one, a model brings a running summary up to date (``session_memory_update``). A
   compaction whose cut falls where that summary ends uses it instead of asking for a new one.
 
-The journal is the source of truth. The todo list and the summary are held in memory once known,
-and read back from the session's events the first time they are needed, so a resumed or forked
-agent picks them up with no extra step.
+The journal is the source of truth. All three are kept by a ``SessionTrail`` (``memory.trail``)
+from the session's events as they pass: each time they are needed, the trail takes in the events
+recorded since it last looked (still in memory), and ``Agent.resume`` fills it in the pass that
+rebuilds the conversation. No question here reads a journal from its start, so a compaction
+costs the same after a day of work as after a minute.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from agent_kernel.context._session_config import SessionMemoryConfig
 from agent_kernel.events import payloads as p
 from agent_kernel.events._event import AgentEvent, Emit, EventType
 from agent_kernel.memory._tags import FILE_TAG, RESTORED_TAG, attribute, neutralise
+from agent_kernel.memory._trail import SessionSummary, SessionTrail
 from agent_kernel.messages import Message
 from agent_kernel.models import _pricing as pricing
 from agent_kernel.models._base import Model, Usage
@@ -50,26 +53,6 @@ __all__ = [
     "TodoItem",
     "fingerprint",
 ]
-
-
-# Tools whose successful results mean the agent has seen a file as it then was.
-_READ_TOOL = "read_file"
-
-
-@dataclass(frozen=True, slots=True)
-class SessionSummary:
-    """A session-memory summary and what it stands for.
-
-    Attributes:
-        text: the summary.
-        covered: it stands for the first ``covered`` messages of the conversation.
-        fingerprint: ``fingerprint`` of those messages when it was written; the summary is
-            current only while they are unchanged.
-    """
-
-    text: str
-    covered: int
-    fingerprint: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,7 +125,8 @@ class SessionMemory:
     """The session memory of one agent (``agent.memory.session``).
 
     Args:
-        events: the session's events (``agent.events``), read for what was read and journaled.
+        events: the session's events (``agent.events``); the trail takes in those recorded
+            since it last looked.
         working_dir: where relative file paths are resolved.
         redact: hides secrets in restored file contents (the agent's redactor), or None.
         readable: whether a path may be read now (the agent's deny rules), or None for any.
@@ -159,9 +143,8 @@ class SessionMemory:
         self._working_dir = working_dir
         self._redact = redact
         self._readable = readable
-        self._todos: list[TodoItem] | None = None  # None: not known yet, read from the events
-        self._summary: SessionSummary | None = None
-        self._summary_known = False
+        self._trail = SessionTrail()
+        self._seen = 0  # the events the trail has taken in (positions in ``events()``)
         #: Where summary updates run while a run is in progress (its ``BackgroundWork``), so they
         #: never hold up a turn; None: they run inline (outside a run, a sub-agent's run).
         self.background: BackgroundWork | None = None
@@ -169,26 +152,43 @@ class SessionMemory:
 
     def reset(self) -> None:
         """Forgets the session's state (a new conversation)."""
-        self._todos = []
-        self._summary = None
-        self._summary_known = True
+        self._trail = SessionTrail()
+        self._seen = len(self._events())
+
+    def adopt(self, trail: SessionTrail, seen: int) -> None:
+        """Takes ``trail`` as the state after the session's first ``seen`` events (a resumed or forked
+        agent, whose events were read once already)."""
+        self._trail = trail
+        self._seen = seen
+
+    def catch_up(self) -> SessionTrail:
+        """The trail, after taking in the events recorded since it last looked.
+
+        The agent calls this as each run starts, before ``agent.events`` lets old events go, so
+        the events taken in are always still in memory.
+        """
+        events = self._events()
+        total = len(events)
+        seen = self._seen
+        if total < seen:  # the log was cleared: a new conversation
+            self._trail, seen = SessionTrail(), 0
+        if total > seen:
+            add = self._trail.add
+            for event in events[seen:total]:
+                add(event)
+        self._seen = total
+        return self._trail
 
     # -- the todo list ----------------------------------------------------------------------
 
     @property
     def todos(self) -> list[TodoItem]:
         """The agent's todo/plan list, as last written."""
-        if self._todos is None:
-            self._todos = []
-            for event in reversed(self._events()):
-                if event.type is EventType.TODO_UPDATE and event.agent_id is None:
-                    self._todos = [TodoItem.from_dict(item) for item in event.data.get("todos", ())]
-                    break
-        return list(self._todos)
+        return list(self.catch_up().todos)
 
     def set_todos(self, todos: Sequence[TodoItem], emit: Emit | None = None) -> None:
         """Replaces the todo list and journals it as ``todo_update``."""
-        self._todos = list(todos)
+        self.catch_up().todos = list(todos)
         if emit is not None:
             statuses = [t.status for t in todos]
             emit(EventType.TODO_UPDATE, p.TodoUpdate(todos=[t.to_dict() for t in todos], pending=statuses.count("pending"),
@@ -197,29 +197,9 @@ class SessionMemory:
     # -- files read -------------------------------------------------------------------------
 
     def recent_reads(self) -> list[str]:
-        """Paths the agent read successfully with ``read_file``, most recent first, each once."""
-        wanted: set[str] = set()
-        order: list[str] = []  # call ids of successful reads, newest first
-        paths: dict[str, str] = {}
-        for event in reversed(self._events()):
-            if event.agent_id is not None:
-                continue
-            data = event.data
-            if event.type is EventType.TOOL_RESULT and data.get("name") == _READ_TOOL and not data.get("is_error"):
-                wanted.add(data["call_id"])
-                order.append(data["call_id"])
-            elif event.type is EventType.TOOL_START and data.get("call_id") in wanted:
-                path = (data.get("arguments") or {}).get("path")
-                if isinstance(path, str):
-                    paths[data["call_id"]] = path
-        seen: set[str] = set()
-        out: list[str] = []
-        for call_id in order:
-            path = paths.get(call_id)
-            if path is not None and path not in seen:
-                seen.add(path)
-                out.append(path)
-        return out
+        """Paths the agent read successfully with ``read_file``, most recent first, each once
+        (the last ``MAX_RECENT_READS``)."""
+        return self.catch_up().recent_reads()
 
     def _read_now(self, path: str, max_chars: int) -> tuple[str, bool] | None:
         """The file's text now (cut to ``max_chars``), or None when it is gone, outside, or binary."""
@@ -301,23 +281,11 @@ class SessionMemory:
     @property
     def summary(self) -> SessionSummary | None:
         """The latest session-memory summary since the last compaction, or None."""
-        if not self._summary_known:
-            self._summary_known = True
-            for event in reversed(self._events()):
-                if event.agent_id is not None:
-                    continue
-                if event.type is EventType.COMPACTION_COMPLETE:
-                    break
-                if event.type is EventType.SESSION_MEMORY_UPDATE and not event.data.get("error"):
-                    data = event.data
-                    self._summary = SessionSummary(str(data["summary"]), int(data["messages_covered"]), str(data["fingerprint"]))
-                    break
-        return self._summary
+        return self.catch_up().summary
 
     def compacted(self) -> None:
         """The conversation was compacted: the summary no longer matches its messages."""
-        self._summary = None
-        self._summary_known = True
+        self.catch_up().summary = None
 
     def _covered(self, history: Sequence[Message]) -> int:
         summary = self.summary
@@ -393,11 +361,10 @@ class SessionMemory:
             )
             return SummaryUpdate(None, None)
         cost = pricing.cost(name, usage) if usage is not None and isinstance(name, str) else None
-        self._summary = SessionSummary(text, cut, fingerprint(history[:cut]))
-        self._summary_known = True
+        summary = self.catch_up().summary = SessionSummary(text, cut, fingerprint(history[:cut]))
         emit(
             EventType.SESSION_MEMORY_UPDATE,
-            p.SessionMemoryUpdate(summary=text, messages_covered=cut, messages_added=cut - start, fingerprint=self._summary.fingerprint,
+            p.SessionMemoryUpdate(summary=text, messages_covered=cut, messages_added=cut - start, fingerprint=summary.fingerprint,
                                   model=name, usage=usage.to_dict() if usage is not None else None, cost_usd=cost,
                                   duration_s=time.monotonic() - started, background=background),
         )

@@ -23,16 +23,20 @@ NAMELESS_TOOL = "unnamed_tool"
 class ResponseBuilder:
     """Assembles the assistant message from stream events, block by block, in stream order."""
 
-    __slots__ = ("blocks", "_text", "_thinking", "_signature", "_calls", "_taken")
+    __slots__ = ("blocks", "_text", "_thinking", "_signature", "_calls", "_current", "_taken", "_suffixes")
 
-    def __init__(self, taken: set[str] | None = None) -> None:
+    def __init__(self, taken: set[str] | None = None, suffixes: dict[str, int] | None = None) -> None:
         self.blocks: list[Block] = []
         self._text: list[str] = []
         self._thinking: list[str] = []
         self._signature: str | None = None
         self._calls: dict[int, str] = {}
+        self._current: set[str] = set()  # the ids of this response's calls so far
         # The call ids of the run's earlier responses; a built response adds its own.
         self._taken: set[str] = taken if taken is not None else set()
+        # The last suffix given to each repeated id (shared by the run's builders), so a provider
+        # that reuses one id for every call costs one lookup per call, not one per earlier call.
+        self._suffixes: dict[str, int] = suffixes if suffixes is not None else {}
 
     @property
     def has_output(self) -> bool:
@@ -73,12 +77,16 @@ class ResponseBuilder:
         a repeated id gets a suffix (``call_0`` -> ``call_0_2``), the same in the events, the
         history and the results.
         """
-        used = self._taken.union(self._calls.values()) if self._calls else self._taken
-        unique, n = call_id, 1
-        while unique in used:
-            n += 1
-            unique = f"{call_id}_{n}"
+        taken, current = self._taken, self._current
+        unique = call_id
+        if unique in taken or unique in current:
+            n = self._suffixes.get(call_id, 1)
+            while unique in taken or unique in current:
+                n += 1
+                unique = f"{call_id}_{n}"
+            self._suffixes[call_id] = n
         self._calls[index] = unique
+        current.add(unique)
         return unique
 
     def call_id(self, index: int) -> str | None:

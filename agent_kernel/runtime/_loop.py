@@ -148,6 +148,7 @@ class _Loop:
         self.executor: StreamingToolExecutor | None = None
         self.partial: ResponseBuilder | None = None
         self.call_ids = call_ids_in(messages)  # a new call's id is kept unique against them
+        self.call_id_suffixes: dict[str, int] = {}  # the last suffix given to each repeated id
         self.last_text = ""
         # What one phase leaves for the next (set before each is read).
         self._prepared: tuple[ModelRequest, TurnState] = (ModelRequest(()), TurnState.initial(1))
@@ -434,7 +435,7 @@ class _Loop:
         recovered = False  # one forced compaction per model call after a context-length error
         while True:
             model = self.model
-            builder = self.partial = ResponseBuilder(self.call_ids)
+            builder = self.partial = ResponseBuilder(self.call_ids, self.call_id_suffixes)
             self.executor = self._new_executor()
             started = time.monotonic()
             async for ev in self._attempt(request, final, attempt):
@@ -542,8 +543,6 @@ class _Loop:
                 stream = model.stream(request)
                 async for sev in stream:
                     token.disarm()
-                    if watchdog is not None:
-                        watchdog.touch()
                     if em.holding_text and not isinstance(sev, TextDelta):
                         yield em.release()  # text held back for redaction: its block has ended
                     # A lone surrogate (JSON may escape one) would break every later request: out.
@@ -586,6 +585,9 @@ class _Loop:
                             yield ev
                     if token.reason is not None:
                         raise _Interrupted
+                    if watchdog is not None:
+                        # Back from the consumer: the model's silence is measured from now.
+                        watchdog.touch()
                     token.arm()
                 token.disarm()
         except asyncio.CancelledError:

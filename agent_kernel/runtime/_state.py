@@ -208,6 +208,11 @@ class CancelToken:
         self._task = asyncio.current_task()
         self._loop = asyncio.get_running_loop()
 
+    @property
+    def armed(self) -> bool:
+        """True while the loop is inside one of its interruptible awaits (not with its consumer)."""
+        return self._armed
+
     def arm(self) -> None:
         """Marks the loop as inside an interruptible await."""
         self._armed = True

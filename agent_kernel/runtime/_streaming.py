@@ -15,11 +15,15 @@ import pydantic
 __all__ = ["Watchdog", "backoff", "validation_summary"]
 
 class Watchdog:
-    """Interrupts the stream when nothing has arrived for ``timeout`` seconds.
+    """Interrupts the stream when the model has been silent for ``timeout`` seconds.
 
     ``touch`` records that something arrived: a stream event, or any bytes at all (keep-alive
-    pings included, through ``models.transport.on_stream_activity``). Time is the event loop's
-    clock, so a test loop with a fake clock decides stalls exactly.
+    pings included, through ``models.transport.on_stream_activity``). The loop also touches it
+    when it goes back to the stream after handing an event to its consumer, so the deadline
+    measures the model's silence alone: time a consumer spends holding an event is not silence,
+    and a check that falls while the loop is with its consumer (the token not armed) waits for
+    it to come back instead of giving up. Time is the event loop's clock, so a test loop with a
+    fake clock decides stalls exactly.
     """
 
     __slots__ = ("timeout", "token", "last", "_handle", "_loop")
@@ -32,16 +36,20 @@ class Watchdog:
         self._handle: asyncio.TimerHandle | None = self._loop.call_later(timeout, self._check)
 
     def touch(self) -> None:
-        """Something arrived: the silence starts again from now."""
+        """Something arrived, or the loop is waiting on the model again: the silence starts from now."""
         self.last = self._loop.time()
 
     def _check(self) -> None:
         idle = self._loop.time() - self.last
-        if idle >= self.timeout:
+        if idle < self.timeout:
+            self._handle = self._loop.call_later(self.timeout - idle, self._check)
+        elif self.token.armed:
             self._handle = None
             self.token.interrupt("stall")
         else:
-            self._handle = self._loop.call_later(self.timeout - idle, self._check)
+            # The loop is with its consumer, not waiting on the model: look again a full timeout
+            # later (the loop touches the watchdog when it comes back, so a stall is still seen).
+            self._handle = self._loop.call_later(self.timeout, self._check)
 
     def stop(self) -> None:
         """Stops watching (the stream ended)."""
