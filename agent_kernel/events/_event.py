@@ -87,6 +87,10 @@ class EventType(str, Enum):
     TODO_UPDATE = "todo_update"
     SESSION_MEMORY_UPDATE = "session_memory_update"
     SYSTEM_REMINDER = "system_reminder"
+    # Notebook tools (read_notebook, edit_notebook, run_cell): every change to a notebook and every
+    # cell run; docs/events.md lists their keys.
+    NOTEBOOK_EDIT = "notebook_edit"
+    NOTEBOOK_RUN = "notebook_run"
 
     def __str__(self) -> str:
         return self.value
@@ -175,6 +179,7 @@ def _payloads() -> dict[EventType, type]:
         T.MEMORY_LOADED: p.MemoryLoaded, T.MEMORY_RECALL: p.MemoryRecall, T.MEMORY_WRITE_START: p.MemoryWriteStart,
         T.MEMORY_SAVED: p.MemorySaved, T.MEMORY_WRITE_COMPLETE: p.MemoryWriteComplete, T.MEMORY_WARNING: p.MemoryWarning,
         T.TODO_UPDATE: p.TodoUpdate, T.SESSION_MEMORY_UPDATE: p.SessionMemoryUpdate, T.SYSTEM_REMINDER: p.SystemReminder,
+        T.NOTEBOOK_EDIT: p.NotebookEdit, T.NOTEBOOK_RUN: p.NotebookRun,
     }
 
 

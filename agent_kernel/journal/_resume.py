@@ -54,7 +54,7 @@ from agent_kernel.events._event import AgentEvent, EventType
 from agent_kernel.events._turn import TurnState
 from agent_kernel.journal._reader import TornLineWarning, parse_header
 from agent_kernel.journal._writer import SESSIONS_DIR, session_path
-from agent_kernel.messages import Message, ToolResultBlock, block_from_dict, message_from_dict
+from agent_kernel.messages import ImageBlock, Message, ToolResultBlock, block_from_dict, message_from_dict
 from agent_kernel.models._response import ResponseBuilder
 
 __all__ = [
@@ -298,6 +298,7 @@ class Conversation:
                 data["call_id"],
                 content if isinstance(content, str) else json.dumps(content, default=str),
                 bool(data.get("is_error", False)),
+                _images(data.get("images")),
             )
             if data.get("synthetic") is True:
                 self._synthetic.add(data["call_id"])
@@ -737,3 +738,16 @@ def replace_tool_results(events: Iterable[AgentEvent], replacements: Mapping[str
     if missing:
         raise UserError(f"no recorded result for tool call {', '.join(missing)} before the fork point; replace_result takes the call_id of a call made before it.")
     return out
+
+
+def _images(value: Any) -> tuple[ImageBlock, ...]:
+    """The images a ``tool_result`` event recorded (none when the key is absent or unreadable)."""
+    if not isinstance(value, list):
+        return ()
+    images = []
+    for item in value:
+        try:
+            images.append(ImageBlock.from_dict(item))
+        except (KeyError, TypeError, AttributeError):
+            continue  # a damaged record: the result's text still stands
+    return tuple(images)

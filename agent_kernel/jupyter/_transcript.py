@@ -227,6 +227,9 @@ class Transcript:
         reason = data.get("reason")
         if data.get("server") and data.get("destructive"):  # an MCP tool's destructiveHint
             reason = f"{reason} · the MCP server {data['server']!r} marks this tool destructive"
+        preview = data.get("preview")
+        if isinstance(preview, str) and preview:  # what the call would change (a cell's new source, a diff)
+            reason = f"{reason}\n\n{preview}"
         # Approvals may carry a deadline; older journals and gates without one omit the keys.
         expires, timeout = data.get("expires_at"), data.get("timeout_s")
         card.approval_timeout_s = float(timeout) if _is_number(timeout) else None

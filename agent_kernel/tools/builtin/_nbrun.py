@@ -1,0 +1,156 @@
+"""tools.builtin.nbrun — running one notebook cell for ``run_cell``, where its notebook lives.
+
+Two places a cell can run:
+
+- In this process, in the user's namespace, when the notebook is the kernel's own (the agent
+  runs inside it): the kernel is busy with the agent's cell, so nothing is queued on it; the code
+  runs in a thread of its own with its output captured (``tools.builtin.capture``), as the
+  ``python`` tool runs. Cancelling the run or passing the timeout raises ``KeyboardInterrupt`` in
+  the cell's code.
+- In a kernel started for the file (nbclient), for any other notebook: the kernel stays up for
+  later cells of the same notebook in the same session (variables persist, as in Jupyter), and
+  is interrupted on cancel or timeout. ``shutdown_kernels`` (and interpreter exit) stops them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import functools
+import os
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from agent_kernel.tools._threads import run_in_thread
+from agent_kernel.tools.builtin._capture import run_captured
+
+__all__ = ["CellRun", "run_in_kernel", "run_in_process", "shutdown_kernels"]
+
+#: Where a session keeps the kernels started for notebook files (canonical path -> client).
+KERNELS_KEY = "notebook_kernels"
+
+_all_clients: list[Any] = []  # every kernel started, so interpreter exit can stop the ones left
+
+
+@dataclass
+class CellRun:
+    """One cell's run: its nbformat outputs, how it ended, and where it ran."""
+
+    outputs: list[dict[str, Any]]
+    status: str  # ok, error, timeout or cancelled
+    mode: str  # in_process or kernel
+    duration_s: float
+    execution_count: int | None = None
+
+
+def _timeout_error(timeout: float) -> dict[str, Any]:
+    message = f"the cell ran for more than {timeout:g} s and was interrupted"
+    return {"output_type": "error", "ename": "TimeoutError", "evalue": message, "traceback": [f"TimeoutError: {message}"]}
+
+
+async def run_in_process(source: str, namespace: dict[str, Any], index: int, timeout: float) -> CellRun:
+    """Runs ``source`` in ``namespace`` in a thread of its own, capturing what it shows."""
+    started = time.monotonic()
+    work = functools.partial(run_captured, source, namespace, shown=f"<cell {index}>")
+    try:
+        captured = await asyncio.wait_for(run_in_thread(work, name="run_cell", interrupt=True), timeout)
+    except asyncio.TimeoutError:
+        return CellRun([_timeout_error(timeout)], "timeout", "in_process", time.monotonic() - started)
+    status = "error" if captured.failed else "ok"
+    return CellRun(captured.outputs, status, "in_process", time.monotonic() - started)
+
+
+async def _client(extras: dict[str, Any], key: str, nb: Any, folder: str) -> Any:
+    from nbclient import NotebookClient
+
+    kernels = extras.setdefault(KERNELS_KEY, {})
+    client = kernels.get(key)
+    if client is not None and client.km is not None and await _alive(client):
+        client.nb = nb
+        return client
+    kernel_name = (nb.metadata.get("kernelspec") or {}).get("name") or "python3"
+    client = NotebookClient(nb, kernel_name=kernel_name, allow_errors=True, interrupt_on_timeout=True,
+                            resources={"metadata": {"path": folder}})
+    client.km = client.create_kernel_manager()
+    await client.async_start_new_kernel(cwd=folder)
+    await client.async_start_new_kernel_client()
+    kernels[key] = client
+    _all_clients.append(client)
+    return client
+
+
+async def _alive(client: Any) -> bool:
+    try:
+        return bool(await client.km.is_alive())
+    except Exception:
+        return False
+
+
+async def run_in_kernel(extras: dict[str, Any], key: str, nb: Any, index: int, folder: str, timeout: float) -> CellRun:
+    """Runs cell ``index`` of ``nb`` in the kernel kept for ``key`` (started in ``folder`` if needed).
+
+    The cell's outputs and execution count are set on ``nb`` itself.
+    """
+    from nbclient.exceptions import CellTimeoutError
+
+    started = time.monotonic()
+    client = await _client(extras, key, nb, folder)
+    client.timeout = timeout
+    cell = nb.cells[index]
+    try:
+        await client.async_execute_cell(cell, index, store_history=True)
+    except CellTimeoutError:
+        cell.outputs.append(_timeout_error(timeout))
+        return CellRun(list(cell.outputs), "timeout", "kernel", time.monotonic() - started, cell.get("execution_count"))
+    except asyncio.CancelledError:
+        try:
+            await client.km.interrupt_kernel()
+        finally:
+            raise
+    failed = any(o.get("output_type") == "error" for o in cell.outputs)
+    return CellRun(list(cell.outputs), "error" if failed else "ok", "kernel", time.monotonic() - started, cell.get("execution_count"))
+
+
+async def _stop(client: Any) -> None:
+    try:
+        if client.kc is not None:
+            client.kc.stop_channels()
+        await client.km.shutdown_kernel(now=True)
+    except Exception:  # already gone
+        pass
+
+
+async def shutdown_kernels(extras: dict[str, Any]) -> None:
+    """Stops the kernels started for notebook files in this session (``extras``)."""
+    kernels = extras.pop(KERNELS_KEY, {}) or {}
+    for client in kernels.values():
+        await _stop(client)
+        if client in _all_clients:
+            _all_clients.remove(client)
+
+
+@atexit.register
+def _stop_all() -> None:
+    if not _all_clients:
+        return
+    clients = list(_all_clients)
+    _all_clients.clear()
+
+    async def stop() -> None:
+        for client in clients:
+            await _stop(client)
+
+    try:
+        asyncio.run(stop())
+    except Exception:
+        for client in clients:  # last resort: the kernel processes must not outlive us
+            try:
+                client.km.provisioner.process.kill()
+            except Exception:
+                pass
+
+
+def folder_of(path: str) -> str:
+    """The folder a notebook's kernel starts in (the notebook's own, as Jupyter does)."""
+    return os.path.dirname(os.path.abspath(path))
