@@ -264,6 +264,14 @@ class Conversation:
         """The conversation as a resumed agent holds it (after compactions)."""
         return [entry.message for entry in self.current]
 
+    def _with_images(self, block: Any) -> Any:
+        """A recursion's tool result with the images its ``tool_result`` event holds (recorded once, there)."""
+        if isinstance(block, ToolResultBlock) and not block.images:
+            recorded = self._results.get(block.tool_use_id)
+            if recorded is not None and recorded.images:
+                return ToolResultBlock(block.tool_use_id, block.content, block.is_error, recorded.images)
+        return block
+
     def _append(self, message: Message, kind: str, event: AgentEvent) -> None:
         entry = Entry(message, kind, event)
         self.history.append(entry)
@@ -314,7 +322,7 @@ class Conversation:
             # The loop asked a response cut off by max_tokens to go on.
             self._append(Message.user(str(data.get("instruction", ""))), "prompt", event)
         elif kind is EventType.RECURSION:
-            blocks = tuple(block_from_dict(block) for block in data.get("tool_results", ()))
+            blocks = tuple(self._with_images(block_from_dict(block)) for block in data.get("tool_results", ()))
             self._append(Message("user", blocks), "tool_results", event)
             self._pending = []
         elif kind is EventType.STEER:
