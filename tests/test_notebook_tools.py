@@ -339,3 +339,22 @@ async def test_undo_reverts_one_runs_edits_in_one_step(work: Path, tmp_path: Pat
     assert "3 edits undone" in said
     assert [c.source for c in cells(work / "sales.ipynb")] == original
     assert cells(work / "sales.ipynb")[2].outputs[0].ename == "ZeroDivisionError"  # the deleted cell came back whole
+
+
+async def test_a_figure_drawn_in_a_file_kernel_comes_back_with_its_title_and_axes(work: Path) -> None:
+    agent = agent_for(work, [
+        tool_call("read_notebook", {"path": "sales.ipynb"}),
+        tool_call("edit_notebook", {"action": "insert", "source": "import matplotlib.pyplot as plt\nfig, ax = plt.subplots()\n"
+                                    "ax.plot([1, 2], [3, 4])\nax.set_title('Trend')\nax.set_xlabel('week')\nax.set_ylabel('sales')",
+                                    "path": "sales.ipynb"}),
+        tool_call("run_cell", {"cell": 3, "path": "sales.ipynb"}),
+    ])
+    try:
+        result = await agent.run("plot")
+    finally:
+        await shutdown_kernels(agent.tool_extras)
+    ran = results(result.events)[-1]
+    assert not ran["is_error"], ran["content"]
+    assert ran["images"][0]["alt"].endswith("figure 'Trend': x 'week', y 'sales'")
+    [figure] = [o for o in cells(work / "sales.ipynb")[3].outputs if o.output_type == "display_data"]
+    assert figure.metadata["agent_kernel_figure"]["title"] == "Trend" and "image/png" in figure.data

@@ -32,6 +32,34 @@ KERNELS_KEY = "notebook_kernels"
 
 _all_clients: list[Any] = []  # every kernel started, so interpreter exit can stop the ones left
 
+# Run once in each kernel started for a file: after each cell, the figures it left open are shown
+# as PNG with their title and axes in the output's metadata (what an image's alt line says), then
+# closed, before the inline backend would show them without. Plain Python: the kernel need not
+# have agent_kernel installed.
+FIGURE_SETUP = """
+def _agent_kernel_figures():
+    import sys
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is None:
+        return
+    import base64, io
+    from IPython.display import display
+    for number in plt.get_fignums():
+        figure = plt.figure(number)
+        axes = [{"title": a.get_title(), "xlabel": a.get_xlabel(), "ylabel": a.get_ylabel()} for a in figure.get_axes()]
+        suptitle = getattr(figure, "_suptitle", None)
+        title = suptitle.get_text() if suptitle is not None else (axes[0]["title"] if axes else "")
+        buffer = io.BytesIO()
+        try:
+            figure.savefig(buffer, format="png", dpi=72, bbox_inches="tight")
+        finally:
+            plt.close(figure)
+        display({"image/png": base64.b64encode(buffer.getvalue()).decode("ascii"), "text/plain": "<Figure %r>" % title},
+                raw=True, metadata={"agent_kernel_figure": {"title": title, "axes": axes}})
+get_ipython().events.register("post_execute", _agent_kernel_figures)
+del _agent_kernel_figures
+"""
+
 
 @dataclass
 class CellRun:
@@ -75,6 +103,11 @@ async def _client(extras: dict[str, Any], key: str, nb: Any, folder: str) -> Any
     client.km = client.create_kernel_manager()
     await client.async_start_new_kernel(cwd=folder)
     await client.async_start_new_kernel_client()
+    try:
+        kc: Any = client.kc  # an AsyncKernelClient once started
+        await kc.execute_interactive(FIGURE_SETUP, silent=True, store_history=False, timeout=30)
+    except Exception:  # not an IPython kernel: figures are shown as the kernel shows them
+        pass
     kernels[key] = client
     _all_clients.append(client)
     return client
