@@ -18,6 +18,7 @@ import asyncio
 import atexit
 import functools
 import os
+import subprocess
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -101,7 +102,9 @@ async def _client(extras: dict[str, Any], key: str, nb: Any, folder: str) -> Any
     client = NotebookClient(nb, kernel_name=kernel_name, allow_errors=True, interrupt_on_timeout=True,
                             resources={"metadata": {"path": folder}})
     client.km = client.create_kernel_manager()
-    await client.async_start_new_kernel(cwd=folder)
+    # The kernel's own stderr (transport warnings, its shutdown notice) is not the cell's output:
+    # inherited, it would show up in whatever cell the agent runs in.
+    await client.async_start_new_kernel(cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     await client.async_start_new_kernel_client()
     try:
         kc: Any = client.kc  # an AsyncKernelClient once started

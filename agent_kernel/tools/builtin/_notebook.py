@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+import hashlib
 from typing import Any, Literal
 
 from agent_kernel.errors import ToolError
@@ -129,6 +130,17 @@ def _new_cell(cell_type: str, source: str) -> Any:
     return nbformat.v4.new_code_cell(source)
 
 
+def _cell_id(nb: Any, fingerprint: str, call_id: str) -> str:
+    """A new cell's id, from the notebook it goes into and the call inserting it: the same edit of
+    the same notebook gives the same id (so stored outputs and tests stay stable), unique in ``nb``."""
+    taken = {c.get("id") for c in nb.cells}
+    for attempt in range(100):
+        candidate = hashlib.sha256(f"{fingerprint}:{call_id}:{attempt}".encode()).hexdigest()[:8]
+        if candidate not in taken:
+            return candidate
+    raise ToolError("Could not find a free cell id; the notebook has too many cells with clashing ids.")
+
+
 def _load_for_edit(ctx: ToolContext, path: str, action: str) -> NotebookDoc:
     try:
         doc = nbfile.load(ctx, path, "edit_notebook")
@@ -179,6 +191,7 @@ def _edit_notebook(
         else:
             index = find_cell(nb, cell, shown=shown) + 1
         new = _new_cell(cell_type or "code", source)
+        new.id = _cell_id(nb, doc.fingerprint, ctx.call_id)
         new.metadata[PROVENANCE_KEY] = _provenance(ctx, "insert")
         nb.cells.insert(index, new)
         changed = new
