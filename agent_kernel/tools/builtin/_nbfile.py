@@ -27,7 +27,7 @@ from agent_kernel.guard._paths import PathArgument, PathKey, Resolved
 from agent_kernel.tools._tool import ToolContext
 from agent_kernel.tools.builtin._workspace import guard, workspace
 
-__all__ = ["NotebookDoc", "NotebookPath", "default_notebook", "find_cell", "load", "remember_read", "save"]
+__all__ = ["NotebookDoc", "NotebookPath", "default_notebook", "find_cell", "load", "load_for_reading", "remember_read", "save"]
 
 #: Where a run keeps the fingerprint of each notebook it read (canonical path -> sha256).
 READS_KEY = "notebook_reads"
@@ -146,6 +146,43 @@ def parse(data: bytes, shown: str) -> Any:
 def load(ctx: ToolContext | None, path: str, tool_name: str) -> NotebookDoc:
     """Reads and parses the notebook ``path`` (confined to the workspace, deny rules applied)."""
     data, resolved = _read_bytes(ctx, path, tool_name)
+    return NotebookDoc(resolved, parse(data, resolved.rel), _fingerprint(data))
+
+
+class _Cells:
+    """A notebook read for reading only: its cells as plain dicts (``nb.cells``, ``cell.get``)."""
+
+    __slots__ = ("cells", "metadata")
+
+    def __init__(self, cells: list[dict[str, Any]], metadata: dict[str, Any]) -> None:
+        self.cells = cells
+        self.metadata = metadata
+
+
+_CELL_TYPES = ("code", "markdown", "raw")
+
+
+def load_for_reading(ctx: ToolContext | None, path: str, tool_name: str) -> NotebookDoc:
+    """``load``, for a read: a version-4 notebook is checked for the shape the tools rely on and
+    kept as plain dicts, without nbformat's full validation (the slow part of a read); any other
+    version goes through nbformat (upgraded). Never saved: edits use ``load``."""
+    import json
+
+    data, resolved = _read_bytes(ctx, path, tool_name)
+    try:
+        raw = json.loads(data.decode("utf-8", errors="replace"))
+    except ValueError as exc:
+        raise ToolError(f"{resolved.rel!r} is not a valid notebook (not JSON: {exc}); read it with read_file to see what it holds.") from None
+    if isinstance(raw, dict) and raw.get("nbformat") == 4 and isinstance(raw.get("cells"), list):
+        cells = raw["cells"]
+        for index, cell in enumerate(cells):
+            if not isinstance(cell, dict) or cell.get("cell_type") not in _CELL_TYPES or not isinstance(cell.get("source", ""), (str, list)) \
+                    or not isinstance(cell.get("outputs", []), list) or not all(isinstance(o, dict) for o in cell.get("outputs", [])):
+                raise ToolError(f"{resolved.rel!r} does not follow the notebook format (cell {index} is not a code, markdown or raw cell "
+                                "with a source); fix it in Jupyter or with read_file/edit_file.")
+        found = raw.get("metadata")
+        metadata: dict[str, Any] = found if isinstance(found, dict) else {}
+        return NotebookDoc(resolved, _Cells(cells, metadata), _fingerprint(data))
     return NotebookDoc(resolved, parse(data, resolved.rel), _fingerprint(data))
 
 

@@ -179,6 +179,9 @@ def render_cells(
     used = 0
     omitted: list[int] = []
     for index in by_nearness:
+        if used >= budget:  # full: the farther cells are named, not rendered
+            omitted.append(index)
+            continue
         text = inert(_cell_text(index, cells[index]))
         if used + len(text) > budget and texts:
             omitted.append(index)

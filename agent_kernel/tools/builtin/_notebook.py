@@ -112,7 +112,7 @@ def _read_notebook(ctx: ToolContext, path: str | None = None, cells: list[int | 
         path: the .ipynb file, relative to the working directory (default: the current notebook).
         cells: only these cells, by index or id (default: all, nearest to the current cell first when long).
     """
-    doc = nbfile.load(ctx, _path(ctx, path), "read_notebook")
+    doc = nbfile.load_for_reading(ctx, _path(ctx, path), "read_notebook")
     nbfile.remember_read(ctx, doc)
     wanted = _cells_wanted(doc.nb, cells, doc.target.rel)
     budget = int(ctx.extras.get("notebook_read_chars", DEFAULT_BUDGET_CHARS))
