@@ -10,6 +10,8 @@ from typing import Any
 
 import nbformat
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agent_kernel import Agent, EventType
 from agent_kernel.models.scripted import ScriptedModel, tool_call
@@ -358,3 +360,42 @@ async def test_a_figure_drawn_in_a_file_kernel_comes_back_with_its_title_and_axe
     assert ran["images"][0]["alt"].endswith("figure 'Trend': x 'week', y 'sales'")
     [figure] = [o for o in cells(work / "sales.ipynb")[3].outputs if o.output_type == "display_data"]
     assert figure.metadata["agent_kernel_figure"]["title"] == "Trend" and "image/png" in figure.data
+
+
+async def test_a_save_that_fails_midway_leaves_the_notebook_as_it_was(work: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    before = (work / "sales.ipynb").read_bytes()
+
+    def disk_full(fd: int) -> None:
+        raise OSError(28, "No space left on device")
+
+    agent = agent_for(work, [tool_call("read_notebook", {"path": "sales.ipynb"}),
+                             tool_call("edit_notebook", {"action": "delete", "cell": 0, "path": "sales.ipynb"})])
+    monkeypatch.setattr(os, "fsync", disk_full)
+    _, failed = results((await agent.run("edit")).events)
+    assert failed["is_error"] and "No space left on device" in failed["content"] and "nothing was changed" in failed["content"]
+    assert (work / "sales.ipynb").read_bytes() == before
+    assert sorted(p.name for p in work.iterdir()) == ["sales.ipynb"]  # no temporary file left behind
+
+
+@given(st.integers(min_value=0, max_value=6), st.one_of(st.integers(min_value=-10, max_value=10), st.text(max_size=4)))
+@settings(max_examples=200, deadline=None)
+def test_a_cell_reference_finds_that_cell_or_says_what_exists(count: int, ref: int | str) -> None:
+    from agent_kernel.errors import ToolError
+    from agent_kernel.tools.builtin._nbfile import find_cell
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(str(i), id=f"c{i}") for i in range(count)]
+    try:
+        index = find_cell(nb, ref, shown="n.ipynb")
+    except ToolError as exc:
+        assert "read_notebook" in str(exc)
+        by_id = isinstance(ref, str) and any(c.id == ref for c in nb.cells)
+        as_number = isinstance(ref, int) or (isinstance(ref, str) and ref.lstrip("-").isdigit())
+        assert not by_id and not (as_number and -count <= int(ref) < count)
+        return
+    if isinstance(ref, str) and any(c.id == ref for c in nb.cells):
+        assert nb.cells[index].id == ref
+    else:
+        assert index == int(ref) % count
