@@ -271,7 +271,8 @@ def _draw_tool(node: _Node) -> str:
                      f'</span><progress max="1"{value}></progress></div>')
     if status == "awaiting_approval":
         reason = it.get("approval_reason")
-        parts.append(f'<div style="font-weight: 600; color: {_COLORS["warn"]};">Approval needed'
+        # white-space: a card's preview (a cell's new source, a diff) keeps its lines
+        parts.append(f'<div style="font-weight: 600; color: {_COLORS["warn"]}; white-space: pre-wrap;">Approval needed'
                      f'{": " + _esc(reason) if reason else ""}</div>')
     said = decision_label(it)
     if said:
