@@ -272,8 +272,13 @@ class Transcript:
         is_error = bool(data.get("is_error"))
         status = card.status if card.status in ("rejected", "cancelled") else \
             ("error" if is_error else "done")
+        changes: dict[str, Any] = {}
+        images = data.get("images")
+        if isinstance(images, list) and images:  # the pictures the model got (a plot), shown on the card
+            changes["images"] = [{"src": f"data:{i.get('media_type')};base64,{i.get('data')}", "alt": str(i.get("alt", ""))}
+                                 for i in images[:4] if isinstance(i, dict) and str(i.get("media_type", "")).startswith("image/")]
         self._set(card, status=status, is_error=is_error, result=content[:RESULT_CAP],
-                  result_chars=len(content), duration_s=data.get("duration_s"), progress=None)
+                  result_chars=len(content), duration_s=data.get("duration_s"), progress=None, **changes)
 
     def _on_llm_complete(self, event: AgentEvent, data: p.LlmComplete) -> None:
         top = event.agent_id is None
