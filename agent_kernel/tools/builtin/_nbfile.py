@@ -29,6 +29,9 @@ from agent_kernel.tools.builtin._workspace import guard, workspace
 
 __all__ = ["NotebookDoc", "NotebookPath", "default_notebook", "find_cell", "load", "load_for_reading", "remember_read", "save"]
 
+#: The permission key of a call without ``path`` when the gate cannot tell which notebook it means.
+UNKNOWN_NOTEBOOK = "<current notebook>"
+
 #: Where a run keeps the fingerprint of each notebook it read (canonical path -> sha256).
 READS_KEY = "notebook_reads"
 
@@ -78,7 +81,10 @@ class NotebookPath(PathArgument):
         try:
             return default_notebook()
         except ToolError:
-            return ""
+            # The default comes from the run's extras, which the gate cannot see: a key that names
+            # no file, so only rules for every notebook match it and the mode decides (the deny
+            # rules are checked again on the file the tool opens).
+            return UNKNOWN_NOTEBOOK
 
     def __call__(self, arguments: dict[str, Any]) -> str:
         path = self._path(arguments)
