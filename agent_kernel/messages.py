@@ -17,8 +17,11 @@ from agent_kernel._util.text import encodable, encodable_data
 
 __all__ = [
     "BlockDict",
+    "IMAGE_CHARS",
+    "ImageDict",
     "MessageDict",
     "Block",
+    "ImageBlock",
     "Message",
     "Role",
     "SummaryBlock",
@@ -33,6 +36,16 @@ __all__ = [
 ]
 
 
+class ImageDict(TypedDict):
+    """An ``ImageBlock``, as ``ImageBlock.to_dict`` writes it."""
+
+    media_type: str  # image/png, image/jpeg, image/gif or image/webp
+    data: str  # the image, base64
+    width: int | None  # pixels, when known
+    height: int | None  # pixels, when known
+    alt: str  # what a model that takes no images reads instead (and what the image shows, when known)
+
+
 class BlockDict(TypedDict, total=False):
     """A content block, as ``messages.block_to_dict`` writes it: ``type`` and that block's fields."""
 
@@ -45,6 +58,7 @@ class BlockDict(TypedDict, total=False):
     tool_use_id: str  # tool_result: the call it answers
     content: str  # tool_result: what the model reads
     is_error: bool  # tool_result
+    images: list[ImageDict]  # tool_result: pictures the result shows (a plot), when it has any
     messages_replaced: int  # summary: how many messages it stands for
 
 
@@ -95,12 +109,56 @@ class ToolUseBlock:
 
 
 @dataclass(frozen=True, slots=True)
+class ImageBlock:
+    """A picture a tool result shows (a plot, an image output of a notebook cell).
+
+    Each adapter sends it the way its API takes images; a model that takes none reads ``alt``.
+
+    Attributes:
+        media_type: ``image/png``, ``image/jpeg``, ``image/gif`` or ``image/webp``.
+        data: the image bytes, base64-encoded (already capped and scaled for models).
+        width: pixels, when known.
+        height: pixels, when known.
+        alt: a one-line description: its size and, for a figure, its title and axes.
+    """
+
+    media_type: str
+    data: str
+    width: int | None = None
+    height: int | None = None
+    alt: str = ""
+
+    def to_dict(self) -> ImageDict:
+        """A JSON-serialisable dict."""
+        return {"media_type": self.media_type, "data": self.data, "width": self.width, "height": self.height, "alt": self.alt}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ImageBlock:
+        """Rebuilds an image from ``to_dict`` output."""
+        return cls(str(data["media_type"]), str(data["data"]), data.get("width"), data.get("height"), str(data.get("alt", "")))
+
+    @property
+    def placeholder(self) -> str:
+        """What a model that takes no images reads in its place."""
+        size = f" {self.width}×{self.height}" if self.width and self.height else ""
+        return f"[image {self.media_type}{size}{': ' + self.alt if self.alt else ''}]"
+
+
+#: Characters an image counts as when the conversation's size is estimated (about 1,600 tokens).
+IMAGE_CHARS = 6_400
+
+
+@dataclass(frozen=True, slots=True)
 class ToolResultBlock:
-    """The result of one tool call, sent back to the model in a user message."""
+    """The result of one tool call, sent back to the model in a user message.
+
+    ``images`` are pictures the result shows (a plot), sent after its text.
+    """
 
     tool_use_id: str
     content: str
     is_error: bool = False
+    images: tuple[ImageBlock, ...] = ()
     type: Literal["tool_result"] = "tool_result"
 
     def __post_init__(self) -> None:
@@ -131,14 +189,27 @@ _BLOCK_TYPES: dict[str, type] = {
 
 
 def block_to_dict(block: Block) -> BlockDict:
-    """Returns a JSON-serialisable dict for a block (with its ``type``)."""
-    return cast("BlockDict", {name: getattr(block, name) for name in block.__slots__})
+    """Returns a JSON-serialisable dict for a block (with its ``type``).
+
+    A tool result's ``images`` key is written only when it has images, so text-only results
+    keep the shape they always had.
+    """
+    out = {name: getattr(block, name) for name in block.__slots__}
+    if isinstance(block, ToolResultBlock):
+        if block.images:
+            out["images"] = [image.to_dict() for image in block.images]
+        else:
+            del out["images"]
+    return cast("BlockDict", out)
 
 
 def block_from_dict(data: dict[str, Any]) -> Block:
     """Rebuilds a block from ``block_to_dict`` output."""
     cls = _BLOCK_TYPES[data["type"]]
-    return cls(**{k: v for k, v in data.items() if k != "type"})
+    fields = {k: v for k, v in data.items() if k != "type"}
+    if "images" in fields:
+        fields["images"] = tuple(ImageBlock.from_dict(i) for i in fields["images"] or ())
+    return cls(**fields)
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,7 +250,7 @@ class Message:
             if isinstance(b, ToolUseBlock):
                 n += len(b.name) + len(json.dumps(b.input, default=str))
             elif isinstance(b, ToolResultBlock):
-                n += len(b.content)
+                n += len(b.content) + IMAGE_CHARS * len(b.images)
             else:
                 n += len(b.text)
         return n

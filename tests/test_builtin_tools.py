@@ -62,6 +62,9 @@ def test_builtins_declare_read_only_concurrency_and_category() -> None:
         "grep": (True, True, "read"),
         "bash": (False, False, "shell"),
         "python": (False, False, "execute"),
+        "read_notebook": (True, True, "read"),
+        "edit_notebook": (False, False, "edit"),
+        "run_cell": (False, False, "execute"),
     }
 
 

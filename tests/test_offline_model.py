@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from agent_kernel import Agent, EventType, tool
 from agent_kernel.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
@@ -180,3 +181,37 @@ async def test_what_the_session_adds_to_a_prompt_is_neither_followed_nor_echoed(
     prompt = "Which region sold more?<system-reminder>Variables changed: sales (DataFrame 4x2)</system-reminder>"
     said = text_of(await collect(OfflineModel(delay=0).stream(ModelRequest((Message.user(prompt),)))))
     assert 'You said: "Which region sold more?"' in said and "system-re" not in said
+
+
+# ---- notebook moves -----------------------------------------------------------------------------
+
+
+async def test_offline_model_reads_the_notebook_adds_a_plot_runs_it_and_describes_the_figure(tmp_path: Path, monkeypatch: Any) -> None:
+    import nbformat
+
+    monkeypatch.chdir(tmp_path)  # the kernel's folder: code in the user's namespace reads files from there
+    (tmp_path / "sales.csv").write_text("month,revenue,units\nJan,10,1\nFeb,14,2\nMar,9,3\n")
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# Sales")]
+    nbformat.write(nb, tmp_path / "work.ipynb")
+    agent = Agent("offline", tools=["read_notebook", "edit_notebook", "run_cell"], permissions="bypass",
+                  working_dir=tmp_path, journal=None)
+    agent.model.delay = 0
+    agent.tool_extras.update(notebook_path="work.ipynb", namespace={})
+    result = await agent.run("Load sales.csv and plot the revenue column.")
+    calls = [e.data["name"] for e in result.events if e.type is EventType.TOOL_START]
+    assert calls == ["read_notebook", "edit_notebook", "run_cell"]
+    assert "a figure titled 'revenue by month' with x axis 'month' and y axis 'revenue'" in result.text
+    cells = nbformat.read(tmp_path / "work.ipynb", as_version=4).cells
+    assert "pd.read_csv('sales.csv')" in cells[1].source and cells[1].metadata["agent_kernel"]["action"] == "insert"
+    assert any("image/png" in o.get("data", {}) for o in cells[1].outputs)
+
+
+def test_offline_model_answers_a_fix_prompt_with_the_closest_key() -> None:
+    from agent_kernel.models._offline_notebook import fix_answer
+
+    prompt = ("The last notebook cell failed with KeyError: 'prices'. Explain.\n\n<notebook-data>\n"
+              "The names it uses, as they are now:\n- sales: DataFrame (2, 1): price 0 1 1 2\n- total: not defined\n</notebook-data>")
+    answer = fix_answer(prompt)
+    assert answer is not None and "KeyError: 'prices'" in answer
+    assert "'price'" in answer and "total" in answer

@@ -1377,3 +1377,48 @@ def test_the_status_line_estimates_tokens_while_streaming_and_says_what_the_run_
     assert "running read_file" in bar()
     assert browser.errors == []
     page.close()
+
+
+def test_a_results_images_show_on_its_card_and_in_the_saved_transcript(make_view):
+    from agent_kernel.jupyter._static_view import render_html
+
+    ev = Events()
+    view = make_view(clock=Clock())
+    start(view, ev)
+    image = {"media_type": "image/png", "data": "iVBORw0KGgo=", "width": 2, "height": 2, "alt": "figure 'Growth'"}
+    junk = {"media_type": "text/html", "data": "PHNjcmlwdD4=", "width": None, "height": None, "alt": ""}
+    view.handle(ev(T.TOOL_RESULT, call_id="c1", name="python", content="plotted", is_error=False, duration_s=0.1,
+                   images=[image, junk]))
+    card = view.transcript.card("c1")
+    assert card.images == [{"src": "data:image/png;base64,iVBORw0KGgo=", "alt": "figure 'Growth'"}]
+    assert card.to_json()["images"] == card.images
+    html = render_html(view.transcript.to_json())
+    assert '<img src="data:image/png;base64,iVBORw0KGgo=" alt="figure &#x27;Growth&#x27;"' in html
+    assert "text/html" not in html
+
+
+@pytest.mark.browser
+def test_the_front_end_shows_a_results_images_on_its_card_without_fetching(make_view, chromium):
+    import base64
+    import io
+
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new("RGB", (40, 20), "red").save(buffer, format="PNG")
+    png = base64.b64encode(buffer.getvalue()).decode()
+    ev = Events()
+    view = make_view(clock=Clock())
+    browser = BrowserPage(chromium, view)
+    page = browser.page
+    start(view, ev)
+    view.handle(ev(T.TOOL_CALL_READY, call_id="c1", name="python", arguments={"code": "plot()"}, index=0))
+    view.handle(ev(T.TOOL_RESULT, call_id="c1", name="python", content="plotted", is_error=False, duration_s=0.1,
+                   images=[{"media_type": "image/png", "data": png, "width": 40, "height": 20, "alt": "figure 'Red'"}]))
+    browser.pump()
+    picture = page.locator(".ak-tool .ak-picture")
+    assert picture.count() == 1 and picture.get_attribute("alt") == "figure 'Red'"
+    page.wait_for_function("document.querySelector('.ak-picture').complete")
+    assert page.evaluate("document.querySelector('.ak-picture').naturalWidth") == 40  # decoded, from the data URL
+    assert browser.errors == [] and all(url.startswith("http://view.test/") for url in browser.requests)
+    page.close()

@@ -697,7 +697,9 @@ function toolItem(model, item, store) {
   const resultSummary = h("summary", null, "Full result");
   const resultBody = h("pre", "ak-pre");
   result.append(resultSummary, resultBody);
-  root.append(head, args, progress, approval, decision, children, resultPreview, result);
+  const pictures = h("div", "ak-pictures"); // images the result showed (a plot), as the model got them
+  root.append(head, args, progress, approval, decision, children, resultPreview, pictures, result);
+  let shownPictures = "";
 
   let current = item;
   let sentAt = 0;
@@ -790,6 +792,19 @@ function toolItem(model, item, store) {
       } else {
         result.hidden = true;
       }
+      const images = Array.isArray(it.images) ? it.images : [];
+      const key = images.map((image) => image.src.length + ":" + image.alt).join("|");
+      if (key !== shownPictures) { // drawn once per change, not on every update of the card
+        shownPictures = key;
+        pictures.replaceChildren(...images.map((image) => {
+          const img = h("img", "ak-picture");
+          img.src = image.src;
+          img.alt = image.alt || "image";
+          img.title = image.alt || "";
+          return img;
+        }));
+      }
+      pictures.hidden = images.length === 0;
     },
   };
 }

@@ -553,6 +553,45 @@ class Agent(metaclass=_RefusesUnknownSettings):
             self.history[-1] = self.history[-1].with_compacted()
         return self.events[before:]
 
+    def undo_notebook(self, run: Any = None) -> str:
+        """Reverts the notebook edits of one run (``edit_notebook``) as a single step per notebook.
+
+        Args:
+            run: a ``RunResult`` or a run id; None: the latest run that edited a notebook.
+
+        Returns:
+            What was undone. Each undo is journaled as a ``notebook_edit`` event of action ``undo``.
+
+        Raises:
+            UserError: a run is in progress, or no run (or not that one) edited a notebook.
+            ToolError: a cell the run wrote was changed since; nothing was written to that notebook.
+        """
+        from agent_kernel.tools.builtin._notebook import undo_run_edits
+
+        if self._context is not None:
+            raise UserError("Cannot undo notebook edits while a run is in progress; wait for it to finish.")
+        run_id = getattr(run, "run_id", run)
+        edits = [e for e in self.events if e.type is EventType.NOTEBOOK_EDIT and e.agent_id is None]
+        undone = {e.data.get("undoes") for e in edits if e.data.get("action") == "undo"}
+        if run_id is None:
+            run_id = next((e.run_id for e in reversed(edits) if e.data.get("action") != "undo" and e.run_id not in undone), None)
+            if run_id is None:
+                raise UserError("No run of this agent has notebook edits left to undo.")
+        if run_id in undone:
+            raise UserError(f"The notebook edits of run {run_id} were already undone.")
+        mine = [dict(e.data) for e in edits if e.run_id == run_id and e.data.get("action") != "undo"]
+        if not mine:
+            raise UserError(f"Run {run_id!r} made no notebook edits in this session; pass the RunResult or run id of a run that did.")
+        said, written = undo_run_edits(mine, self.working_dir, run_id=str(run_id))
+        _ = self.journal
+        em = Emitter(self.session_id, new_id("r_"), self._seq, self._sinks, self._redact())
+        em.turn = self.history[-1] if self.history else None
+        for data in written:
+            em.later(EventType.NOTEBOOK_EDIT, data)
+        em.drain()
+        em.flush()
+        return said
+
     # -- sub-agents -------------------------------------------------------------------------
 
     def as_tool(self, name: str | None = None, description: str | None = None, *, concurrency_safe: bool = False, background: bool = False) -> Tool:

@@ -94,6 +94,10 @@ class EventType(str, Enum):
     SUBAGENT_REPORT = "subagent_report"
     CREW_STATE = "crew_state"
     TASK_CONDITION = "task_condition"
+    # Notebook tools (read_notebook, edit_notebook, run_cell): every change to a notebook and every
+    # cell run; docs/events.md lists their keys.
+    NOTEBOOK_EDIT = "notebook_edit"
+    NOTEBOOK_RUN = "notebook_run"
 
     def __str__(self) -> str:
         return self.value
@@ -184,6 +188,7 @@ def _payloads() -> dict[EventType, type]:
         T.TODO_UPDATE: p.TodoUpdate, T.SESSION_MEMORY_UPDATE: p.SessionMemoryUpdate, T.SYSTEM_REMINDER: p.SystemReminder,
         T.STATE_CHANGE: p.StateChange, T.PLAN_MODE: p.PlanMode, T.SUBAGENT_REPORT: p.SubagentReport,
         T.CREW_STATE: p.CrewState, T.TASK_CONDITION: p.TaskCondition,
+        T.NOTEBOOK_EDIT: p.NotebookEdit, T.NOTEBOOK_RUN: p.NotebookRun,
     }
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from typing_extensions import NotRequired, TypedDict
 
-from agent_kernel.messages import BlockDict, MessageDict
+from agent_kernel.messages import BlockDict, ImageDict, MessageDict
 
 __all__ = [
     "ApprovalDecision",
@@ -53,6 +53,8 @@ __all__ = [
     "MessageDict",
     "MicroCompaction",
     "ModelFallback",
+    "NotebookEdit",
+    "NotebookRun",
     "Paused",
     "PlanMode",
     "Recursion",
@@ -442,6 +444,7 @@ class ApprovalRequired(TypedDict):
     mcp_tool: NotRequired[str]  # MCP tools: the tool's name on its server
     destructive: NotRequired[bool]  # MCP tools: the server marks the tool destructive
     read_only: NotRequired[bool]  # MCP tools: the server marks the tool read-only
+    preview: NotRequired[str]  # what the call would change (edit_notebook: the cell's new source, a diff for a replace)
 
 
 class ApprovalDecision(TypedDict):
@@ -486,6 +489,7 @@ class ToolResult(TypedDict):
     ended_at: float | None  # epoch seconds (None when it never ran)
     duration_s: float | None  # seconds it ran (None when it never ran)
     synthetic: NotRequired[bool]  # made by the loop for a call that could not finish
+    images: NotRequired[list[ImageDict]]  # pictures the result shows (a plot), capped and scaled for models
 
 
 # ---- sub-agents -----------------------------------------------------------------------------------
@@ -659,6 +663,38 @@ class MemoryWarning(TypedDict):
     message: str  # what went wrong and how to recover
 
 
+class NotebookEdit(TypedDict):
+    """A notebook tool changed a notebook (``edit_notebook``; ``undo`` when a run's edits were reverted)."""
+
+    path: str  # the notebook, relative to the working directory
+    action: str  # insert, replace, delete or undo
+    cell_id: str  # the cell changed (inserted, replaced, deleted)
+    index: int  # its index (before a delete, after an insert)
+    cell_type: str  # code, markdown or raw
+    source: str | None  # the cell's new source (None for a delete)
+    previous: dict[str, Any] | None  # the whole cell before the change (None for an insert): what undo puts back
+    call_id: str  # the tool call that made it
+    live: bool  # the open notebook shows the change now (False: the file changed; the open notebook needs a reload)
+    fingerprint: str  # sha256 of the file as written
+    undoes: NotRequired[str]  # undo: the run whose edits were reverted
+
+
+class NotebookRun(TypedDict):
+    """``run_cell`` ran a code cell."""
+
+    path: str  # the notebook, relative to the working directory
+    cell_id: str  # the cell run
+    index: int  # its index
+    mode: str  # in_process (the kernel running the agent, the user's namespace) or kernel (one started for the file)
+    status: str  # ok, error, timeout or cancelled
+    execution_count: int | None  # the count written into the notebook
+    outputs: int  # how many outputs it produced
+    images: int  # how many of them are images
+    error: str | None  # "ename: evalue" when it failed
+    duration_s: float  # seconds it ran
+    call_id: str  # the tool call that ran it
+
+
 class TodoUpdate(TypedDict):
     """The agent replaced its todo/plan list (``todo_write``)."""
 
@@ -746,7 +782,8 @@ def events_markdown() -> str:
 
     from agent_kernel.events._event import PAYLOADS
 
-    source = inspect.getsource(sys.modules[__name__])
+    # The shapes of messages (BlockDict, MessageDict, ImageDict) are documented where they are defined.
+    source = inspect.getsource(sys.modules[__name__]) + inspect.getsource(sys.modules["agent_kernel.messages"])
     lines = [
         "# Events",
         "",
@@ -766,7 +803,7 @@ def events_markdown() -> str:
             lines.append(f"| `{key}`{' (optional)' if optional else ''} | `{kind}` | {_comment(source, payload.__name__, key)} |")
         lines.append("")
     lines += ["# Shapes used above", ""]
-    for shape in (TurnStateDict, UsageDict, StatsDict, MessageDict, BlockDict, CrewTask):
+    for shape in (TurnStateDict, UsageDict, StatsDict, MessageDict, BlockDict, ImageDict, CrewTask):
         lines += [f"## `{shape.__name__}`", "", (inspect.getdoc(shape) or "").strip(), ""]
         lines += ["| key | type | meaning |", "|---|---|---|"]
         hints = typing.get_type_hints(shape)

@@ -342,6 +342,21 @@ def call_key(tool: Tool, arguments: dict[str, Any], working_dir: Any = None) -> 
         return repr(sorted(arguments.items()))
 
 
+def _describe(tool: Tool, arguments: dict[str, Any], working_dir: Any) -> str | None:
+    """What the call would change, as its tool describes it for the card (``Tool.describe_call``).
+
+    A description that fails is left out: the card still shows the exact arguments.
+    """
+    describe = getattr(tool, "describe_call", None)
+    if describe is None:
+        return None
+    try:
+        text = describe(arguments, working_dir)
+    except Exception:
+        return None
+    return text if isinstance(text, str) and text else None
+
+
 def _one_line(tool: str, key: str, limit: int = 300) -> str:
     flat = key.replace("\r", "").replace("\n", "\\n")
     if len(flat) > limit:
@@ -417,6 +432,9 @@ class RuleGate:
         # never in place of what the call is: the call's own fields win.
         card = getattr(tool, "approval_info", None) or {}
         required = cast(p.ApprovalRequired, {**card, **required})
+        preview = _describe(tool, arguments, request.working_dir)
+        if preview is not None:
+            required["preview"] = preview
         if self.policy is not None:
             required["policy"] = self.policy.name
         timeout = self.timeout

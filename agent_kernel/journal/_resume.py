@@ -55,7 +55,7 @@ from agent_kernel.events._event import AgentEvent, EventType
 from agent_kernel.events._turn import TurnState
 from agent_kernel.journal._reader import TornLineWarning, parse_header
 from agent_kernel.journal._writer import SESSIONS_DIR, session_path
-from agent_kernel.messages import Message, ToolResultBlock, block_from_dict, message_from_dict
+from agent_kernel.messages import ImageBlock, Message, ToolResultBlock, block_from_dict, message_from_dict
 from agent_kernel.models._response import ResponseBuilder
 
 __all__ = [
@@ -265,6 +265,14 @@ class Conversation:
         """The conversation as a resumed agent holds it (after compactions)."""
         return [entry.message for entry in self.current]
 
+    def _with_images(self, block: Any) -> Any:
+        """A recursion's tool result with the images its ``tool_result`` event holds (recorded once, there)."""
+        if isinstance(block, ToolResultBlock) and not block.images:
+            recorded = self._results.get(block.tool_use_id)
+            if recorded is not None and recorded.images:
+                return ToolResultBlock(block.tool_use_id, block.content, block.is_error, recorded.images)
+        return block
+
     def _append(self, message: Message, kind: str, event: AgentEvent) -> None:
         entry = Entry(message, kind, event)
         self.history.append(entry)
@@ -299,6 +307,7 @@ class Conversation:
                 data["call_id"],
                 content if isinstance(content, str) else json.dumps(content, default=str),
                 bool(data.get("is_error", False)),
+                _images(data.get("images")),
             )
             if data.get("synthetic") is True:
                 self._synthetic.add(data["call_id"])
@@ -314,7 +323,7 @@ class Conversation:
             # The loop asked a response cut off by max_tokens to go on.
             self._append(Message.user(str(data.get("instruction", ""))), "prompt", event)
         elif kind is EventType.RECURSION:
-            blocks = tuple(block_from_dict(block) for block in data.get("tool_results", ()))
+            blocks = tuple(self._with_images(block_from_dict(block)) for block in data.get("tool_results", ()))
             self._append(Message("user", blocks), "tool_results", event)
             self._pending = []
         elif kind in (EventType.STEER, EventType.SUBAGENT_REPORT):  # a message joined at a turn boundary
@@ -741,3 +750,16 @@ def replace_tool_results(events: Iterable[AgentEvent], replacements: Mapping[str
     if missing:
         raise UserError(f"no recorded result for tool call {', '.join(missing)} before the fork point; replace_result takes the call_id of a call made before it.")
     return out
+
+
+def _images(value: Any) -> tuple[ImageBlock, ...]:
+    """The images a ``tool_result`` event recorded (none when the key is absent or unreadable)."""
+    if not isinstance(value, list):
+        return ()
+    images = []
+    for item in value:
+        try:
+            images.append(ImageBlock.from_dict(item))
+        except (KeyError, TypeError, AttributeError):
+            continue  # a damaged record: the result's text still stands
+    return tuple(images)

@@ -81,6 +81,8 @@ HELP = (
     ("%agent replay [SESSION]", "show each recorded run of a session again"),
     ("%agent show [RUN]", "the transcript of one run (a run id, or last), rebuilt from its journal"),
     ("%agent reset", "a new conversation in the session, same settings"),
+    ("%agent undo [RUN_ID]", "revert one run's notebook edits (edit_notebook) in one step; the latest run's by default"),
+    ("%agent fix [REQUEST]", "ask the agent about the last failing cell: its source, traceback and the names it uses"),
     ("%agent mcp", "the session's MCP servers; mcp add NAME [--timeout S] -- COMMAND ... adds one, mcp remove NAME stops one"),
 )
 
@@ -395,6 +397,18 @@ def cmd_cancel(magics: AgentMagics, rest: str) -> None:
     for session, run in running:
         run.cancel(rest or "cancelled with %agent cancel")
         print(f"Cancelling the run in session {session.name!r}; it records how it ended in its journal.")
+
+
+def cmd_undo(magics: AgentMagics, rest: str) -> None:
+    """``%agent undo [RUN_ID]``: reverts one run's notebook edits (the latest run's by default)."""
+    agent = magics.sessions.get().agent
+    said = agent.undo_notebook(rest.strip() or None)
+    print(f"{said} Reload the notebook from disk to see it (File > Reload Notebook from Disk).")
+
+
+def cmd_fix(magics: AgentMagics, rest: str) -> None:
+    """``%agent fix [REQUEST]``: asks the agent about the last failing cell (awaited: see ``line_async``)."""
+    raise UserError("%agent fix must await the agent's run; run it in a Jupyter kernel or with %autoawait on.")
 
 
 def cmd_reset(magics: AgentMagics, rest: str) -> None:

@@ -67,10 +67,10 @@ F = TypeVar("F", bound=Callable[..., Any])
 SUBCOMMANDS = ("help", "session", "model", "models", "tools", "mode", "system", "max-turns", "sessions",
                "events", "turns", "history", "calls", "usage", "timeline", "compact",
                "wait", "cancel", "replay", "reset", "mcp", "show", "say", "pause", "resume-run",
-               "approvals", "approve", "reject", "resume")
+               "approvals", "approve", "reject", "resume", "undo", "fix")
 _CELL = re.compile(r"^%%agent(?=\s|$)")
-_AWAITED = ("wait", "compact", "resume")  # subcommands that await: the cell stays busy until they end
-_AWAITED_LINE = re.compile(r"^%agent[ \t]+(?:wait|compact|resume)(?![\w-])[^\n]*$")
+_AWAITED = ("wait", "compact", "resume", "fix")  # subcommands that await: the cell stays busy until they end
+_AWAITED_LINE = re.compile(r"^%agent[ \t]+(?:wait|compact|resume|fix)(?![\w-])[^\n]*$")
 _SELF = 'get_ipython().magics_manager.registry["AgentMagics"]'
 
 
@@ -393,6 +393,9 @@ class AgentMagics(Magics):
         agent = parsed.session.agent
         saved = _settings_of(agent, parsed.overrides)
         self.apply_settings(agent, parsed.overrides)
+        cell_id = _running_cell_id(self.shell)
+        if cell_id:  # edit_notebook inserts after the agent's own cell by default
+            agent.tool_extras["notebook_cell_id"] = cell_id
 
         def ended(handle: RunHandle) -> None:
             self.apply_settings(agent, saved)
@@ -591,7 +594,8 @@ class AgentMagics(Magics):
         NAME [--timeout S] -- COMMAND ARGS...`` or ``mcp add NAME [--timeout S] URL`` adds one, ``mcp remove
         NAME`` stops one). A run in progress: ``say TEXT``
         (``agent.steer``), ``pause``, ``resume-run``, ``approvals``, ``approve CALL_ID``,
-        ``reject CALL_ID REASON``. After a restart: ``resume [SESSION]`` (the session back from its journal,
+        ``reject CALL_ID REASON``. The notebook: ``undo [RUN_ID]`` (reverts a run's notebook edits; the
+        latest run's by default), ``fix [REQUEST]`` (asks the agent about the last failing cell). After a restart: ``resume [SESSION]`` (the session back from its journal,
         a run cut off while an approval waited continued in a live view).
         """
         command, rest = _split(_without_comment(line))
@@ -620,6 +624,10 @@ class AgentMagics(Magics):
             # however fast the run was.
             await wait_all(self.sessions.running())
             return None
+        if command == "fix":
+            from agent_kernel.jupyter._fix import fix_prompt
+
+            return await self.cell_async("--no-interpolate", fix_prompt(self.user_ns, rest))
         if command == "compact":
             agent = self.sessions.get().agent
             events = await agent.compact(rest or None)
@@ -659,6 +667,17 @@ def _without_comment(line: str) -> str:
         elif char == "#" and (i == 0 or line[i - 1].isspace()):
             return line[:i].rstrip()
     return line
+
+
+def _running_cell_id(shell: Any) -> str | None:
+    """The id of the cell being run, as JupyterLab and Notebook 7 send it (``metadata.cellId``)."""
+    kernel = getattr(shell, "kernel", None)
+    try:
+        parent = kernel.get_parent() if kernel is not None else None
+    except Exception:
+        return None
+    cell_id = ((parent or {}).get("metadata") or {}).get("cellId")
+    return cell_id if isinstance(cell_id, str) else None
 
 
 def _split(line: str) -> tuple[str, str]:

@@ -271,7 +271,8 @@ def _draw_tool(node: _Node) -> str:
                      f'</span><progress max="1"{value}></progress></div>')
     if status == "awaiting_approval":
         reason = it.get("approval_reason")
-        parts.append(f'<div style="font-weight: 600; color: {_COLORS["warn"]};">Approval needed'
+        # white-space: a card's preview (a cell's new source, a diff) keeps its lines
+        parts.append(f'<div style="font-weight: 600; color: {_COLORS["warn"]}; white-space: pre-wrap;">Approval needed'
                      f'{": " + _esc(reason) if reason else ""}</div>')
     said = decision_label(it)
     if said:
@@ -284,6 +285,11 @@ def _draw_tool(node: _Node) -> str:
         shown = preview(result)
         color = f" color: {_COLORS['error']};" if it.get("is_error") else ""
         parts.append(f'<pre style="{_S_PRE}{color}">{_esc(shown or "(empty result)")}</pre>')
+        for image in it.get("images") or ():  # data URLs of the pictures the model got: no script, no fetch
+            src = str(image.get("src", ""))
+            if src.startswith(("data:image/png;", "data:image/jpeg;", "data:image/gif;", "data:image/webp;")):
+                parts.append(f'<img src="{_esc(src)}" alt="{_esc(str(image.get("alt", "")))}" '
+                             'style="max-width: min(100%, 480px); margin: 4px 6px 0 0;">')
         if shown != result:
             chars = it.get("result_chars") or 0
             cut = f", first {format_int(utf16_length(result))} shown" \

@@ -227,6 +227,9 @@ class Transcript:
         reason = data.get("reason")
         if data.get("server") and data.get("destructive"):  # an MCP tool's destructiveHint
             reason = f"{reason} · the MCP server {data['server']!r} marks this tool destructive"
+        preview = data.get("preview")
+        if isinstance(preview, str) and preview:  # what the call would change (a cell's new source, a diff)
+            reason = f"{reason}\n\n{preview}"
         # Approvals may carry a deadline; older journals and gates without one omit the keys.
         expires, timeout = data.get("expires_at"), data.get("timeout_s")
         card.approval_timeout_s = float(timeout) if _is_number(timeout) else None
@@ -269,8 +272,13 @@ class Transcript:
         is_error = bool(data.get("is_error"))
         status = card.status if card.status in ("rejected", "cancelled") else \
             ("error" if is_error else "done")
+        changes: dict[str, Any] = {}
+        images = data.get("images")
+        if isinstance(images, list) and images:  # the pictures the model got (a plot), shown on the card
+            changes["images"] = [{"src": f"data:{i.get('media_type')};base64,{i.get('data')}", "alt": str(i.get("alt", ""))}
+                                 for i in images[:4] if isinstance(i, dict) and str(i.get("media_type", "")).startswith("image/")]
         self._set(card, status=status, is_error=is_error, result=content[:RESULT_CAP],
-                  result_chars=len(content), duration_s=data.get("duration_s"), progress=None)
+                  result_chars=len(content), duration_s=data.get("duration_s"), progress=None, **changes)
 
     def _on_llm_complete(self, event: AgentEvent, data: p.LlmComplete) -> None:
         top = event.agent_id is None

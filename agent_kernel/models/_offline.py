@@ -15,6 +15,9 @@ shows the loop doing real work.
 * **Following a short plan.** After a ``read_file`` that finds no file it lists the folder and
   reads the file that best matches; after a listing it reads the file the prompt asks about. At
   most ``MAX_STEPS`` tool calls per prompt.
+* **Working in a notebook.** With the notebook tools it reads the notebook, adds a cell that
+  loads a CSV with pandas and plots a column, runs it, and describes the figure from the image's
+  metadata (``models.offline_notebook``); it answers ``%agent fix`` prompts from their error.
 * **Answering from results.** The last results become the answer (``notes/todo.md lists: ...``;
   a listing, what code printed, what failed).
 
@@ -31,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent_kernel.messages import Message, SummaryBlock, TextBlock, ToolResultBlock, ToolUseBlock
+from agent_kernel.models import _offline_notebook as notebook
 from agent_kernel.models._base import ModelRequest, StreamEvent, ToolSpec
 from agent_kernel.models.scripted import Part, stream_parts, text, tool_call
 
@@ -110,7 +114,14 @@ class OfflineModel:
             if following is not None:
                 spec, args, why = following
                 return [self._text(f"{_STAND_IN} {why}"), self._call(spec.name, args)]
-            return [self._text(_answer(steps))]
+            return [self._text(notebook.notebook_answer(steps) or _answer(steps))]
+        fixing = notebook.fix_answer(prompt)
+        if fixing is not None:
+            return [self._text(fixing)]
+        first = notebook.notebook_first(prompt, tools)
+        if first is not None:
+            spec, args, why = first
+            return [self._text(f"{_STAND_IN} {why}"), self._call(spec.name, args)]
         if tools:
             plan = _plan(prompt, tools)
             if isinstance(plan, _Call):
@@ -139,6 +150,7 @@ class _Step:
     args: dict[str, Any]
     result: str | None
     is_error: bool
+    images: tuple[str, ...] = ()  # the alt line of each image the result showed
 
 
 # What the session adds around a prompt (reminders, restored context, memory, hook context): the
@@ -162,7 +174,8 @@ def _steps(since: Sequence[Message]) -> list[_Step]:
         result = results.get(use.id)
         args = use.input if isinstance(use.input, dict) else {}
         steps.append(_Step(use.name, args, None if result is None else result.content,
-                           bool(result is not None and result.is_error)))
+                           bool(result is not None and result.is_error),
+                           tuple(image.alt for image in result.images) if result is not None else ()))
     return steps
 
 
@@ -432,10 +445,12 @@ def _tool(tools: Sequence[ToolSpec], *names: str) -> ToolSpec | None:
 
 
 def _next_step(prompt: str, steps: Sequence[_Step], tools: Sequence[ToolSpec]) -> tuple[ToolSpec, dict[str, Any], str] | None:
-    """The next call of a short plan (read → list → read), or None to answer now."""
+    """The next call of a short plan (read → list → read; the notebook's), or None to answer now."""
     last = steps[-1]
     if last.result is None:
         return None
+    if last.name in ("read_notebook", "edit_notebook"):
+        return notebook.notebook_next(prompt, steps, tools)
     done = {(s.name, repr(sorted(s.args.items()))) for s in steps}
     reader, lister = _tool(tools, "read_file"), _tool(tools, "list_files")
     if last.name == "read_file" and last.is_error and lister is not None:

@@ -143,10 +143,16 @@ def to_responses_input(messages: Sequence[Message]) -> list[dict[str, Any]]:
                         items.append(item)
             _flush_text(items, "assistant", text)
         else:
+            pictures: list[dict[str, Any]] = []
             for block in message.content:
                 if isinstance(block, ToolResultBlock):
                     output = block.content if not block.is_error else f"Error: {block.content}"
                     items.append({"type": "function_call_output", "call_id": block.tool_use_id, "output": output})
+                    for image in block.images:
+                        pictures.append({"type": "input_text", "text": f"Image from the {block.tool_use_id} result{': ' + image.alt if image.alt else ''}"})
+                        pictures.append({"type": "input_image", "image_url": f"data:{image.media_type};base64,{image.data}", "detail": "auto"})
+            if pictures:  # after the outputs, as the user's message: the images the tools showed
+                items.append({"role": "user", "content": pictures})
             _flush_text(items, "user", [b.text for b in message.content if isinstance(b, (TextBlock, SummaryBlock))])
     return items
 

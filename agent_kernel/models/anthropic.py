@@ -297,6 +297,10 @@ def to_anthropic_messages(messages: Sequence[Message], *, cache: bool = False) -
                     "tool_use_id": block.tool_use_id,
                     "content": block.content or "(no output)",
                 }
+                if block.images:  # a tool result holds text and image blocks together
+                    result["content"] = [{"type": "text", "text": result["content"]}] + [
+                        {"type": "image", "source": {"type": "base64", "media_type": i.media_type, "data": i.data}} for i in block.images
+                    ]
                 if block.is_error:
                     result["is_error"] = True
                 results.append(result)

@@ -66,6 +66,8 @@ class OpenAIModel:
         max_retries: the SDK's own retries; 0 because the loop retries visibly.
         api: ``"responses"`` (the Responses API), ``"chat"`` (Chat Completions), or None: the
             Responses API on api.openai.com, Chat Completions on any other base URL.
+        images: send tool results' images (a plot) as images; None: on OpenAI's own API, while a
+            compatible server (which may take none) gets a text line naming each.
         client_options: more ``AsyncOpenAI`` arguments (``organization``, ``timeout``,
             ``default_headers``, ``http_client``, ...).
 
@@ -91,6 +93,7 @@ class OpenAIModel:
         context_window: int | None = None,
         max_retries: int = 0,
         api: Literal["responses", "chat"] | None = None,
+        images: bool | None = None,
         **client_options: Any,
     ) -> None:
         if api is not None and api not in _APIS:
@@ -99,6 +102,9 @@ class OpenAIModel:
                 "Leave it unset to use the Responses API on api.openai.com and Chat Completions on any other base_url."
             )
         self.name = name
+        # Images go to OpenAI itself; a compatible server (llama.cpp, a gateway) may take none, so
+        # it gets their text lines unless images=True says it takes them.
+        self.images = images if images is not None else (base_url is None or "api.openai.com" in base_url)
         self.context_window = context_window or _window(name)
         self.max_tokens = max_tokens
         self.stream_usage = stream_usage
@@ -137,7 +143,7 @@ class OpenAIModel:
         options = request.options
         params: dict[str, Any] = {
             "model": self.name,
-            "messages": to_openai_messages(request.messages, system=request.system),
+            "messages": to_openai_messages(request.messages, system=request.system, images=self.images),
         }
         if request.tools:
             params["tools"] = to_openai_tools(request.tools)
@@ -321,12 +327,14 @@ def to_openai_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
     ]
 
 
-def to_openai_messages(messages: Sequence[Message], *, system: str | None = None) -> list[dict[str, Any]]:
+def to_openai_messages(messages: Sequence[Message], *, system: str | None = None, images: bool = True) -> list[dict[str, Any]]:
     """Messages in the Chat Completions shape.
 
     The system prompt comes first; a user message's tool results become ``tool`` messages
     (placed before its text, right after the assistant's calls, as the API requires); summaries
-    are sent as text; thinking is not sent back (Chat Completions has no field for it).
+    are sent as text; thinking is not sent back (Chat Completions has no field for it). Images
+    of tool results follow the tool messages in a user message (a tool message takes text only);
+    with ``images=False`` (a server that takes none) each is a line of text in its result.
     """
     wire: list[dict[str, Any]] = []
     if system:
@@ -349,11 +357,28 @@ def to_openai_messages(messages: Sequence[Message], *, system: str | None = None
                 item["tool_calls"] = calls
             wire.append(item)
         else:
+            pictures: list[dict[str, Any]] = []
             for block in message.content:
                 if isinstance(block, ToolResultBlock):
                     content = block.content if not block.is_error else f"Error: {block.content}"
+                    if block.images and not images:
+                        content += "".join(f"\n{i.placeholder}" for i in block.images)
+                    elif block.images:
+                        pictures += image_parts(block)
                     wire.append({"role": "tool", "tool_call_id": block.tool_use_id, "content": content})
+            if pictures:
+                # A tool message holds text only: the images follow the tool messages as a user message.
+                wire.append({"role": "user", "content": pictures})
             if text:
                 wire.append({"role": "user", "content": text})
     return wire
+
+
+def image_parts(block: ToolResultBlock) -> list[dict[str, Any]]:
+    """A tool result's images as Chat Completions user content parts, each named for its call."""
+    parts: list[dict[str, Any]] = []
+    for image in block.images:
+        parts.append({"type": "text", "text": f"Image from the {block.tool_use_id} result{': ' + image.alt if image.alt else ''}"})
+        parts.append({"type": "image_url", "image_url": {"url": f"data:{image.media_type};base64,{image.data}"}})
+    return parts
 

@@ -128,12 +128,13 @@ class ToolInvoker:
         outcome = await self._run(tool, arguments, call)
         tampered = self._tampered(call)
         if tampered is not None:  # this call did it: the model reads that it was undone
-            outcome = ToolResult(f"{outcome.content}\n\n{tampered} Do not change the agent's settings from a tool.", is_error=True, stop=outcome.stop, final_message=outcome.final_message)
+            outcome = ToolResult(f"{outcome.content}\n\n{tampered} Do not change the agent's settings from a tool.", is_error=True,
+                                 stop=outcome.stop, final_message=outcome.final_message, images=outcome.images)
         result = self.answer(call, outcome, started)
         try:
             await self.hook(HookPoint.AFTER_TOOL_EXECUTION, turn, call=call, result=result)
         except StopRun as stop:
-            result = ToolResult(result.content, result.is_error, True, stop.final_message)
+            result = ToolResult(result.content, result.is_error, True, stop.final_message, result.images)
         return result
 
     def _tampered(self, call: PendingCall) -> str | None:
@@ -184,19 +185,19 @@ class ToolInvoker:
             content = redactor.redact(content)
         content = cap_tool_output(content, self.result_limit, self.output_dir, call.call_id)
         if content is not result.content:
-            result = ToolResult(content, result.is_error, result.stop, result.final_message)
+            result = ToolResult(content, result.is_error, result.stop, result.final_message, result.images)
         ended = time.time()
-        self.em.later(
-            EventType.TOOL_RESULT,
-            p.ToolResult(
-                call_id=call.call_id,
-                name=call.name,
-                content=result.content,
-                is_error=result.is_error,
-                duration_s=None if started is None else ended - started,
-                started_at=started,
-                ended_at=ended,
-            ),
+        data = p.ToolResult(
+            call_id=call.call_id,
+            name=call.name,
+            content=result.content,
+            is_error=result.is_error,
+            duration_s=None if started is None else ended - started,
+            started_at=started,
+            ended_at=ended,
         )
+        if result.images:
+            data["images"] = [image.to_dict() for image in result.images]
+        self.em.later(EventType.TOOL_RESULT, data)
         return result
 

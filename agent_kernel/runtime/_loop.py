@@ -353,7 +353,7 @@ class _Loop:
         for use in message.tool_uses:
             block = answered.get(use.id)
             if block is not None:
-                executor.record(use.id, use.name, dict(use.input), ToolResult(block.content, block.is_error))
+                executor.record(use.id, use.name, dict(use.input), ToolResult(block.content, block.is_error, images=block.images))
             else:
                 # Arguments that were not JSON are kept as {"_raw": text}: refused again, never run.
                 unparsed = set(use.input) == {"_raw"}
@@ -635,7 +635,7 @@ class _Loop:
         blocks = []
         for call in self._finished_calls:
             result = call.result or ToolResult("Tool call produced no result.", is_error=True)
-            blocks.append(ToolResultBlock(call.call_id, result.content, result.is_error))
+            blocks.append(ToolResultBlock(call.call_id, result.content, result.is_error, result.images))
         return blocks
 
     # -- endings ----------------------------------------------------------------------------
@@ -901,7 +901,7 @@ class _Loop:
             result = done.get(use.id)
             if result is None:
                 made_up.append(ToolResultBlock(use.id, content, True))
-            blocks.append(ToolResultBlock(use.id, result.content, result.is_error) if result else made_up[-1])
+            blocks.append(ToolResultBlock(use.id, result.content, result.is_error, result.images) if result else made_up[-1])
         self.messages.append(Message("user", tuple(blocks)))
         return made_up
 
@@ -913,6 +913,7 @@ def _limit(turn: TurnState) -> int:
 
 
 def _result_dict(block: ToolResultBlock) -> p.BlockDict:
+    # Images are left out: the call's tool_result event holds them once.
     return {"type": "tool_result", "tool_use_id": block.tool_use_id, "content": block.content, "is_error": block.is_error}
 
 

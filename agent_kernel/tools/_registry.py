@@ -22,6 +22,9 @@ BUILTIN_TOOLS: dict[str, str] = {
     "grep": "agent_kernel.tools.builtin._search:grep",
     "bash": "agent_kernel.tools.builtin._shell:bash",
     "python": "agent_kernel.tools.builtin._python:python",
+    "read_notebook": "agent_kernel.tools.builtin._notebook:read_notebook",
+    "edit_notebook": "agent_kernel.tools.builtin._notebook:edit_notebook",
+    "run_cell": "agent_kernel.tools.builtin._notebook:run_cell",
 }
 
 

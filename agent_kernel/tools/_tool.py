@@ -20,6 +20,7 @@ import docstring_parser
 import pydantic
 
 from agent_kernel.errors import StopRun
+from agent_kernel.messages import ImageBlock
 from agent_kernel.models._base import ToolSpec
 
 __all__ = ["ON_ERROR", "Tool", "ToolContext", "ToolResult", "tool"]
@@ -35,12 +36,14 @@ class ToolResult:
     A tool may return one instead of a value: ``ToolResult("saved", stop=True,
     final_message="All done.")`` ends the run after this call (``tool_stop``) with
     ``final_message`` as its answer; calls of the same response not started yet never start.
+    It also sends pictures (``images``) besides its text.
     """
 
     content: str
     is_error: bool = False
     stop: bool = False
     final_message: str | None = None
+    images: tuple[ImageBlock, ...] = ()
 
 
 @dataclass
@@ -84,8 +87,8 @@ def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
     return description.strip(), params
 
 
-def _stringify(value: Any) -> str:
-    if isinstance(value, str):
+def _stringify(value: Any) -> str | ToolResult:
+    if isinstance(value, (str, ToolResult)):
         return value
     if value is None:
         return ""
@@ -190,12 +193,20 @@ class Tool:
         if self.permission_key is not None:
             return self.permission_key(arguments)
         if len(arguments) == 1:
-            return _stringify(next(iter(arguments.values())))
+            return str(_stringify(next(iter(arguments.values()))))
         return json.dumps(arguments, sort_keys=True, default=str)
+
+    def describe_call(self, arguments: dict[str, Any], working_dir: Any = None) -> str | None:
+        """What the call would change, for its approval card (None: nothing beyond the arguments).
+
+        ``edit_notebook`` shows the cell's new source (a diff for a replace); any other tool says
+        nothing. Called before the call runs, so it must not change anything.
+        """
+        return None
 
     async def invoke(self, arguments: dict[str, Any], context: ToolContext) -> str | ToolResult:
         """Runs the tool on validated ``arguments`` and returns its result as text (or the
-        ``ToolResult`` the function returned, which can stop the run).
+        ``ToolResult`` the function returned, which can stop the run or carry images).
 
         Sync functions run in a thread of their own so a slow tool never blocks the event loop,
         and a cancelled run does not wait for one that blocks (see ``tools.threads``).

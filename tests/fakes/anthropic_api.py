@@ -9,6 +9,7 @@ empty text blocks, unsigned thinking, more than four cache breakpoints.
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 from .errors import StrictAPIError
@@ -93,6 +94,7 @@ def check_anthropic_request(body: dict[str, Any]) -> None:
             elif kind == "tool_result":
                 if role != "user":
                     raise StrictAPIError(400, f"{where}: tool_result blocks are only allowed in user messages")
+                _check_result_content(block.get("content"), where)
             elif kind == "thinking":
                 if role != "assistant" or not block.get("signature"):
                     raise StrictAPIError(400, f"{where}.signature: Field required")
@@ -104,6 +106,32 @@ def check_anthropic_request(body: dict[str, Any]) -> None:
                 raise StrictAPIError(400, "Requests which include `tool_use` or `tool_result` blocks must define tools.")
     if breakpoints > 4:
         raise StrictAPIError(400, f"A maximum of 4 blocks with cache_control may be provided. Found {breakpoints}.")
+
+
+_IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
+
+
+def _check_result_content(content: Any, where: str) -> None:
+    """A tool_result's content: a string, or a list of text and image blocks."""
+    if content is None or isinstance(content, str):
+        return
+    if not isinstance(content, list):
+        raise StrictAPIError(400, f"{where}.content: Input should be a valid string or list")
+    for k, part in enumerate(content):
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind == "text":
+            if not isinstance(part.get("text"), str) or not part["text"]:
+                raise StrictAPIError(400, f"{where}.content.{k}: text content blocks must be non-empty")
+        elif kind == "image":
+            source = part.get("source") or {}
+            if source.get("type") != "base64" or source.get("media_type") not in _IMAGE_TYPES or not isinstance(source.get("data"), str):
+                raise StrictAPIError(400, f"{where}.content.{k}.source: expected a base64 source with a media_type of {', '.join(_IMAGE_TYPES)}")
+            try:
+                base64.b64decode(source["data"], validate=True)
+            except ValueError:
+                raise StrictAPIError(400, f"{where}.content.{k}.source.data: invalid base64 data") from None
+        else:
+            raise StrictAPIError(400, f"{where}.content.{k}.type: Input tag {kind!r} found does not match any of the expected tags: 'text', 'image'")
 
 
 def _check_tool_choice(choice: Any, names: set[Any]) -> None:

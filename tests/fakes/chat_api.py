@@ -60,6 +60,8 @@ def check_chat_request(body: dict[str, Any]) -> None:
                 raise StrictAPIError(400, f"Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'. (messages[{i}])")
             if not isinstance(message.get("content"), (str, list)):
                 raise StrictAPIError(400, f"Invalid type for 'messages[{i}].content': expected a string.")
+            if isinstance(message["content"], list) and any(not isinstance(p, dict) or p.get("type") != "text" for p in message["content"]):
+                raise StrictAPIError(400, f"Invalid value for 'messages[{i}].content': a tool message's content parts must be of type 'text'.")
             pending.remove(call_id)
             continue
         if pending:
@@ -80,6 +82,15 @@ def check_chat_request(body: dict[str, Any]) -> None:
                 raise StrictAPIError(400, "Invalid 'messages': tool calls in the conversation require 'tools' to be specified.")
         elif not isinstance(message.get("content"), (str, list)):
             raise StrictAPIError(400, f"Invalid type for 'messages[{i}].content': expected a string or array.")
+        elif isinstance(message["content"], list):
+            for j, part in enumerate(message["content"]):
+                kind = part.get("type") if isinstance(part, dict) else None
+                if kind == "image_url" and role == "user":
+                    url = (part.get("image_url") or {}).get("url")
+                    if not isinstance(url, str) or not (url.startswith("data:image/") or url.startswith("https://")):
+                        raise StrictAPIError(400, f"Invalid 'messages[{i}].content[{j}].image_url.url': expected a URL or a base64 data URL of an image.")
+                elif kind != "text" or not isinstance(part.get("text"), str):
+                    raise StrictAPIError(400, f"Invalid value: '{kind}'. Supported values are: 'text' and 'image_url'. (messages[{i}].content[{j}].type)")
     if pending:
         raise StrictAPIError(400,
             "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. "

@@ -1,4 +1,4 @@
-"""tools.builtin — file, search, shell and python tools, named by string in ``tools=[...]``.
+"""tools.builtin — file, search, shell, python and notebook tools, named by string in ``tools=[...]``.
 
 Each tool is also an attribute here (``from agent_kernel.tools.builtin import todo_write``),
 imported on first use so that naming one does not load the others.
@@ -9,7 +9,10 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__all__ = ["bash", "edit_file", "glob", "grep", "list_files", "memory", "python", "read_file", "todo_write", "write_file"]
+__all__ = [
+    "bash", "edit_file", "edit_notebook", "glob", "grep", "list_files", "memory", "python", "read_file", "read_notebook",
+    "run_cell", "todo_write", "write_file",
+]
 
 _HOMES = {
     "read_file": "_files",
@@ -22,6 +25,9 @@ _HOMES = {
     "python": "_python",
     "todo_write": "_todo",
     "memory": "_memory",
+    "read_notebook": "_notebook",
+    "edit_notebook": "_notebook",
+    "run_cell": "_notebook",
 }
 
 

@@ -30,6 +30,10 @@ _READ_RULES = {
     "read_file": ("read_file",),
     "edit_file": ("edit_file", "read_file"),
     "grep": ("read_file",),
+    # A notebook edit is a write: write_file's deny rules hold for it as for write_file.
+    "read_notebook": ("read_notebook", "read_file"),
+    "edit_notebook": ("edit_notebook", "write_file", "read_notebook", "read_file"),
+    "run_cell": ("run_cell", "edit_notebook", "write_file", "read_notebook", "read_file"),
 }
 
 
