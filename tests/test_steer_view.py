@@ -282,15 +282,16 @@ async def test_an_approval_nobody_answers_in_time_reads_timed_out_on_its_card(sh
     model = ScriptedModel([[tool_call("touch", {"name": "x"})], "Not touched."])
     agent = Agent(model, [touch], journal=None, approval_timeout=0.25)
     handle = start_run(agent, "Touch x", detached=False)
-    assert handle.view is not None
-    front_end(handle.view, {"type": "sync"})  # a person is watching, and does not click
+    view = handle.view  # a finished run lets its view go; the test keeps it to read the card
+    assert view is not None
+    front_end(view, {"type": "sync"})  # a person is watching, and does not click
 
     result = await handle
 
-    [card] = handle.view.transcript.tool_cards
+    [card] = view.transcript.tool_cards
     assert card.expires_at is not None
     assert (card.status, card.decided_by, card.timed_out_s) == ("rejected", "timeout", 0.25)
-    assert "Rejected: timed out after 0.2 s" in handle.view.static().html  # 0.25 in tenths, as JS rounds it
+    assert "Rejected: timed out after 0.2 s" in view.static().html  # 0.25 in tenths, as JS rounds it
     assert "not run" in result.tool_calls[0]["content"]
 
 
