@@ -1,46 +1,56 @@
-"""commands — one shell-aware reading of a command line, used wherever a command is judged.
+"""shell — one shell-aware reading of a command line, used wherever a command is judged.
 
 Permission rules (``bash(git *)``), always-allow answers and the headless ``scripted:`` approval
-policy all ask this module the same two questions about a line a model wants to run:
+policy all ask this module the same two questions about a line a model wants to run, and both
+answers follow one principle: **what cannot be read exactly is treated as matching a deny or ask
+rule, and never as matching an allow rule.**
 
-- ``matches(pattern, line, every=True)`` (allow): does every command of the line match, with
-  nothing the pattern cannot vouch for? A line is never allowed by a wildcard when it substitutes
-  (``$(…)``, backticks, ``<(…)``, ``>(…)``), writes through a redirection (``>``, ``>>``; not
-  ``>/dev/null`` or ``2>&1``), cannot be read (unbalanced quotes), or runs a known escape hatch
-  (``git -c``, ``find -exec``, ``awk 'BEGIN{system(…)}'``, ``python -c`` …, see ``hatches``).
-- ``matches(pattern, line, every=False)`` (deny and ask): does any command of the line match, in
-  any spelling? Each command is also tried with its command word normalised (``\\rm``, ``"rm"``,
-  ``/bin/rm`` → ``rm``) and with wrappers peeled off one at a time (``command``, ``builtin``,
-  ``exec``, ``env VAR=… -i -u X``, ``VAR=…`` prefixes, ``nice``, ``nohup``, ``timeout N``,
-  ``sudo``, ``doas``, ``stdbuf``, ``time``, ``setsid``, ``xargs …``); strings run by a shell
-  (``sh -c``, ``bash -c``, ``eval``, ``su -c``, ``watch``, ``env -S``, ``echo … | sh``),
-  substituted commands and ``find -exec`` targets are read recursively.
+- ``matches(pattern, line, every=True)`` (allow): does every command of the line match, read
+  exactly and literally? A line is never allowed by a wildcard when any word in it is computed
+  when it runs (``$X``, ``${X:+-c}``, ``$(…)``, backticks, ``<(…)``, a glob that could expand into
+  an option), it writes (a redirection, or a write option such as ``git log --output``), it cannot
+  be read (unbalanced quotes, limits reached), or it runs a known escape hatch (``git -c``,
+  ``find -exec``, ``python -c`` …, see ``_hatches``).
+- ``matches(pattern, line, every=False)`` (deny and ask): could any command of the line be the
+  one the rule names? It matches when some command is, in any spelling (``\\rm``, ``/bin/rm``,
+  wrappers peeled off: ``env``, ``sudo``, ``nice``, ``time`` …; strings a shell runs read as lines:
+  ``sh -c``, ``eval``, ``find -exec``, ``echo … | sh``), and also whenever the reader cannot prove
+  it is not: a doubt (a limit reached, a shell whose program it cannot locate, a computed word
+  where it decides what runs, a builtin that stores code or names for later, ``xargs`` handing a
+  shell its program) or the rule's program name among the arguments of a program not known to
+  leave its arguments alone (``setarch x86_64 rm v``).
 
-Over-reading is the safe direction for both questions: splitting too much can only make an allow
-rule stricter and a deny rule wider. What a matcher cannot see (scripts a command runs, aliases
-and functions from rc files, a program's own configuration) is listed in ``docs/security.md``.
-
-Parsing is done here, by a small tokenizer that follows bash's quoting rules; reading a line
-takes tens to hundreds of microseconds (``benchmarks/command_guard.py``), once per tool call and
-never per token. The catalogue of escape hatches lives in ``agent_kernel.guard._hatches``.
+A command's doubts are listed in ``SimpleCommand.doubts`` so a refusal can say why.
+What no reading can see (scripts a command runs, rc files, a program's configuration) is listed
+in ``docs/security.md``. The catalogue of programs (escape hatches, wrappers' options, programs
+that never run their arguments) lives in ``agent_kernel.guard._hatches``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import functools
 import re
 from dataclasses import dataclass, field
 
-from agent_kernel.guard._hatches import hatch
+from agent_kernel.guard._hatches import INERT, WITH_VALUE, hatch, is_code_variable, stores_code
 
-__all__ = ["CommandLine", "SimpleCommand", "covering", "has_wildcard", "matches", "parse"]
+__all__ = ["MAX_CHARS", "CommandLine", "SimpleCommand", "covering", "doubts", "has_wildcard", "matches", "parse"]
+
+MAX_CHARS = 1_000_000
+"""Longer lines are not read: they match every deny and ask rule and no allow rule."""
 
 # Bracket escapes ([*], [?], [[]) stand for literal characters, not wildcards.
 _ESCAPED = re.compile(r"\[[*?\[]\]")
 # A backstop for deny rules: split at every operator and substitution opener, quotes or not.
 _PIECES = re.compile(r"&&|\|\||\$\(|<\(|>\(|[;&|\n()`{}]")
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=")
+# Characters with no meaning to the tokenizer, read in one step (a 400 KB line stays fast).
+_PLAIN_RUN = re.compile(r"[^\s\\'\"$`<>&;|()#*?\[{}\n]+")
+_QUOTED_RUN = re.compile(r'[^"\\$`]+')
+# The words a program name may hide among: what is left after cutting at everything else.
+_NAME_CHARS = re.compile(r"[^A-Za-z0-9_.+-]+")
 _OPERATORS = ("&&", "||", ";;", "|&", ";", "&", "|", "\n", "(", ")")
 _REDIRECTS = ("&>>", "&>", ">>", ">|", ">&", "<<<", "<<-", "<<", "<&", "<>", ">", "<")
 _WRITING = frozenset({">", ">>", ">|", "&>", "&>>", "<>", ">&"})
@@ -48,6 +58,11 @@ _WRITING = frozenset({">", ">>", ">|", "&>", "&>>", "<>", ">&"})
 _RESERVED = frozenset({"!", "{", "}", "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "coproc"})
 _SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "yash", "fish", "busybox-sh", "rbash"})
 _MAX_DEPTH = 8
+_MAX_PEEL = 32
+# A word whose value bash computes when it runs starts with one of these marks once read:
+# _DYNAMIC for expansions and substitutions, _GLOB for unquoted *, ? or [ (file names).
+_DYNAMIC = "\x00"
+_GLOB = "\x01"
 
 
 def has_wildcard(pattern: str) -> bool:
@@ -62,13 +77,16 @@ class SimpleCommand:
     Attributes:
         text: the command as written, trimmed (what an allow rule must match).
         words: its words with quotes removed and redirections left out.
-        writes: it redirects output into a file (``>``, ``>>``, ``&>``; not ``/dev/null``).
+        writes: it writes a file (a redirection such as ``>``, not ``/dev/null``).
         forms: ``text`` and every spelling of it with wrappers peeled off, command word normalised.
         hatches: why it must always ask (escape hatches found in any of its forms), if anything.
         nested: lines it makes a shell run (``bash -c``, ``eval``, ``find -exec`` …), parsed.
-        opaque: it runs code no reading can know: a command name computed when it runs
-            (``$CMD``, ``{r..r}m``) or a shell fed a program by another command (``curl … | sh``).
-            Deny and ask rules treat such a command as one they name.
+        doubts: why the reader cannot prove what it runs (a computed name, a shell fed a program
+            by another command, a builtin storing code …). Deny and ask rules match such a
+            command; allow rules never do.
+        names: the words among the arguments of programs that may run their arguments: a deny
+            rule naming one of them matches (``setarch x86_64 rm v``).
+        computed: some word is computed when it runs (an allow rule never covers it).
         reads_program: it is a shell that reads its program from stdin (``sh``, ``bash -s``).
     """
 
@@ -78,13 +96,23 @@ class SimpleCommand:
     forms: tuple[str, ...]
     hatches: tuple[str, ...]
     nested: tuple[CommandLine, ...]
-    opaque: bool = False
+    doubts: tuple[str, ...] = ()
+    names: frozenset[str] = frozenset()
+    computed: bool = False
     reads_program: bool = False
 
     @property
+    def opaque(self) -> bool:
+        """Whether it may run code no reading can know (it has doubts)."""
+        return bool(self.doubts)
+
+    @property
     def clean(self) -> bool:
-        """No write, no escape hatch, and everything it nests is clean: a wildcard may allow it."""
-        return not self.writes and not self.hatches and all(line.clean for line in self.nested)
+        """Read exactly and literally, with no write, hatch or doubt, nested lines too: a wildcard may allow it."""
+        return (
+            not self.writes and not self.hatches and not self.doubts and not self.computed
+            and all(line.clean for line in self.nested)
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +123,7 @@ class CommandLine:
         source: the line as given.
         commands: its commands, split at ``;``, ``&&``, ``||``, ``|``, ``&``, newlines and parentheses.
         substitutions: the bodies of ``$(…)``, backticks, ``<(…)`` and ``>(…)``, parsed.
-        problem: why the line could not be read (e.g. an unclosed quote), or None.
+        problem: why the line could not be read (an unclosed quote, a limit reached), or None.
     """
 
     source: str
@@ -104,37 +132,52 @@ class CommandLine:
     problem: str | None = None
     _forms: tuple[str, ...] = field(default=(), repr=False)
 
+    def _lines(self) -> list[CommandLine]:
+        """This line and every line nested or substituted in it, at any depth."""
+        out, todo = [], [self]
+        while todo:
+            line = todo.pop()
+            out.append(line)
+            todo.extend(line.substitutions)
+            for c in line.commands:
+                todo.extend(c.nested)
+        return out
+
     @property
     def clean(self) -> bool:
         """Readable, substitution-free, and every command clean (see ``SimpleCommand.clean``)."""
         return self.problem is None and not self.substitutions and all(c.clean for c in self.commands)
 
     @property
+    def doubts(self) -> tuple[str, ...]:
+        """Every reason, anywhere in the line, why it cannot be read exactly (problems included)."""
+        found: list[str] = []
+        for line in self._lines():
+            if line.problem is not None:
+                found.append(line.problem)
+            for c in line.commands:
+                found.extend(c.doubts)
+        return tuple(dict.fromkeys(found))
+
+    @property
     def opaque(self) -> bool:
-        """Whether any command (nested or substituted ones included) runs code no reading can know."""
-        return (
-            any(c.opaque or any(n.opaque for n in c.nested) for c in self.commands)
-            or any(s.opaque for s in self.substitutions)
-        )
+        """Whether any part of the line runs code no reading can know (deny and ask rules match it)."""
+        return bool(self.doubts)
+
+    @property
+    def names(self) -> frozenset[str]:
+        """Every word handed to a program that may run its arguments (``SimpleCommand.names``)."""
+        return frozenset().union(*(c.names for line in self._lines() for c in line.commands))
 
     @property
     def writes(self) -> bool:
         """Whether any command (nested ones included) writes through a redirection."""
-        return any(c.writes or any(n.writes for n in c.nested) for c in self.commands) or any(
-            s.writes for s in self.substitutions
-        )
+        return any(c.writes for line in self._lines() for c in line.commands)
 
     @property
     def hatches(self) -> tuple[str, ...]:
         """Every escape hatch in the line, nested commands included."""
-        found: list[str] = []
-        for c in self.commands:
-            found.extend(c.hatches)
-            for n in c.nested:
-                found.extend(n.hatches)
-        for s in self.substitutions:
-            found.extend(s.hatches)
-        return tuple(dict.fromkeys(found))
+        return tuple(dict.fromkeys(h for line in self._lines() for c in line.commands for h in c.hatches))
 
     def forms(self) -> tuple[str, ...]:
         """Every text a deny or ask rule is tried against: the line, its pieces, each command in
@@ -151,13 +194,15 @@ def matches(pattern: str, line: str, *, every: bool) -> bool:
     Args:
         pattern: the glob inside ``bash(…)``; without wildcards it is an exact command line.
         line: the command line a model asked to run.
-        every: True for allow (every command must match and be clean), False for deny and ask
-            (any command in any spelling is enough).
+        every: True for allow (every command must match, read exactly and clean), False for deny
+            and ask (any command in any spelling, or anything the reader cannot read exactly).
 
     Example:
         >>> matches("git *", "git status; touch x", every=True)
         False
         >>> matches("rm *", "/bin/rm -rf build", every=False)
+        True
+        >>> matches("rm *", "bash ${PWD:+-c} 'rm x'", every=False)
         True
     """
     if every:
@@ -172,8 +217,18 @@ def matches(pattern: str, line: str, *, every: bool) -> bool:
     parsed = parse(line)
     if parsed.opaque:  # it could be anything, so it could be what the rule names
         return True
+    head = pattern.split(None, 1)[0] if pattern.strip() else pattern
+    if head and parsed.names and (
+        head in parsed.names if not has_wildcard(head) else any(fnmatch.fnmatchcase(n, head) for n in parsed.names)
+    ):
+        return True  # handed to a program that may run it
     # "rm *" also names a bare "rm": try each form with a trailing space too.
     return any(fnmatch.fnmatchcase(f, pattern) or fnmatch.fnmatchcase(f + " ", pattern) for f in parsed.forms())
+
+
+def doubts(line: str) -> tuple[str, ...]:
+    """Why ``line`` cannot be read exactly (empty when it can): what a refusal can tell the person."""
+    return parse(line).doubts
 
 
 def covering(patterns: list[str], line: str) -> list[str] | None:
@@ -201,6 +256,8 @@ def covering(patterns: list[str], line: str) -> list[str] | None:
 @functools.lru_cache(maxsize=512)
 def parse(line: str) -> CommandLine:
     """Parses a command line (cached: the same line is judged by several rules)."""
+    if len(line) > MAX_CHARS:
+        return CommandLine(line, (), (), f"the line is longer than {MAX_CHARS} characters, too long to read", ())
     return _parse(line, 0)
 
 
@@ -214,6 +271,7 @@ class _Word:
     value: list[str] = field(default_factory=list)
     dynamic: bool = False  # holds an unquoted or double-quoted $ expansion
     glob: bool = False  # holds an unquoted *, ? or [ (bash expands it to file names)
+    brace: bool = False  # holds an unquoted { (bash may expand it: {a,b})
 
 
 @dataclass
@@ -348,8 +406,10 @@ def _tokenize(s: str) -> tuple[list[_Segment], list[str], str | None]:
                     else:
                         if d == "$":
                             w.dynamic = True
-                        w.value.append(d)
-                        j += 1
+                        run = _QUOTED_RUN.match(s, j + 1)
+                        k = run.end() if run else j + 1
+                        w.value.append(s[j:k])
+                        j = k
                 i = j + 1
             elif s.startswith("$(", i):
                 i = substitution(i, "(", ")", 2)
@@ -388,8 +448,12 @@ def _tokenize(s: str) -> tuple[list[_Segment], list[str], str | None]:
                     w.dynamic = True
                 elif c in "*?[":
                     w.glob = True
-                w.value.append(c)
-                i += 1
+                elif c == "{":
+                    w.brace = True
+                run = _PLAIN_RUN.match(s, i + 1)
+                j = run.end() if run else i + 1
+                w.value.append(s[i:j])
+                i = j
         end_word(n)
     except _Unreadable as problem:
         return segments, subs, str(problem)
@@ -418,13 +482,12 @@ def _ansi_c(body: str) -> str:
     except (UnicodeDecodeError, ValueError):
         return body
 
-
 # ---- building the parsed line --------------------------------------------------------------
 
 
 def _parse(line: str, depth: int) -> CommandLine:
     if depth > _MAX_DEPTH:
-        return CommandLine(line, (), (), "commands nested too deeply to judge", (line,))
+        return CommandLine(line, (), (), f"commands nested more than {_MAX_DEPTH} deep, too deep to read", (line,))
     segments, sub_texts, problem = _tokenize(line)
     commands = tuple(_command(line, g, depth) for g in segments if g.start >= 0)
     subs = tuple(_parse(t, depth + 1) for t in sub_texts)
@@ -440,42 +503,313 @@ def _parse(line: str, depth: int) -> CommandLine:
     return CommandLine(line, commands, subs, problem, tuple(dict.fromkeys(forms)))
 
 
+def _marked(word: str) -> bool:
+    """Whether bash computes this word when it runs (an expansion, a substitution, a glob)."""
+    return word[:1] in (_DYNAMIC, _GLOB)
+
+
+def _computed(word: str) -> bool:
+    """A word whose value could decide what runs: an expansion or substitution (which may also
+    split into several words), or a glob that could expand into an option (``*``, ``-*``)."""
+    return word[:1] == _DYNAMIC or (word[:1] == _GLOB and word[1:2] in ("*", "?", "[", "-", ""))
+
+
+def _plain(word: str) -> str:
+    return word[1:] if _marked(word) else word
+
+
 def _command(line: str, g: _Segment, depth: int) -> SimpleCommand:
     words: list[str] = []
-    opaque = False
-    globbed = {_base("".join(w.value)) for w in g.words if w.glob}
+    reading = _Reading()
     for w in g.words:
         value = "".join(w.value)
-        raw = line[w.raw_start : w.raw_end]
-        if "{" in raw and not any(q in raw for q in "'\"\\"):
-            expanded = _brace_expand(value)
+        mark = _DYNAMIC if w.dynamic else _GLOB if w.glob else ""
+        if w.brace:
+            raw = line[w.raw_start : w.raw_end]
+            expanded = None if any(q in raw for q in "'\"\\$`") else _brace_expand(value)
             if expanded is None:
-                opaque = True  # a brace form this reader does not expand ({a..z}, nesting)
+                words.append(_DYNAMIC + value)  # a brace form this reader does not expand ({a..z}, quotes)
             else:
-                words.extend(expanded)
-                continue
-        words.append(value)
+                words.extend(mark + e for e in expanded)
+            continue
+        words.append(mark + value)
+    computed = any(_computed(w) for w in words) or bool(words and _marked(words[0]))
+    _read(words, reading)
     text = line[g.start : g.end].strip()
-    forms: list[str] = [text]
-    hatches: list[str] = []
-    nested_texts: list[str] = []
-    reads_program = False
-    for view in _views(words, nested_texts):
-        forms.append(" ".join(view))
-        if "$" in view[0] or "`" in view[0] or view[0] in globbed:
-            opaque = True  # /bin/r? is /bin/rm once bash has expanded it
-        found = hatch(view)
-        if found:
-            hatches.append(found)
-        if view[0] in _SHELLS and _dash_c(view[1:]) is None:
-            plain = [a for a in view[1:] if not a.startswith(("-", "+"))]
-            reads_program = not plain or "-s" in view[1:]
-    if opaque:
-        hatches.append("the command name is computed when it runs ($…, {…}), so no rule can judge it")
-    nested = tuple(_parse(t, depth + 1) for t in nested_texts)
+    forms = [text, *(" ".join(_plain(w) for w in view) for view in reading.views)]
+    nested = tuple(_parse(t, depth + 1) for t in reading.nested)
+    hatches = list(reading.hatches)
+    if reading.doubts:
+        hatches.append("it cannot be read exactly: " + reading.doubts[0])
     return SimpleCommand(
-        text, tuple(words), g.writes, tuple(dict.fromkeys(forms)), tuple(dict.fromkeys(hatches)), nested, opaque, reads_program
+        text, tuple(_plain(w) for w in words), g.writes or reading.writes, tuple(dict.fromkeys(forms)),
+        tuple(dict.fromkeys(hatches)), nested, tuple(dict.fromkeys(reading.doubts)), frozenset(reading.names),
+        computed, reading.reads_program,
     )
+
+
+@dataclass
+class _Reading:
+    """What reading one command found, wrapper by wrapper."""
+
+    views: list[list[str]] = field(default_factory=list)
+    nested: list[str] = field(default_factory=list)
+    doubts: list[str] = field(default_factory=list)
+    hatches: list[str] = field(default_factory=list)
+    names: set[str] = field(default_factory=set)
+    reads_program: bool = False
+    writes: bool = False
+
+    def doubt(self, why: str) -> None:
+        self.doubts.append(why)
+
+    def name_words(self, words: list[str]) -> None:
+        """Words a program may run: the rule's program name among them counts as a hit."""
+        for w in words:
+            self.names.update(t for t in _NAME_CHARS.split(_plain(w)) if t)
+
+
+def _read(words: list[str], r: _Reading) -> None:
+    """Peels wrappers off one after another, noting each view, nested line and doubt."""
+    cur = list(words)
+    for _ in range(_MAX_PEEL):
+        while cur and (cur[0] in _RESERVED or _ASSIGNMENT.match(_plain(cur[0]))):
+            if cur[0] not in _RESERVED:
+                name, _, value = _plain(cur[0]).partition("=")
+                if is_code_variable(name.rstrip("+").split("[", 1)[0]):
+                    r.doubt(f"it sets {name}, which the shell runs or searches later")
+                r.name_words([value])  # a stored value may run later (a[$(…)] in arithmetic)
+            cur = cur[1:]
+        if not cur:
+            return
+        if _marked(cur[0]):
+            r.doubt(f"the command name {_plain(cur[0])!r} is computed when it runs")
+            return
+        cur = [_base(cur[0]), *cur[1:]]
+        r.views.append(cur)
+        inner = _inner(cur, r)
+        if not inner:
+            return
+        cur = inner
+    r.doubt(f"more than {_MAX_PEEL} wrappers around one command")
+
+
+def _inner(view: list[str], r: _Reading) -> list[str] | None:
+    """The words of the command ``view`` runs next, or None; nested lines and doubts go to ``r``."""
+    name, args = view[0], view[1:]
+    found = hatch([_plain(w) for w in view])
+    if found:
+        r.hatches.append(found)
+    stored = stores_code([_plain(w) for w in view])
+    if stored:
+        r.doubt(stored)
+    if name in INERT and not found:
+        return None
+    if name in _CATALOGUED and not found:  # _hatches knows every way it runs commands
+        if any(_computed(a) for a in args):
+            r.doubt(f"{name} is given a computed word, which could be an option that runs commands")
+        return None
+    r.name_words(args)
+    if name in _SHELLS or name in ("su", "runuser", "script"):
+        return _shell(name, args, r)
+    if name == "eval":
+        words = args[1:] if args[:1] == ["--"] else args
+        if any(_marked(a) for a in words):
+            r.doubt("eval runs a string computed when it runs")
+        else:
+            r.nested.append(" ".join(words))
+        return None
+    if name in ("source", "."):
+        words = args[1:] if args[:1] == ["--"] else args
+        if words and (_marked(words[0]) or words[0].startswith(("/dev/", "/proc/")) or words[0] == "-"):
+            r.doubt(f"{name} reads its program from a descriptor or a computed path")
+        return None
+    if name in WITH_VALUE and name != "ssh":
+        return _wrapper(name, args, r)
+    if name == "find":
+        if any(_computed(a) for a in args):
+            r.doubt("find is given a computed word, which could be -exec")
+        for target in _find_exec_targets(args):
+            r.nested.append(" ".join('"$found"' if "{}" in w else _quote(w) for w in target))
+        return None
+    if any(_computed(a) for a in args):
+        r.doubt(f"{name} may run what its arguments name, and one of them is computed when it runs")
+    if name in _TRACERS:
+        # Their options vary; any later word may be the command they run, so try each.
+        r.views.extend(args[k:] for k in range(len(args)) if not args[k].startswith("-"))
+        if name == "ssh":  # the remote command line is the words after the host
+            rest = _skip_options(args, WITH_VALUE["ssh"])[1:]
+            if rest:
+                r.nested.append(" ".join(_plain(w) for w in rest))
+    return None
+
+
+# Programs whose every way of running a command or writing a file is in _hatches.hatch.
+_CATALOGUED = frozenset({"git", "sed", "gsed", "awk", "gawk", "mawk", "nawk", "tar", "bsdtar", "gtar", "sort", "uniq"})
+# Programs that run the command they are given after options of their own.
+_TRACERS = frozenset(
+    {"strace", "ltrace", "valgrind", "chrt", "prlimit", "cpulimit", "trickle", "firejail", "proxychains", "proxychains4",
+     "torsocks", "catchsegv", "fakeroot", "unshare", "nsenter", "parallel", "entr", "ssh", "systemd-run", "sg",
+     "gdb", "perf", "hyperfine", "setarch", "setpriv", "taskset", "renice", "linux32", "linux64", "numactl"}
+)
+_SHELL_FLAGS = frozenset({"--login", "--noprofile", "--norc", "--posix", "--restricted", "--verbose", "--noediting",
+                          "--debugger", "--dump-strings", "--dump-po-strings", "--pretty-print", "--protected",
+                          "--wordexp", "--help", "--version", "--interactive", "--no-rcs"})
+
+
+def _options(args: list[str], with_value: frozenset[str], r: _Reading, name: str) -> list[str] | None:
+    """``args`` after leading options (clusters like ``-iu HOME`` read letter by letter); None, with a
+    doubt, when a computed word sits among them (it could be any option, or several words)."""
+    k = 0
+    while k < len(args):
+        a = args[k]
+        if _marked(a):
+            if k and args[k - 1] != "--" and not args[k - 1].startswith("-"):
+                break
+            r.doubt(f"{name} is given a computed option {_plain(a)!r}, so what it runs cannot be located")
+            return None
+        if a == "--":
+            return args[k + 1 :]
+        if not a.startswith("-") or a == "-":
+            break
+        if a.startswith("--"):
+            key = a.split("=", 1)[0]
+            k += 2 if key in with_value and "=" not in a else 1
+            continue
+        k += 1
+        for j in range(1, len(a)):
+            if "-" + a[j] in with_value:
+                if j == len(a) - 1:
+                    if k < len(args) and _marked(args[k]):
+                        r.doubt(f"{name} {a} is given a computed value, which may split into several words")
+                        return None
+                    k += 1  # the value is the next word
+                break  # the value is the rest of the cluster
+    return args[k:]
+
+
+def _wrapper(name: str, args: list[str], r: _Reading) -> list[str] | None:
+    """The command a wrapper runs (``env``, ``sudo``, ``nice``, ``time``, ``xargs`` …)."""
+    if name == "env":
+        for k, a in enumerate(args):
+            if a in ("-S", "--split-string") and k + 1 < len(args):
+                r.nested.append(" ".join(_plain(w) for w in args[k + 1 :]))
+            elif a.startswith(("--split-string=", "-S")) and len(a) > 2:
+                r.nested.append(a.split("=", 1)[1] if a.startswith("--") else a[2:])
+    if name == "flock" and ("-c" in args or "--command" in args):
+        at = args.index("-c") if "-c" in args else args.index("--command")
+        if at + 1 < len(args) and _marked(args[at + 1]):
+            r.doubt("flock -c runs a string computed when it runs")
+        r.nested.append(" ".join(_plain(w) for w in args[at + 1 : at + 2]))
+        return None
+    if name == "nice":
+        args = [a for a in args if not re.fullmatch(r"-\d+", a)]
+    rest = _options(args, WITH_VALUE[name], r, name)
+    if rest is None:
+        return None
+    if name in ("timeout", "chroot", "flock"):
+        if rest and _marked(rest[0]):
+            r.doubt(f"{name} is given a computed word before its command")
+            return None
+        rest = rest[1:]
+    if name == "watch":
+        if "-x" not in args and "--exec" not in args:
+            if any(_marked(w) for w in rest):
+                r.doubt("watch runs a string computed when it runs")
+            r.nested.append(" ".join(_plain(w) for w in rest))
+            return None
+    if name == "xargs":
+        replace = _xargs_replacement(args)
+        rest = rest or ["echo"]  # xargs runs echo when given no command
+        if replace is None:  # the words it reads are appended to the command
+            return [*rest, _DYNAMIC + "(words xargs reads)"]
+        return [(_DYNAMIC + w) if replace in _plain(w) else w for w in rest]
+    return rest
+
+
+def _xargs_replacement(args: list[str]) -> str | None:
+    """The replace string of ``xargs -I R`` / ``-i`` / ``--replace[=R]``, or None."""
+    for k, a in enumerate(args):
+        if a == "-I" and k + 1 < len(args):
+            return _plain(args[k + 1])
+        if a.startswith("-I") and len(a) > 2:
+            return a[2:]
+        if a == "-i" or a == "--replace":
+            return "{}"
+        if a.startswith("-i"):
+            return a[2:]
+        if a.startswith("--replace="):
+            return a.split("=", 1)[1]
+        if not a.startswith("-"):
+            break
+    return None
+
+
+def _shell(name: str, args: list[str], r: _Reading) -> None:
+    """Locates the program a shell runs: a ``-c`` string (nested), stdin, or a script file."""
+    if name in ("su", "runuser", "script"):
+        if any(_marked(a) for a in args):
+            r.doubt(f"{name} is given a computed word, so what it runs cannot be located")
+            return None
+        flag = next((k for k, a in enumerate(args) if a in ("-c", "--command")), None)
+        if flag is not None and flag + 1 < len(args):
+            r.nested.append(args[flag + 1])
+        elif name in ("runuser", "su") and "--" in args:  # runuser -u USER -- COMMAND
+            rest = args[args.index("--") + 1 :]
+            r.nested.append(" ".join(_quote(w) for w in rest))
+        return None
+    with_value = WITH_VALUE["sh"]
+    k, dash_c, dash_s = 0, False, False
+    while k < len(args):
+        a = args[k]
+        if _marked(a):
+            r.doubt(f"{name} is given a computed word {_plain(a)!r} where its options or program are")
+            return None
+        if a in ("--", "-"):
+            k += 1
+            break
+        if a.startswith("--"):
+            key, _, value = a.partition("=")
+            if key == "--command":
+                dash_c = True
+                if value:
+                    r.nested.append(value)
+                    return None
+                k += 1
+                break
+            if key in with_value:
+                k += 1 if value else 2
+            elif key in _SHELL_FLAGS:
+                k += 1
+            else:
+                r.doubt(f"{name} {a} is an option this reader does not know")
+                return None
+            continue
+        if a[0] in "-+" and len(a) > 1:
+            k += 1
+            for ch in a[1:]:
+                if ch == "c":
+                    dash_c = True
+                elif ch == "s":
+                    dash_s = True
+                elif ch in "oO":
+                    k += 1  # -o NAME: the option's name is the next word
+                elif not ch.isalpha():
+                    r.doubt(f"{name} {a} is an option this reader does not know")
+                    return None
+            continue
+        break
+    operands = args[k:]
+    if operands and _marked(operands[0]):
+        r.doubt(f"{name} runs a program {_plain(operands[0])!r} computed when it runs")
+    elif dash_c:
+        if operands:
+            r.nested.append(operands[0])
+    elif dash_s or not operands:
+        r.reads_program = True
+    elif operands[0].startswith(("/dev/", "/proc/")):
+        r.doubt(f"{name} reads its program from the descriptor {operands[0]}")
+    return None
 
 
 _BRACE = re.compile(r"^(.*?)\{([^{}]*)\}(.*)$", re.DOTALL)
@@ -503,19 +837,19 @@ def _brace_expand(word: str, budget: int = 64) -> list[str] | None:
 
 def _pipe_into_shell(commands: tuple[SimpleCommand, ...], depth: int) -> tuple[SimpleCommand, ...]:
     """``echo 'rm x' | sh``: the text echoed into a shell reading its program from stdin is a line
-    too; fed by anything else (``curl … | sh``), the shell runs code no reading can know."""
+    too; fed by anything else (``curl … | sh``, ``sh < file``), the shell runs code no reading can know."""
     out = list(commands)
     for k, cur in enumerate(out):
         if not cur.reads_program:
             continue
         prev = out[k - 1] if k else None
-        if prev is not None and prev.words and _base(prev.words[0]) in ("echo", "printf") and not prev.nested:
+        if prev is not None and prev.words and _base(prev.words[0]) in ("echo", "printf") and not prev.nested and not prev.doubts:
             args = [w for w in prev.words[1:] if not (w.startswith("-") and len(w) <= 3)]
             inner = _parse(" ".join(args).replace("\\n", "\n"), depth + 1)
-            out[k] = SimpleCommand(cur.text, cur.words, cur.writes, cur.forms, cur.hatches, (*cur.nested, inner), cur.opaque, True)
+            out[k] = dataclasses.replace(cur, nested=(*cur.nested, inner))
         else:
-            hatches = (*cur.hatches, "a shell runs a program it reads from a pipe or a file")
-            out[k] = SimpleCommand(cur.text, cur.words, cur.writes, cur.forms, hatches, cur.nested, True, True)
+            why = "a shell runs a program it reads from a pipe or a file"
+            out[k] = dataclasses.replace(cur, hatches=(*cur.hatches, why), doubts=(*cur.doubts, why))
     return tuple(out)
 
 
@@ -523,146 +857,22 @@ def _base(word: str) -> str:
     return word.rsplit("/", 1)[-1] if "/" in word else word
 
 
-def _skip_options(args: list[str], with_value: frozenset[str], *, stop_at_dash_dash: bool = True) -> list[str]:
-    """``args`` after leading options; options in ``with_value`` take the next word (or ``-oVALUE``)."""
+def _skip_options(args: list[str], with_value: frozenset[str]) -> list[str]:
+    """``args`` after leading options; options in ``with_value`` take the next word."""
     k = 0
     while k < len(args):
         a = args[k]
-        if a == "--" and stop_at_dash_dash:
+        if a == "--":
             return args[k + 1 :]
         if not a.startswith("-") or a == "-":
             break
-        if a.startswith("--"):
-            name = a.split("=", 1)[0]
-            k += 2 if name in with_value and "=" not in a else 1
-            continue
-        if a[:2] in with_value and len(a) == 2:
-            k += 2
-        else:
-            k += 1
+        k += 2 if a in with_value else 1
     return args[k:]
 
 
-_WITH_VALUE = {
-    "env": frozenset({"-u", "--unset", "-C", "--chdir", "-S", "--split-string"}),
-    "nice": frozenset({"-n", "--adjustment"}),
-    "timeout": frozenset({"-s", "--signal", "-k", "--kill-after"}),
-    "sudo": frozenset({"-u", "--user", "-g", "--group", "-h", "--host", "-p", "--prompt", "-C", "--close-from", "-D",
-                       "--chdir", "-r", "--role", "-t", "--type", "-U", "--other-user", "-T", "--command-timeout", "-R", "--chroot"}),
-    "doas": frozenset({"-u", "-C"}),
-    "stdbuf": frozenset({"-i", "--input", "-o", "--output", "-e", "--error"}),
-    "xargs": frozenset({"-I", "-L", "-n", "-P", "-s", "-d", "-E", "-a", "--arg-file", "--delimiter", "--max-args",
-                        "--max-procs", "--max-chars", "--max-lines", "--process-slot-var"}),
-    "exec": frozenset({"-a"}),
-    "ionice": frozenset({"-c", "-n", "-p", "-P", "-u", "--class", "--classdata"}),
-    "watch": frozenset({"-n", "--interval", "-q", "--equexit"}),
-    "flock": frozenset({"-w", "--timeout", "-E", "--conflict-exit-code"}),
-    "chroot": frozenset({"--userspec", "--groups"}),
-    "ssh": frozenset({"-b", "-c", "-D", "-E", "-e", "-F", "-I", "-i", "-J", "-L", "-l", "-m", "-O", "-o", "-p", "-Q", "-R",
-                      "-S", "-W", "-w", "-B", "-P"}),
-}
-# Programs that run the command they are given after options of their own.
-_TRACERS = frozenset(
-    {"strace", "ltrace", "valgrind", "chrt", "prlimit", "cpulimit", "trickle", "firejail", "proxychains", "proxychains4",
-     "torsocks", "catchsegv", "fakeroot", "unshare", "nsenter", "parallel", "entr", "ssh", "systemd-run", "sg",
-     "gdb", "perf", "hyperfine"}
-)
-_PLAIN_WRAPPERS = frozenset({"command", "builtin", "nohup", "time", "setsid", "unbuffer", "busybox", "caffeinate", "chronic"})
-
-
-def _views(words: list[str], nested: list[str]) -> list[list[str]]:
-    """The command with one wrapper after another peeled off (first view: normalised words)."""
-    views: list[list[str]] = []
-    cur = list(words)
-    for _ in range(32):
-        while cur and (cur[0] in _RESERVED or _ASSIGNMENT.match(cur[0])):
-            cur = cur[1:]
-        if not cur:
-            break
-        cur = [_base(cur[0]), *cur[1:]]
-        views.append(cur)
-        name, args = cur[0], cur[1:]
-        if name in _PLAIN_WRAPPERS:
-            rest = _skip_options(args, frozenset())
-        elif name in _TRACERS:
-            # Their options vary; any later word may be the command they run, so try each.
-            views.extend(args[k:] for k in range(len(args)) if not args[k].startswith("-"))
-            if name == "ssh":  # the remote command line is the words after the host
-                rest = _skip_options(args, _WITH_VALUE["ssh"])[1:]
-                if rest:
-                    nested.append(" ".join(rest))
-            break
-        elif name == "env":
-            for k, a in enumerate(args):
-                if a in ("-S", "--split-string") and k + 1 < len(args):
-                    nested.append(" ".join(args[k + 1 :]))
-                elif a.startswith(("--split-string=", "-S")) and len(a) > 2:
-                    nested.append(a.split("=", 1)[1] if a.startswith("--") else a[2:])
-            rest = _skip_options(args, _WITH_VALUE["env"])
-        elif name == "timeout":
-            rest = _skip_options(args, _WITH_VALUE["timeout"])[1:]
-        elif name == "nice" or name == "renice":
-            rest = _skip_options([a for a in args if not re.fullmatch(r"-\d+", a)], _WITH_VALUE["nice"])
-        elif name == "taskset":
-            rest = args[2:] if args[:1] in (["-c"], ["--cpu-list"]) else _skip_options(args, frozenset())[1:]
-        elif name == "chroot":
-            rest = _skip_options(args, _WITH_VALUE["chroot"])[1:]
-        elif name == "flock":
-            if "-c" in args or "--command" in args:
-                at = args.index("-c") if "-c" in args else args.index("--command")
-                nested.append(" ".join(args[at + 1 : at + 2]))
-                break
-            rest = _skip_options(args, _WITH_VALUE["flock"])[1:]
-        elif name in ("sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "yash", "rbash") or name in ("su", "runuser", "script"):
-            string = _dash_c(args)
-            if string is None and name in ("su", "runuser", "script"):  # -c may follow the user
-                flag = next((k for k, a in enumerate(args) if a in ("-c", "--command")), None)
-                string = args[flag + 1] if flag is not None and flag + 1 < len(args) else None
-            if string is not None:
-                nested.append(string)
-            if string is not None or name not in ("runuser", "su") or "--" not in args:
-                break
-            rest = args[args.index("--") + 1 :]  # runuser -u USER -- COMMAND
-        elif name == "eval":
-            nested.append(" ".join(args))
-            break
-        elif name == "watch":
-            rest = _skip_options(args, _WITH_VALUE["watch"])
-            if "-x" not in args and "--exec" not in args:
-                nested.append(" ".join(rest))
-                break
-        elif name in _WITH_VALUE:  # sudo, doas, stdbuf, xargs, exec, ionice
-            rest = _skip_options(args, _WITH_VALUE[name])
-            if name == "xargs" and not rest:
-                rest = ["echo"]  # xargs runs echo when given no command
-        elif name == "find":
-            for target in _find_exec_targets(args):
-                nested.append(" ".join(_quote(w) for w in target))
-            break
-        else:
-            break
-        if not rest:
-            break
-        cur = list(rest)
-    return views
-
-
 def _quote(word: str) -> str:
+    word = _plain(word)
     return word if word and re.fullmatch(r"[A-Za-z0-9_./=:,+@%^-]+", word) else "'" + word.replace("'", "'\\''") + "'"
-
-
-def _dash_c(args: list[str]) -> str | None:
-    """The command string of ``sh -c STRING`` (``-lc``, ``-ec`` and ``--login -c`` included)."""
-    for k, a in enumerate(args):
-        if a == "--":
-            return None
-        if a.startswith("-") and not a.startswith("--") and "c" in a[1:]:
-            return args[k + 1] if k + 1 < len(args) else None
-        if a == "--command":
-            return args[k + 1] if k + 1 < len(args) else None
-        if not a.startswith("-") and not a.startswith("+"):
-            return None
-    return None
 
 
 def _find_exec_targets(args: list[str]) -> list[list[str]]:
