@@ -133,7 +133,16 @@ def hatch(view: list[str]) -> str | None:
             return f"{name} can run commands (system(), pipes) or write files"
         return None
     if name in ("sed", "gsed"):
+        if any(a.startswith(("-i", "--in-place")) or (a.startswith("-") and not a.startswith("--") and "i" in a[1:]) for a in args):
+            return f"{name} -i writes files"
         return _sed_hatch(args)
+    if name == "sort":
+        for a in args:
+            if a.startswith(("--output", "--compress-program")) or (a.startswith("-") and not a.startswith("--") and "o" in a[1:]):
+                return f"sort {a} writes a file or runs a program"
+        return None
+    if name == "uniq" and len([a for a in args if not a.startswith("-") or a == "-"]) >= 2:
+        return "uniq writes its output into the file named second"
     if name in ("tar", "bsdtar", "gtar"):
         if any(a.startswith(_TAR_RISKY) for a in args) or any(a in ("-I", "-F") for a in args):
             return f"tar {next(a for a in args if a.startswith(_TAR_RISKY) or a in ('-I', '-F'))} runs a command"
@@ -199,6 +208,11 @@ def _git_hatch(args: list[str]) -> str | None:
             return "git config of an alias, pager, editor, hook or command runs commands later"
     if sub in ("filter-branch", "daemon", "instaweb") or (sub, rest[:1]) in (("bisect", ["run"]), ("submodule", ["foreach"])):
         return f"git {sub} runs commands of its own"
+    for a in rest:  # options that write a file of the caller's choosing (.git/config, a hook)
+        if a.startswith(("--output", "--output-directory")) or (sub in ("format-patch", "archive") and a.startswith("-o")):
+            return f"git {sub} {a} writes a file"
+    if sub == "bundle" and rest[:1] == ["create"]:
+        return "git bundle create writes a file"
     if sub in ("grep",) and any(a.startswith("-O") for a in rest):
         return "git grep -O opens a pager"
     return None

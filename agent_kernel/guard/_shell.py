@@ -621,8 +621,8 @@ def _inner(view: list[str], r: _Reading) -> list[str] | None:
         return None
     if name in ("source", "."):
         words = args[1:] if args[:1] == ["--"] else args
-        if words and (_marked(words[0]) or words[0].startswith(("/dev/", "/proc/")) or words[0] == "-"):
-            r.doubt(f"{name} reads its program from a descriptor or a computed path")
+        if words:
+            r.doubt(f"{name} runs the file {_plain(words[0])!r} in this shell, which no reading of the line sees into")
         return None
     if name in WITH_VALUE and name != "ssh":
         return _wrapper(name, args, r)
@@ -807,8 +807,8 @@ def _shell(name: str, args: list[str], r: _Reading) -> None:
             r.nested.append(operands[0])
     elif dash_s or not operands:
         r.reads_program = True
-    elif operands[0].startswith(("/dev/", "/proc/")):
-        r.doubt(f"{name} reads its program from the descriptor {operands[0]}")
+    else:
+        r.doubt(f"{name} runs the script {operands[0]!r}, which no reading of the line sees into")
     return None
 
 
