@@ -184,6 +184,16 @@ class Rule:
         return self.text
 
 
+def _unread(key: Any, shell: bool) -> str:
+    """Why a command matched a rule although it may not name it: it cannot be read exactly."""
+    found = commands.doubts(key) if shell and isinstance(key, str) else ()
+    return f" (the command cannot be read exactly: {found[0]}; what cannot be read counts as matching)" if found else ""
+
+
+# Shell lines longer than this are judged on a worker thread, so the event loop never waits on them.
+_JUDGE_IN_THREAD = 64 * 1024
+
+
 @functools.lru_cache(maxsize=1024)
 def _rule(text: str) -> Rule:
     """``Rule.parse``, cached: rules are parsed on every call so edits to the lists take effect."""
@@ -265,10 +275,10 @@ class Permissions:
         shell = tool.category == "shell"
         for rule in map(_rule, self.deny):
             if rule.matches(tool.name, key, shell=shell, every=False):
-                return Verdict("deny", rule.text, f"the rule deny {rule.text!r} forbids it", "rule")
+                return Verdict("deny", rule.text, f"the rule deny {rule.text!r} forbids it{_unread(key, shell)}", "rule")
         for rule in map(_rule, self.ask):
             if rule.matches(tool.name, key, shell=shell, every=False):
-                return Verdict("ask", rule.text, f"the rule ask {rule.text!r} asks for approval", "rule")
+                return Verdict("ask", rule.text, f"the rule ask {rule.text!r} asks for approval{_unread(key, shell)}", "rule")
         for rule in map(_rule, self.allow):
             if rule.matches(tool.name, key, shell=shell, every=True):
                 return Verdict("allow", rule.text, f"the rule allow {rule.text!r} allows it", "rule")
@@ -391,7 +401,10 @@ class RuleGate:
     async def authorize(self, request: ToolRequest, emit: Emit) -> Authorization:
         """Returns the verdict for ``request``, asking someone if the rules say so."""
         tool, arguments = request.tool, request.arguments
-        verdict = self.permissions.evaluate(tool, arguments, request.working_dir)
+        if tool.category == "shell" and sum(len(v) for v in arguments.values() if isinstance(v, str)) > _JUDGE_IN_THREAD:
+            verdict = await asyncio.to_thread(self.permissions.evaluate, tool, arguments, request.working_dir)
+        else:
+            verdict = self.permissions.evaluate(tool, arguments, request.working_dir)
         if verdict.action == "allow":
             if verdict.decided_by == "rule":
                 emit(EventType.APPROVAL_DECISION, self._decision(request, "approve", "rule", verdict.reason, 0.0))

@@ -52,6 +52,7 @@ _QUOTED_RUN = re.compile(r'[^"\\$`]+')
 # The words a program name may hide among: what is left after cutting at everything else.
 _NAME_CHARS = re.compile(r"[^A-Za-z0-9_.+-]+")
 _OPERATORS = ("&&", "||", ";;", "|&", ";", "&", "|", "\n", "(", ")")
+_OPERATOR_STARTS = frozenset(op[0] for op in _OPERATORS)
 _REDIRECTS = ("&>>", "&>", ">>", ">|", ">&", "<<<", "<<-", "<<", "<&", "<>", ">", "<")
 _WRITING = frozenset({">", ">>", ">|", "&>", "&>>", "<>", ">&"})
 # Words that open or close a compound command; the command follows them.
@@ -59,6 +60,7 @@ _RESERVED = frozenset({"!", "{", "}", "if", "then", "else", "elif", "fi", "do", 
 _SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "yash", "fish", "busybox-sh", "rbash"})
 _MAX_DEPTH = 8
 _MAX_PEEL = 32
+_MAX_WORDS = 1_500
 # A word whose value bash computes when it runs starts with one of these marks once read:
 # _DYNAMIC for expansions and substitutions, _GLOB for unquoted *, ? or [ (file names).
 _DYNAMIC = "\x00"
@@ -130,7 +132,6 @@ class CommandLine:
     commands: tuple[SimpleCommand, ...]
     substitutions: tuple[CommandLine, ...] = ()
     problem: str | None = None
-    _forms: tuple[str, ...] = field(default=(), repr=False)
 
     def _lines(self) -> list[CommandLine]:
         """This line and every line nested or substituted in it, at any depth."""
@@ -182,7 +183,13 @@ class CommandLine:
     def forms(self) -> tuple[str, ...]:
         """Every text a deny or ask rule is tried against: the line, its pieces, each command in
         each spelling, and the same for everything nested or substituted."""
-        return self._forms
+        forms: list[str] = []
+        for line in self._lines():
+            forms.append(line.source)
+            forms.extend(p.strip() for p in _PIECES.split(line.source) if p.strip())
+            for c in line.commands:
+                forms.extend(c.forms)
+        return tuple(dict.fromkeys(forms))
 
 
 # ---- matching ------------------------------------------------------------------------------
@@ -222,8 +229,23 @@ def matches(pattern: str, line: str, *, every: bool) -> bool:
         head in parsed.names if not has_wildcard(head) else any(fnmatch.fnmatchcase(n, head) for n in parsed.names)
     ):
         return True  # handed to a program that may run it
-    # "rm *" also names a bare "rm": try each form with a trailing space too.
-    return any(fnmatch.fnmatchcase(f, pattern) or fnmatch.fnmatchcase(f + " ", pattern) for f in parsed.forms())
+    # "rm *" also names a bare "rm": try each form with a trailing space too. Only a form that
+    # starts with the pattern's literal prefix can match, so the rest are skipped unmatched.
+    prefix = re.split(r"[*?\[]", pattern, maxsplit=1)[0]
+    head = prefix.strip()
+
+    def hit(form: str) -> bool:
+        return (form + " ").startswith(prefix) and (
+            fnmatch.fnmatchcase(form, pattern) or fnmatch.fnmatchcase(form + " ", pattern)
+        )
+
+    for part in parsed._lines():
+        if any(hit(f) for c in part.commands for f in c.forms):
+            return True
+        # The backstop: every piece between operators, quotes or not, as written.
+        if head in part.source and any(hit(p.strip()) for p in _PIECES.split(part.source) if p.lstrip().startswith(head)):
+            return True
+    return False
 
 
 def doubts(line: str) -> tuple[str, ...]:
@@ -257,8 +279,8 @@ def covering(patterns: list[str], line: str) -> list[str] | None:
 def parse(line: str) -> CommandLine:
     """Parses a command line (cached: the same line is judged by several rules)."""
     if len(line) > MAX_CHARS:
-        return CommandLine(line, (), (), f"the line is longer than {MAX_CHARS} characters, too long to read", ())
-    return _parse(line, 0)
+        return CommandLine(line, (), (), f"the line is longer than {MAX_CHARS} characters, too long to read")
+    return _parse(line, 0, _Budget())
 
 
 # ---- tokenizer -----------------------------------------------------------------------------
@@ -314,12 +336,13 @@ def _closing(s: str, i: int, open_: str, close: str) -> int:
     return -1
 
 
-def _tokenize(s: str) -> tuple[list[_Segment], list[str], str | None]:
+def _tokenize(s: str, budget: _Budget) -> tuple[list[_Segment], list[str], str | None]:
     """Splits ``s`` into segments of words; returns (segments, substitution bodies, problem)."""
     segments: list[_Segment] = [_Segment()]
     subs: list[str] = []
     word: _Word | None = None
     pending_redirect: str | None = None
+    heredocs: list[tuple[str, bool, bool]] = []  # (delimiter, quoted, tabs stripped) awaiting a newline
     i, n = 0, len(s)
 
     def seg() -> _Segment:
@@ -333,24 +356,34 @@ def _tokenize(s: str) -> tuple[list[_Segment], list[str], str | None]:
                 seg().start = at
         return word
 
+    def spend() -> None:
+        budget.words -= 1
+        if budget.words < 0:
+            raise _Unreadable(f"more than {_MAX_WORDS} words, too many to read")
+
     def end_word(at: int) -> None:
         nonlocal word, pending_redirect
         if word is None:
             return
         word.raw_end = at
         seg().end = at
+        spend()
         if pending_redirect is not None:
             target = "".join(word.value)
             if pending_redirect in _WRITING and target != "/dev/null" and not (
                 pending_redirect == ">&" and (target.isdigit() or target == "-")
             ):
                 seg().writes = True
+            if pending_redirect in ("<<", "<<-"):  # its body starts after the next newline
+                raw = s[word.raw_start : at]
+                heredocs.append((target, any(q in raw for q in "'\"\\"), pending_redirect == "<<-"))
             pending_redirect = None
         else:
             seg().words.append(word)
         word = None
 
     def substitution(at: int, open_: str, close: str, skip: int) -> int:
+        spend()
         body_end = _closing(s, at + skip, open_, close)
         if body_end < 0:
             raise _Unreadable(f"an unclosed {s[at:at + skip]!r}")
@@ -402,6 +435,7 @@ def _tokenize(s: str) -> tuple[list[_Segment], list[str], str | None]:
                     elif s.startswith("$(", j):
                         j = substitution(j, "(", ")", 2)
                     elif d == "`":
+                        spend()
                         j = _backtick(s, j, subs, w)
                     else:
                         if d == "$":
@@ -414,6 +448,7 @@ def _tokenize(s: str) -> tuple[list[_Segment], list[str], str | None]:
             elif s.startswith("$(", i):
                 i = substitution(i, "(", ")", 2)
             elif c == "`":
+                spend()
                 i = _backtick(s, i, subs, start_word(i))
             elif c in "<>" and s.startswith("(", i + 1):
                 end_word(i)
@@ -435,13 +470,16 @@ def _tokenize(s: str) -> tuple[list[_Segment], list[str], str | None]:
                 op = next(o for o in _REDIRECTS if s.startswith(o, i))
                 pending_redirect = op
                 i += len(op)
-            elif any(s.startswith(op, i) for op in _OPERATORS):
+            elif c in _OPERATOR_STARTS:
                 end_word(i)
                 op = next(o for o in _OPERATORS if s.startswith(o, i))
                 if pending_redirect is not None:
                     raise _Unreadable(f"a redirection with no target before {op!r}")
                 segments.append(_Segment())
                 i += len(op)
+                if op == "\n" and heredocs:
+                    i = _heredoc_bodies(s, i, heredocs, subs)
+                    heredocs.clear()
             else:
                 w = start_word(i)
                 if c == "$":
@@ -458,6 +496,48 @@ def _tokenize(s: str) -> tuple[list[_Segment], list[str], str | None]:
     except _Unreadable as problem:
         return segments, subs, str(problem)
     return [g for g in segments if g.words or g.writes], subs, None
+
+
+def _heredoc_bodies(s: str, i: int, heredocs: list[tuple[str, bool, bool]], subs: list[str]) -> int:
+    """Skips the here-document bodies that start at ``i`` (data, not commands); the substitutions
+    in a body whose delimiter is unquoted run, so they are read. Returns where the next line starts."""
+    for delimiter, quoted, strip_tabs in heredocs:
+        start = i
+        while i < len(s):
+            end = s.find("\n", i)
+            end = len(s) if end < 0 else end
+            line = s[i:end].lstrip("\t") if strip_tabs else s[i:end]
+            if line == delimiter:
+                body, i = s[start:i], end + 1
+                break
+            i = end + 1
+        else:
+            body = s[start:]  # bash reads to the end of the input
+        if not quoted:
+            _body_substitutions(body, subs)
+    return min(i, len(s))
+
+
+def _body_substitutions(body: str, subs: list[str]) -> None:
+    """The ``$(…)`` and backtick substitutions bash runs in an unquoted here-document body."""
+    k = 0
+    while k < len(body):
+        if body[k] == "\\":
+            k += 2
+        elif body.startswith("$(", k):
+            end = _closing(body, k + 2, "(", ")")
+            if end < 0:
+                raise _Unreadable("an unclosed '$(' in a here-document")
+            subs.append(body[k + 2 : end - 1])
+            k = end
+        elif body[k] == "`":
+            end = body.find("`", k + 1)
+            if end < 0:
+                raise _Unreadable("an unclosed backtick in a here-document")
+            subs.append(body[k + 1 : end])
+            k = end + 1
+        else:
+            k += 1
 
 
 class _Unreadable(Exception):
@@ -485,22 +565,24 @@ def _ansi_c(body: str) -> str:
 # ---- building the parsed line --------------------------------------------------------------
 
 
-def _parse(line: str, depth: int) -> CommandLine:
+@dataclass
+class _Budget:
+    """Words left to read in one line, nested and substituted lines included: reading stops,
+    failing closed, before a huge line could keep the caller waiting."""
+
+    words: int = _MAX_WORDS
+
+
+def _parse(line: str, depth: int, budget: _Budget) -> CommandLine:
     if depth > _MAX_DEPTH:
-        return CommandLine(line, (), (), f"commands nested more than {_MAX_DEPTH} deep, too deep to read", (line,))
-    segments, sub_texts, problem = _tokenize(line)
-    commands = tuple(_command(line, g, depth) for g in segments if g.start >= 0)
-    subs = tuple(_parse(t, depth + 1) for t in sub_texts)
-    commands = _pipe_into_shell(commands, depth)
-    forms: list[str] = [line]
-    forms.extend(p.strip() for p in _PIECES.split(line) if p.strip())
-    for c in commands:
-        forms.extend(c.forms)
-        for nested in c.nested:
-            forms.extend(nested.forms())
-    for sub in subs:
-        forms.extend(sub.forms())
-    return CommandLine(line, commands, subs, problem, tuple(dict.fromkeys(forms)))
+        return CommandLine(line, (), (), f"commands nested more than {_MAX_DEPTH} deep, too deep to read")
+    if budget.words <= 0:
+        return CommandLine(line, (), (), f"more than {_MAX_WORDS} words, too many to read")
+    segments, sub_texts, problem = _tokenize(line, budget)
+    commands = tuple(_command(line, g, depth, budget) for g in segments if g.start >= 0)
+    subs = tuple(_parse(t, depth + 1, budget) for t in sub_texts)
+    commands = _pipe_into_shell(commands, depth, budget)
+    return CommandLine(line, commands, subs, problem)
 
 
 def _marked(word: str) -> bool:
@@ -518,7 +600,7 @@ def _plain(word: str) -> str:
     return word[1:] if _marked(word) else word
 
 
-def _command(line: str, g: _Segment, depth: int) -> SimpleCommand:
+def _command(line: str, g: _Segment, depth: int, budget: _Budget) -> SimpleCommand:
     words: list[str] = []
     reading = _Reading()
     for w in g.words:
@@ -537,7 +619,7 @@ def _command(line: str, g: _Segment, depth: int) -> SimpleCommand:
     _read(words, reading)
     text = line[g.start : g.end].strip()
     forms = [text, *(" ".join(_plain(w) for w in view) for view in reading.views)]
-    nested = tuple(_parse(t, depth + 1) for t in reading.nested)
+    nested = tuple(_parse(t, depth + 1, budget) for t in reading.nested)
     hatches = list(reading.hatches)
     if reading.doubts:
         hatches.append("it cannot be read exactly: " + reading.doubts[0])
@@ -835,7 +917,7 @@ def _brace_expand(word: str, budget: int = 64) -> list[str] | None:
     return [w for w in out if w]
 
 
-def _pipe_into_shell(commands: tuple[SimpleCommand, ...], depth: int) -> tuple[SimpleCommand, ...]:
+def _pipe_into_shell(commands: tuple[SimpleCommand, ...], depth: int, budget: _Budget) -> tuple[SimpleCommand, ...]:
     """``echo 'rm x' | sh``: the text echoed into a shell reading its program from stdin is a line
     too; fed by anything else (``curl … | sh``, ``sh < file``), the shell runs code no reading can know."""
     out = list(commands)
@@ -845,7 +927,7 @@ def _pipe_into_shell(commands: tuple[SimpleCommand, ...], depth: int) -> tuple[S
         prev = out[k - 1] if k else None
         if prev is not None and prev.words and _base(prev.words[0]) in ("echo", "printf") and not prev.nested and not prev.doubts:
             args = [w for w in prev.words[1:] if not (w.startswith("-") and len(w) <= 3)]
-            inner = _parse(" ".join(args).replace("\\n", "\n"), depth + 1)
+            inner = _parse(" ".join(args).replace("\\n", "\n"), depth + 1, budget)
             out[k] = dataclasses.replace(cur, nested=(*cur.nested, inner))
         else:
             why = "a shell runs a program it reads from a pipe or a file"
