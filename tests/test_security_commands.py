@@ -523,7 +523,7 @@ ALLOW_UNREADABLE: list[tuple[str, str]] = [
     ("git *", f"git diff --output={MARK}"),
     ("git *", "git format-patch -o patches HEAD~1"),
     ("sort *", f"sort -o {MARK} notes.md"),
-    ("sort *", f"sort --compress-program=touch notes.md"),
+    ("sort *", "sort --compress-program=touch notes.md"),
     ("sed *", "sed -i s/alpha/beta/ notes.md"),
     ("uniq *", f"uniq notes.md {MARK}"),
     ("ls *", "ls $(pwd)"),

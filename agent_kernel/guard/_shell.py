@@ -45,6 +45,7 @@ MAX_CHARS = 1_000_000
 _ESCAPED = re.compile(r"\[[*?\[]\]")
 # A backstop for deny rules: split at every operator and substitution opener, quotes or not.
 _PIECES = re.compile(r"&&|\|\||\$\(|<\(|>\(|[;&|\n()`{}]")
+_SEPARATOR_ENDS = frozenset(";&|\n()`{}")
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=")
 # Characters with no meaning to the tokenizer, read in one step (a 400 KB line stays fast).
 _PLAIN_RUN = re.compile(r"[^\s\\'\"$`<>&;|()#*?\[{}\n]+")
@@ -86,8 +87,8 @@ class SimpleCommand:
         doubts: why the reader cannot prove what it runs (a computed name, a shell fed a program
             by another command, a builtin storing code …). Deny and ask rules match such a
             command; allow rules never do.
-        names: the words among the arguments of programs that may run their arguments: a deny
-            rule naming one of them matches (``setarch x86_64 rm v``).
+        names: the arguments of programs that may run their arguments, as text: a deny rule whose
+            program name stands among them as a word matches (``setarch x86_64 rm v``).
         computed: some word is computed when it runs (an allow rule never covers it).
         reads_program: it is a shell that reads its program from stdin (``sh``, ``bash -s``).
     """
@@ -99,7 +100,7 @@ class SimpleCommand:
     hatches: tuple[str, ...]
     nested: tuple[CommandLine, ...]
     doubts: tuple[str, ...] = ()
-    names: frozenset[str] = frozenset()
+    names: tuple[str, ...] = ()
     computed: bool = False
     reads_program: bool = False
 
@@ -166,9 +167,9 @@ class CommandLine:
         return bool(self.doubts)
 
     @property
-    def names(self) -> frozenset[str]:
-        """Every word handed to a program that may run its arguments (``SimpleCommand.names``)."""
-        return frozenset().union(*(c.names for line in self._lines() for c in line.commands))
+    def names(self) -> tuple[str, ...]:
+        """Every argument handed to a program that may run its arguments (``SimpleCommand.names``)."""
+        return tuple(n for line in self._lines() for c in line.commands for n in c.names)
 
     @property
     def writes(self) -> bool:
@@ -225,9 +226,7 @@ def matches(pattern: str, line: str, *, every: bool) -> bool:
     if parsed.opaque:  # it could be anything, so it could be what the rule names
         return True
     head = pattern.split(None, 1)[0] if pattern.strip() else pattern
-    if head and parsed.names and (
-        head in parsed.names if not has_wildcard(head) else any(fnmatch.fnmatchcase(n, head) for n in parsed.names)
-    ):
+    if head and any(_names_word(text, head) for text in parsed.names):
         return True  # handed to a program that may run it
     # "rm *" also names a bare "rm": try each form with a trailing space too. Only a form that
     # starts with the pattern's literal prefix can match, so the rest are skipped unmatched.
@@ -243,9 +242,38 @@ def matches(pattern: str, line: str, *, every: bool) -> bool:
         if any(hit(f) for c in part.commands for f in c.forms):
             return True
         # The backstop: every piece between operators, quotes or not, as written.
-        if head in part.source and any(hit(p.strip()) for p in _PIECES.split(part.source) if p.lstrip().startswith(head)):
+        if head in part.source and any(hit(p) for p in _pieces_starting(part.source, head)):
             return True
     return False
+
+
+def _names_word(text: str, head: str) -> bool:
+    """Whether ``head`` (a program name, maybe a glob) stands in ``text`` as a word of its own."""
+    if has_wildcard(head):
+        return any(fnmatch.fnmatchcase(t, head) for t in _NAME_CHARS.split(text) if t)
+    return head in text and _word_pattern(head).search(text) is not None
+
+
+@functools.lru_cache(maxsize=64)
+def _word_pattern(name: str) -> re.Pattern[str]:
+    return re.compile(r"(?<![A-Za-z0-9_.+-])" + re.escape(name) + r"(?![A-Za-z0-9_.+-])")
+
+
+def _pieces_starting(source: str, head: str) -> list[str]:
+    """The pieces of ``source`` between operators (quotes or not) that start with ``head``."""
+    if not head:
+        return [p.strip() for p in _PIECES.split(source) if p.strip()]
+    out = []
+    at = source.find(head)
+    while at >= 0:
+        start = at
+        while start and source[start - 1] in " \t":
+            start -= 1
+        if not start or source[start - 1] in _SEPARATOR_ENDS:  # every operator ends with one of these
+            end = _PIECES.search(source, at)
+            out.append(source[at : end.start() if end else len(source)].strip())
+        at = source.find(head, at + 1)
+    return out
 
 
 def doubts(line: str) -> tuple[str, ...]:
@@ -503,19 +531,28 @@ def _heredoc_bodies(s: str, i: int, heredocs: list[tuple[str, bool, bool]], subs
     in a body whose delimiter is unquoted run, so they are read. Returns where the next line starts."""
     for delimiter, quoted, strip_tabs in heredocs:
         start = i
-        while i < len(s):
-            end = s.find("\n", i)
-            end = len(s) if end < 0 else end
-            line = s[i:end].lstrip("\t") if strip_tabs else s[i:end]
-            if line == delimiter:
-                body, i = s[start:i], end + 1
-                break
-            i = end + 1
+        end = _delimiter_line(s, i, delimiter, strip_tabs)
+        if end is None:
+            body, i = s[start:], len(s)  # bash reads to the end of the input
         else:
-            body = s[start:]  # bash reads to the end of the input
+            body, i = s[start : end[0]], end[1] + 1
         if not quoted:
             _body_substitutions(body, subs)
     return min(i, len(s))
+
+
+def _delimiter_line(s: str, i: int, delimiter: str, strip_tabs: bool) -> tuple[int, int] | None:
+    """Where the line that closes a here-document begins and ends, searching from ``i``; or None."""
+    if strip_tabs:
+        found = re.compile("^\t*" + re.escape(delimiter) + "$", re.MULTILINE).search(s, i)
+        return None if found is None else (found.start(), found.end())
+    at = s.find("\n" + delimiter, i - 1)
+    while at >= 0:
+        end = at + 1 + len(delimiter)
+        if end == len(s) or s[end] == "\n":
+            return at + 1, end
+        at = s.find("\n" + delimiter, at + 1)
+    return None
 
 
 def _body_substitutions(body: str, subs: list[str]) -> None:
@@ -625,7 +662,7 @@ def _command(line: str, g: _Segment, depth: int, budget: _Budget) -> SimpleComma
         hatches.append("it cannot be read exactly: " + reading.doubts[0])
     return SimpleCommand(
         text, tuple(_plain(w) for w in words), g.writes or reading.writes, tuple(dict.fromkeys(forms)),
-        tuple(dict.fromkeys(hatches)), nested, tuple(dict.fromkeys(reading.doubts)), frozenset(reading.names),
+        tuple(dict.fromkeys(hatches)), nested, tuple(dict.fromkeys(reading.doubts)), tuple(reading.names),
         computed, reading.reads_program,
     )
 
@@ -638,7 +675,7 @@ class _Reading:
     nested: list[str] = field(default_factory=list)
     doubts: list[str] = field(default_factory=list)
     hatches: list[str] = field(default_factory=list)
-    names: set[str] = field(default_factory=set)
+    names: list[str] = field(default_factory=list)
     reads_program: bool = False
     writes: bool = False
 
@@ -648,7 +685,7 @@ class _Reading:
     def name_words(self, words: list[str]) -> None:
         """Words a program may run: the rule's program name among them counts as a hit."""
         for w in words:
-            self.names.update(t for t in _NAME_CHARS.split(_plain(w)) if t)
+            self.names.append(_plain(w))
 
 
 def _read(words: list[str], r: _Reading) -> None:
@@ -693,7 +730,8 @@ def _inner(view: list[str], r: _Reading) -> list[str] | None:
         return None
     r.name_words(args)
     if name in _SHELLS or name in ("su", "runuser", "script"):
-        return _shell(name, args, r)
+        _shell(name, args, r)
+        return None
     if name == "eval":
         words = args[1:] if args[:1] == ["--"] else args
         if any(_marked(a) for a in words):
@@ -832,21 +870,21 @@ def _shell(name: str, args: list[str], r: _Reading) -> None:
     if name in ("su", "runuser", "script"):
         if any(_marked(a) for a in args):
             r.doubt(f"{name} is given a computed word, so what it runs cannot be located")
-            return None
+            return
         flag = next((k for k, a in enumerate(args) if a in ("-c", "--command")), None)
         if flag is not None and flag + 1 < len(args):
             r.nested.append(args[flag + 1])
         elif name in ("runuser", "su") and "--" in args:  # runuser -u USER -- COMMAND
             rest = args[args.index("--") + 1 :]
             r.nested.append(" ".join(_quote(w) for w in rest))
-        return None
+        return
     with_value = WITH_VALUE["sh"]
     k, dash_c, dash_s = 0, False, False
     while k < len(args):
         a = args[k]
         if _marked(a):
             r.doubt(f"{name} is given a computed word {_plain(a)!r} where its options or program are")
-            return None
+            return
         if a in ("--", "-"):
             k += 1
             break
@@ -856,7 +894,7 @@ def _shell(name: str, args: list[str], r: _Reading) -> None:
                 dash_c = True
                 if value:
                     r.nested.append(value)
-                    return None
+                    return
                 k += 1
                 break
             if key in with_value:
@@ -865,7 +903,7 @@ def _shell(name: str, args: list[str], r: _Reading) -> None:
                 k += 1
             else:
                 r.doubt(f"{name} {a} is an option this reader does not know")
-                return None
+                return
             continue
         if a[0] in "-+" and len(a) > 1:
             k += 1
@@ -878,7 +916,7 @@ def _shell(name: str, args: list[str], r: _Reading) -> None:
                     k += 1  # -o NAME: the option's name is the next word
                 elif not ch.isalpha():
                     r.doubt(f"{name} {a} is an option this reader does not know")
-                    return None
+                    return
             continue
         break
     operands = args[k:]
@@ -891,7 +929,7 @@ def _shell(name: str, args: list[str], r: _Reading) -> None:
         r.reads_program = True
     else:
         r.doubt(f"{name} runs the script {operands[0]!r}, which no reading of the line sees into")
-    return None
+    return
 
 
 _BRACE = re.compile(r"^(.*?)\{([^{}]*)\}(.*)$", re.DOTALL)
