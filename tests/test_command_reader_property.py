@@ -40,14 +40,18 @@ def _constructs(inner: st.SearchStrategy[str], arch: str) -> st.SearchStrategy[s
     """One construct around a line that may run the denied command."""
     prefixes = ["env", "env -u HOME", "env -iu HOME PATH=$PATH", "env X=1", "X=1", "command", "exec", "nice",
                 "nice -n 1", "nohup", "timeout 5", "timeout -s KILL 5", "time", "time -p", "time -o /dev/null",
-                "setsid -w", "stdbuf -o0", f"setarch {arch}", "setpriv", "!", "builtin command", "env --"]
+                "setsid -w", "stdbuf -o0", f"setarch {arch}", "setpriv", "!", "builtin command", "env --", "exec -a x",
+                "command -p", "nice -5", "timeout -k 1 5", "env -C .", "echo | xargs"]
     formats = ["sh -c {q}", "bash -c {q}", "bash -c -- {q}", "sh -o errexit -c {q}", "bash -ec {q}",
                "bash -o pipefail -c {q}", "bash ${{PWD:+-c}} {q}", "bash ${{PWD:+-c}} -- {q}", "eval {q}",
                "eval -- {q}", "eval \"$(echo {q})\"", "echo {q} | sh", "printf '%s' {q} | bash", "bash <<< {q}",
                "bash <(echo {q})", "source /dev/stdin <<< {q}", ". <(echo {q})", "echo {q} | xargs -I{{}} sh -c '{{}}'",
                "trap {q} EXIT", "sh -c \"$1\" _ {q}", "bash -c 'eval \"$0\"' {q}", "x={q}; eval \"$x\"",
                "set -- {q}; eval \"$1\"", "echo {q} > s; bash s", "echo {q} > s; . ./s", "BASH_ENV=<(echo {q}) bash -c :",
-               "hash -p \"$(command -v rm)\" zz; zz v #{q}", "exec 3<<< {q}; bash /dev/fd/3"]
+               "hash -p \"$(command -v rm)\" zz; zz v #{q}", "exec 3<<< {q}; bash /dev/fd/3", "bash -s <<< {q}",
+               "${{BASH:-bash}} -c {q}", "sh -c 'eval \"$1\"' _ {q}", "printf '%s\\n' {q} | sh", "echo -e {q} | sh",
+               "bash -c {q} ignored", "(eval {q})", "shopt -s expand_aliases\nalias zz={q}\nzz", "trap {q} DEBUG; :",
+               "echo {q} | xargs -0 -I@ bash -c @", "env -S {q}", "command eval {q}", "builtin eval {q}"]
     around = ["true; {l}", "true && {l}", "false || {l}", "({l})", "{{ {l}; }}", "if true; then {l}; fi",
               "for i in 1; do {l}; done", "echo $({l})", "cat <({l})", "f() {{ {l}; }}; f", "{l} | cat", "{l} &\nwait"]
     return st.one_of(

@@ -963,14 +963,36 @@ def _pipe_into_shell(commands: tuple[SimpleCommand, ...], depth: int, budget: _B
         if not cur.reads_program:
             continue
         prev = out[k - 1] if k else None
-        if prev is not None and prev.words and _base(prev.words[0]) in ("echo", "printf") and not prev.nested and not prev.doubts:
-            args = [w for w in prev.words[1:] if not (w.startswith("-") and len(w) <= 3)]
-            inner = _parse(" ".join(args).replace("\\n", "\n"), depth + 1, budget)
+        text = _printed(prev) if prev is not None else None
+        if text is not None:
+            inner = _parse(text, depth + 1, budget)
             out[k] = dataclasses.replace(cur, nested=(*cur.nested, inner))
         else:
             why = "a shell runs a program it reads from a pipe or a file"
             out[k] = dataclasses.replace(cur, hatches=(*cur.hatches, why), doubts=(*cur.doubts, why))
     return tuple(out)
+
+
+def _printed(command: SimpleCommand) -> str | None:
+    """What ``echo …`` or ``printf …`` writes, when it can be known exactly; otherwise None."""
+    words = list(command.words)
+    if not words or command.nested or command.doubts or command.computed or _base(words[0]) not in ("echo", "printf"):
+        return None
+    if _base(words[0]) == "echo":
+        args = words[1:]
+        while args and re.fullmatch(r"-[neE]+", args[0]):
+            args = args[1:]
+        text = " ".join(args)
+        return None if "\\" in text else text  # echo -e and xpg_echo turn escapes into characters
+    args = words[1:2] == ["--"] and words[2:] or words[1:]
+    if not args:
+        return None
+    fmt, rest = args[0], args[1:]
+    if fmt in ("%s", "%s\\n") and len(rest) == 1 and "\\" not in rest[0]:
+        return rest[0]
+    if "%" in fmt.replace("%%", "") or rest or "\\" in fmt.replace("\\n", ""):
+        return None  # a format this reader does not apply
+    return fmt.replace("%%", "%").replace("\\n", "\n")
 
 
 def _base(word: str) -> str:
