@@ -22,8 +22,10 @@ rule, and never as matching an allow rule.**
 
 A command's doubts are listed in ``SimpleCommand.doubts`` so a refusal can say why.
 What no reading can see (scripts a command runs, rc files, a program's configuration) is listed
-in ``docs/security.md``. The catalogue of programs (escape hatches, wrappers' options, programs
-that never run their arguments) lives in ``agent_kernel.guard._hatches``.
+in ``docs/security.md``. This module splits a line into commands and words (bash's quoting,
+here-documents, substitutions) and matches rules; ``agent_kernel.guard._programs`` reads what
+each command runs; the catalogue of programs (escape hatches, wrappers' options, programs that
+never run their arguments) lives in ``agent_kernel.guard._hatches``.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ import functools
 import re
 from dataclasses import dataclass, field
 
-from agent_kernel.guard._hatches import INERT, WITH_VALUE, hatch, is_code_variable, stores_code
+from agent_kernel.guard._programs import DYNAMIC, GLOB, Reading, base, computed, marked, plain, read
 
 __all__ = ["MAX_CHARS", "CommandLine", "SimpleCommand", "covering", "doubts", "has_wildcard", "matches", "parse"]
 
@@ -46,7 +48,6 @@ _ESCAPED = re.compile(r"\[[*?\[]\]")
 # A backstop for deny rules: split at every operator and substitution opener, quotes or not.
 _PIECES = re.compile(r"&&|\|\||\$\(|<\(|>\(|[;&|\n()`{}]")
 _SEPARATOR_ENDS = frozenset(";&|\n()`{}")
-_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=")
 # Characters with no meaning to the tokenizer, read in one step (a 400 KB line stays fast).
 _PLAIN_RUN = re.compile(r"[^\s\\'\"$`<>&;|()#*?\[{}\n]+")
 _QUOTED_RUN = re.compile(r'[^"\\$`]+')
@@ -56,16 +57,8 @@ _OPERATORS = ("&&", "||", ";;", "|&", ";", "&", "|", "\n", "(", ")")
 _OPERATOR_STARTS = frozenset(op[0] for op in _OPERATORS)
 _REDIRECTS = ("&>>", "&>", ">>", ">|", ">&", "<<<", "<<-", "<<", "<&", "<>", ">", "<")
 _WRITING = frozenset({">", ">>", ">|", "&>", "&>>", "<>", ">&"})
-# Words that open or close a compound command; the command follows them.
-_RESERVED = frozenset({"!", "{", "}", "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "coproc"})
-_SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "yash", "fish", "busybox-sh", "rbash"})
 _MAX_DEPTH = 8
-_MAX_PEEL = 32
 _MAX_WORDS = 1_500
-# A word whose value bash computes when it runs starts with one of these marks once read:
-# _DYNAMIC for expansions and substitutions, _GLOB for unquoted *, ? or [ (file names).
-_DYNAMIC = "\x00"
-_GLOB = "\x01"
 
 
 def has_wildcard(pattern: str) -> bool:
@@ -622,314 +615,34 @@ def _parse(line: str, depth: int, budget: _Budget) -> CommandLine:
     return CommandLine(line, commands, subs, problem)
 
 
-def _marked(word: str) -> bool:
-    """Whether bash computes this word when it runs (an expansion, a substitution, a glob)."""
-    return word[:1] in (_DYNAMIC, _GLOB)
-
-
-def _computed(word: str) -> bool:
-    """A word whose value could decide what runs: an expansion or substitution (which may also
-    split into several words), or a glob that could expand into an option (``*``, ``-*``)."""
-    return word[:1] == _DYNAMIC or (word[:1] == _GLOB and word[1:2] in ("*", "?", "[", "-", ""))
-
-
-def _plain(word: str) -> str:
-    return word[1:] if _marked(word) else word
-
-
 def _command(line: str, g: _Segment, depth: int, budget: _Budget) -> SimpleCommand:
     words: list[str] = []
-    reading = _Reading()
+    reading = Reading()
     for w in g.words:
         value = "".join(w.value)
-        mark = _DYNAMIC if w.dynamic else _GLOB if w.glob else ""
+        mark = DYNAMIC if w.dynamic else GLOB if w.glob else ""
         if w.brace:
             raw = line[w.raw_start : w.raw_end]
             expanded = None if any(q in raw for q in "'\"\\$`") else _brace_expand(value)
             if expanded is None:
-                words.append(_DYNAMIC + value)  # a brace form this reader does not expand ({a..z}, quotes)
+                words.append(DYNAMIC + value)  # a brace form this reader does not expand ({a..z}, quotes)
             else:
                 words.extend(mark + e for e in expanded)
             continue
         words.append(mark + value)
-    computed = any(_computed(w) for w in words) or bool(words and _marked(words[0]))
-    _read(words, reading)
+    computed = any(computed(w) for w in words) or bool(words and marked(words[0]))
+    read(words, reading)
     text = line[g.start : g.end].strip()
-    forms = [text, *(" ".join(_plain(w) for w in view) for view in reading.views)]
+    forms = [text, *(" ".join(plain(w) for w in view) for view in reading.views)]
     nested = tuple(_parse(t, depth + 1, budget) for t in reading.nested)
     hatches = list(reading.hatches)
     if reading.doubts:
         hatches.append("it cannot be read exactly: " + reading.doubts[0])
     return SimpleCommand(
-        text, tuple(_plain(w) for w in words), g.writes or reading.writes, tuple(dict.fromkeys(forms)),
+        text, tuple(plain(w) for w in words), g.writes or reading.writes, tuple(dict.fromkeys(forms)),
         tuple(dict.fromkeys(hatches)), nested, tuple(dict.fromkeys(reading.doubts)), tuple(reading.names),
         computed, reading.reads_program,
     )
-
-
-@dataclass
-class _Reading:
-    """What reading one command found, wrapper by wrapper."""
-
-    views: list[list[str]] = field(default_factory=list)
-    nested: list[str] = field(default_factory=list)
-    doubts: list[str] = field(default_factory=list)
-    hatches: list[str] = field(default_factory=list)
-    names: list[str] = field(default_factory=list)
-    reads_program: bool = False
-    writes: bool = False
-
-    def doubt(self, why: str) -> None:
-        self.doubts.append(why)
-
-    def name_words(self, words: list[str]) -> None:
-        """Words a program may run: the rule's program name among them counts as a hit."""
-        for w in words:
-            self.names.append(_plain(w))
-
-
-def _read(words: list[str], r: _Reading) -> None:
-    """Peels wrappers off one after another, noting each view, nested line and doubt."""
-    cur = list(words)
-    for _ in range(_MAX_PEEL):
-        while cur and (cur[0] in _RESERVED or _ASSIGNMENT.match(_plain(cur[0]))):
-            if cur[0] not in _RESERVED:
-                name, _, value = _plain(cur[0]).partition("=")
-                if is_code_variable(name.rstrip("+").split("[", 1)[0]):
-                    r.doubt(f"it sets {name}, which the shell runs or searches later")
-                r.name_words([value])  # a stored value may run later (a[$(…)] in arithmetic)
-            cur = cur[1:]
-        if not cur:
-            return
-        if _marked(cur[0]):
-            r.doubt(f"the command name {_plain(cur[0])!r} is computed when it runs")
-            return
-        cur = [_base(cur[0]), *cur[1:]]
-        r.views.append(cur)
-        inner = _inner(cur, r)
-        if not inner:
-            return
-        cur = inner
-    r.doubt(f"more than {_MAX_PEEL} wrappers around one command")
-
-
-def _inner(view: list[str], r: _Reading) -> list[str] | None:
-    """The words of the command ``view`` runs next, or None; nested lines and doubts go to ``r``."""
-    name, args = view[0], view[1:]
-    found = hatch([_plain(w) for w in view])
-    if found:
-        r.hatches.append(found)
-    stored = stores_code([_plain(w) for w in view])
-    if stored:
-        r.doubt(stored)
-    if name in INERT and not found:
-        return None
-    if name in _CATALOGUED and not found:  # _hatches knows every way it runs commands
-        if any(_computed(a) for a in args):
-            r.doubt(f"{name} is given a computed word, which could be an option that runs commands")
-        return None
-    r.name_words(args)
-    if name in _SHELLS or name in ("su", "runuser", "script"):
-        _shell(name, args, r)
-        return None
-    if name == "eval":
-        words = args[1:] if args[:1] == ["--"] else args
-        if any(_marked(a) for a in words):
-            r.doubt("eval runs a string computed when it runs")
-        else:
-            r.nested.append(" ".join(words))
-        return None
-    if name in ("source", "."):
-        words = args[1:] if args[:1] == ["--"] else args
-        if words:
-            r.doubt(f"{name} runs the file {_plain(words[0])!r} in this shell, which no reading of the line sees into")
-        return None
-    if name in WITH_VALUE and name != "ssh":
-        return _wrapper(name, args, r)
-    if name == "find":
-        if any(_computed(a) for a in args):
-            r.doubt("find is given a computed word, which could be -exec")
-        for target in _find_exec_targets(args):
-            r.nested.append(" ".join('"$found"' if "{}" in w else _quote(w) for w in target))
-        return None
-    if any(_computed(a) for a in args):
-        r.doubt(f"{name} may run what its arguments name, and one of them is computed when it runs")
-    if name in _TRACERS:
-        # Their options vary; any later word may be the command they run, so try each.
-        r.views.extend(args[k:] for k in range(len(args)) if not args[k].startswith("-"))
-        if name == "ssh":  # the remote command line is the words after the host
-            rest = _skip_options(args, WITH_VALUE["ssh"])[1:]
-            if rest:
-                r.nested.append(" ".join(_plain(w) for w in rest))
-    return None
-
-
-# Programs whose every way of running a command or writing a file is in _hatches.hatch.
-_CATALOGUED = frozenset({"git", "sed", "gsed", "awk", "gawk", "mawk", "nawk", "tar", "bsdtar", "gtar", "sort", "uniq"})
-# Programs that run the command they are given after options of their own.
-_TRACERS = frozenset(
-    {"strace", "ltrace", "valgrind", "chrt", "prlimit", "cpulimit", "trickle", "firejail", "proxychains", "proxychains4",
-     "torsocks", "catchsegv", "fakeroot", "unshare", "nsenter", "parallel", "entr", "ssh", "systemd-run", "sg",
-     "gdb", "perf", "hyperfine", "setarch", "setpriv", "taskset", "renice", "linux32", "linux64", "numactl"}
-)
-_SHELL_FLAGS = frozenset({"--login", "--noprofile", "--norc", "--posix", "--restricted", "--verbose", "--noediting",
-                          "--debugger", "--dump-strings", "--dump-po-strings", "--pretty-print", "--protected",
-                          "--wordexp", "--help", "--version", "--interactive", "--no-rcs"})
-
-
-def _options(args: list[str], with_value: frozenset[str], r: _Reading, name: str) -> list[str] | None:
-    """``args`` after leading options (clusters like ``-iu HOME`` read letter by letter); None, with a
-    doubt, when a computed word sits among them (it could be any option, or several words)."""
-    k = 0
-    while k < len(args):
-        a = args[k]
-        if _marked(a):
-            if k and args[k - 1] != "--" and not args[k - 1].startswith("-"):
-                break
-            r.doubt(f"{name} is given a computed option {_plain(a)!r}, so what it runs cannot be located")
-            return None
-        if a == "--":
-            return args[k + 1 :]
-        if not a.startswith("-") or a == "-":
-            break
-        if a.startswith("--"):
-            key = a.split("=", 1)[0]
-            k += 2 if key in with_value and "=" not in a else 1
-            continue
-        k += 1
-        for j in range(1, len(a)):
-            if "-" + a[j] in with_value:
-                if j == len(a) - 1:
-                    if k < len(args) and _marked(args[k]):
-                        r.doubt(f"{name} {a} is given a computed value, which may split into several words")
-                        return None
-                    k += 1  # the value is the next word
-                break  # the value is the rest of the cluster
-    return args[k:]
-
-
-def _wrapper(name: str, args: list[str], r: _Reading) -> list[str] | None:
-    """The command a wrapper runs (``env``, ``sudo``, ``nice``, ``time``, ``xargs`` …)."""
-    if name == "env":
-        for k, a in enumerate(args):
-            if a in ("-S", "--split-string") and k + 1 < len(args):
-                r.nested.append(" ".join(_plain(w) for w in args[k + 1 :]))
-            elif a.startswith(("--split-string=", "-S")) and len(a) > 2:
-                r.nested.append(a.split("=", 1)[1] if a.startswith("--") else a[2:])
-    if name == "flock" and ("-c" in args or "--command" in args):
-        at = args.index("-c") if "-c" in args else args.index("--command")
-        if at + 1 < len(args) and _marked(args[at + 1]):
-            r.doubt("flock -c runs a string computed when it runs")
-        r.nested.append(" ".join(_plain(w) for w in args[at + 1 : at + 2]))
-        return None
-    if name == "nice":
-        args = [a for a in args if not re.fullmatch(r"-\d+", a)]
-    rest = _options(args, WITH_VALUE[name], r, name)
-    if rest is None:
-        return None
-    if name in ("timeout", "chroot", "flock"):
-        if rest and _marked(rest[0]):
-            r.doubt(f"{name} is given a computed word before its command")
-            return None
-        rest = rest[1:]
-    if name == "watch":
-        if "-x" not in args and "--exec" not in args:
-            if any(_marked(w) for w in rest):
-                r.doubt("watch runs a string computed when it runs")
-            r.nested.append(" ".join(_plain(w) for w in rest))
-            return None
-    if name == "xargs":
-        replace = _xargs_replacement(args)
-        rest = rest or ["echo"]  # xargs runs echo when given no command
-        if replace is None:  # the words it reads are appended to the command
-            return [*rest, _DYNAMIC + "(words xargs reads)"]
-        return [(_DYNAMIC + w) if replace in _plain(w) else w for w in rest]
-    return rest
-
-
-def _xargs_replacement(args: list[str]) -> str | None:
-    """The replace string of ``xargs -I R`` / ``-i`` / ``--replace[=R]``, or None."""
-    for k, a in enumerate(args):
-        if a == "-I" and k + 1 < len(args):
-            return _plain(args[k + 1])
-        if a.startswith("-I") and len(a) > 2:
-            return a[2:]
-        if a == "-i" or a == "--replace":
-            return "{}"
-        if a.startswith("-i"):
-            return a[2:]
-        if a.startswith("--replace="):
-            return a.split("=", 1)[1]
-        if not a.startswith("-"):
-            break
-    return None
-
-
-def _shell(name: str, args: list[str], r: _Reading) -> None:
-    """Locates the program a shell runs: a ``-c`` string (nested), stdin, or a script file."""
-    if name in ("su", "runuser", "script"):
-        if any(_marked(a) for a in args):
-            r.doubt(f"{name} is given a computed word, so what it runs cannot be located")
-            return
-        flag = next((k for k, a in enumerate(args) if a in ("-c", "--command")), None)
-        if flag is not None and flag + 1 < len(args):
-            r.nested.append(args[flag + 1])
-        elif name in ("runuser", "su") and "--" in args:  # runuser -u USER -- COMMAND
-            rest = args[args.index("--") + 1 :]
-            r.nested.append(" ".join(_quote(w) for w in rest))
-        return
-    with_value = WITH_VALUE["sh"]
-    k, dash_c, dash_s = 0, False, False
-    while k < len(args):
-        a = args[k]
-        if _marked(a):
-            r.doubt(f"{name} is given a computed word {_plain(a)!r} where its options or program are")
-            return
-        if a in ("--", "-"):
-            k += 1
-            break
-        if a.startswith("--"):
-            key, _, value = a.partition("=")
-            if key == "--command":
-                dash_c = True
-                if value:
-                    r.nested.append(value)
-                    return
-                k += 1
-                break
-            if key in with_value:
-                k += 1 if value else 2
-            elif key in _SHELL_FLAGS:
-                k += 1
-            else:
-                r.doubt(f"{name} {a} is an option this reader does not know")
-                return
-            continue
-        if a[0] in "-+" and len(a) > 1:
-            k += 1
-            for ch in a[1:]:
-                if ch == "c":
-                    dash_c = True
-                elif ch == "s":
-                    dash_s = True
-                elif ch in "oO":
-                    k += 1  # -o NAME: the option's name is the next word
-                elif not ch.isalpha():
-                    r.doubt(f"{name} {a} is an option this reader does not know")
-                    return
-            continue
-        break
-    operands = args[k:]
-    if operands and _marked(operands[0]):
-        r.doubt(f"{name} runs a program {_plain(operands[0])!r} computed when it runs")
-    elif dash_c:
-        if operands:
-            r.nested.append(operands[0])
-    elif dash_s or not operands:
-        r.reads_program = True
-    else:
-        r.doubt(f"{name} runs the script {operands[0]!r}, which no reading of the line sees into")
-    return
 
 
 _BRACE = re.compile(r"^(.*?)\{([^{}]*)\}(.*)$", re.DOTALL)
@@ -976,9 +689,9 @@ def _pipe_into_shell(commands: tuple[SimpleCommand, ...], depth: int, budget: _B
 def _printed(command: SimpleCommand) -> str | None:
     """What ``echo …`` or ``printf …`` writes, when it can be known exactly; otherwise None."""
     words = list(command.words)
-    if not words or command.nested or command.doubts or command.computed or _base(words[0]) not in ("echo", "printf"):
+    if not words or command.nested or command.doubts or command.computed or base(words[0]) not in ("echo", "printf"):
         return None
-    if _base(words[0]) == "echo":
+    if base(words[0]) == "echo":
         args = words[1:]
         while args and re.fullmatch(r"-[neE]+", args[0]):
             args = args[1:]
@@ -993,39 +706,3 @@ def _printed(command: SimpleCommand) -> str | None:
     if "%" in fmt.replace("%%", "") or rest or "\\" in fmt.replace("\\n", ""):
         return None  # a format this reader does not apply
     return fmt.replace("%%", "%").replace("\\n", "\n")
-
-
-def _base(word: str) -> str:
-    return word.rsplit("/", 1)[-1] if "/" in word else word
-
-
-def _skip_options(args: list[str], with_value: frozenset[str]) -> list[str]:
-    """``args`` after leading options; options in ``with_value`` take the next word."""
-    k = 0
-    while k < len(args):
-        a = args[k]
-        if a == "--":
-            return args[k + 1 :]
-        if not a.startswith("-") or a == "-":
-            break
-        k += 2 if a in with_value else 1
-    return args[k:]
-
-
-def _quote(word: str) -> str:
-    word = _plain(word)
-    return word if word and re.fullmatch(r"[A-Za-z0-9_./=:,+@%^-]+", word) else "'" + word.replace("'", "'\\''") + "'"
-
-
-def _find_exec_targets(args: list[str]) -> list[list[str]]:
-    targets: list[list[str]] = []
-    k = 0
-    while k < len(args):
-        if args[k] in ("-exec", "-execdir", "-ok", "-okdir"):
-            j = k + 1
-            while j < len(args) and args[j] not in (";", "+"):
-                j += 1
-            targets.append(args[k + 1 : j])
-            k = j
-        k += 1
-    return targets
