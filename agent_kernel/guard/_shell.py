@@ -630,7 +630,7 @@ def _command(line: str, g: _Segment, depth: int, budget: _Budget) -> SimpleComma
                 words.extend(mark + e for e in expanded)
             continue
         words.append(mark + value)
-    computed = any(computed(w) for w in words) or bool(words and marked(words[0]))
+    any_computed = any(computed(w) for w in words) or bool(words and marked(words[0]))
     read(words, reading)
     text = line[g.start : g.end].strip()
     forms = [text, *(" ".join(plain(w) for w in view) for view in reading.views)]
@@ -641,7 +641,7 @@ def _command(line: str, g: _Segment, depth: int, budget: _Budget) -> SimpleComma
     return SimpleCommand(
         text, tuple(plain(w) for w in words), g.writes or reading.writes, tuple(dict.fromkeys(forms)),
         tuple(dict.fromkeys(hatches)), nested, tuple(dict.fromkeys(reading.doubts)), tuple(reading.names),
-        computed, reading.reads_program,
+        any_computed, reading.reads_program,
     )
 
 
