@@ -574,7 +574,8 @@ def test_literal_lines_are_still_allowed(command: str) -> None:
 
 @pytest.mark.parametrize(
     "command",
-    ["ls -l $HOME", "echo \"$PATH\"", "grep -r rm .", "cat $(ls)", "git log --format=%h", "mkdir -p \"$TMPDIR/x\""],
+    ["ls -l $HOME", "echo \"$PATH\"", "grep -r rm .", "cat $(ls)", "git log --format=%h", "mkdir -p \"$TMPDIR/x\"",
+     "git commit -m \"$(cat msg)\"", "cd \"$DIR\" && git status"],
 )
 def test_a_computed_argument_of_a_program_that_runs_nothing_is_not_a_doubt(command: str) -> None:
     assert verdict(Permissions(mode="bypass", deny=["bash(rm *)"]), command) == "allow"

@@ -102,6 +102,8 @@ def _inner(view: list[str], r: Reading) -> list[str] | None:
     if name in INERT and not found:
         return None
     if name in _CATALOGUED and not found:  # _hatches knows every way it runs commands
+        if name == "git" and _git_arguments_only(args):
+            return None  # git commit -m "$(cat msg)": a computed message, not an option that runs
         if any(computed(a) for a in args):
             r.doubt(f"{name} is given a computed word, which could be an option that runs commands")
         return None
@@ -141,6 +143,20 @@ def _inner(view: list[str], r: Reading) -> list[str] | None:
     return None
 
 
+def _git_arguments_only(args: list[str]) -> bool:
+    """Whether every computed word of a git command comes after a literal subcommand with no
+    option that runs a program (``commit``, ``log``, ``add`` …): it can only be an argument."""
+    k = 0
+    while k < len(args) and args[k].startswith("-"):
+        k += 2 if args[k] in ("-C", "--git-dir", "--work-tree", "--namespace") else 1
+    before, sub = args[: k + 1], args[k] if k < len(args) else ""
+    return not any(marked(a) for a in before) and sub in _GIT_QUIET
+
+
+# git subcommands none of whose options runs a program or names one to run.
+_GIT_QUIET = frozenset({"add", "status", "commit", "log", "diff", "show", "tag", "checkout", "switch", "branch", "restore",
+                        "reset", "stash", "mv", "rm", "init", "blame", "shortlog", "describe", "rev-parse", "ls-files",
+                        "notes", "rev-list", "reflog", "check-ignore", "for-each-ref"})
 # Programs whose every way of running a command or writing a file is in _hatches.hatch.
 _CATALOGUED = frozenset({"git", "sed", "gsed", "awk", "gawk", "mawk", "nawk", "tar", "bsdtar", "gtar", "sort", "uniq"})
 # Programs that run the command they are given after options of their own.
