@@ -488,6 +488,15 @@ DENY_UNREADABLE: list[str] = [
     f"sudo $OPT rm {MARK}",
     f"mytool --flag rm {MARK}",
     f"rm {MARK}; echo 'unclosed",
+    f"(( x = 1 << 2 ))\n\\rm {MARK}\n2",
+    f"at now <<< 'rm {MARK}'",
+    f"echo 'import os; os.remove(\"{MARK}\") if 0 else os.system(\"rm {MARK}\")' | python3",
+    f"python3 <<EOF\nimport os; os.system('rm {MARK}')\nEOF",
+    f"bash --rcfile <(printf 'r%s {MARK}' m) -i",
+    f"cp /bin/rm x; ./x {MARK}",
+    f"cp \"$(command -v rm)\" x; ./x {MARK}",
+    f"printf '%s' 'sh -c \"rm {MARK}\"' | bash",
+    f"echo -e 'r\\x6d {MARK}' | sh",
 ]
 
 
@@ -504,7 +513,7 @@ async def test_a_denying_scripted_policy_matches_what_it_cannot_read_exactly(com
 
 @pytest.mark.parametrize(
     "command",
-    [c for c in DENY_UNREADABLE if not c.startswith(("setarch", "mytool", "sudo", "nice -n $N", "export PROMPT"))],
+    [c for c in DENY_UNREADABLE if not c.startswith(("setarch", "mytool", "sudo", "nice -n $N", "export PROMPT", "at "))],
 )
 async def test_an_unreadable_spelling_of_a_denied_command_does_not_run(work: Path, command: str) -> None:
     (work / MARK).write_text("keep me")

@@ -25,7 +25,7 @@ INERT = frozenset(
      "cp", "mv", "ln", "chmod", "stat", "date", "sleep", "seq", "grep", "egrep", "fgrep", "diff", "cmp", "readlink",
      "realpath", "whoami", "id", "uname", "du", "df", "tee", "od", "xxd", "base64", "md5sum", "sha1sum", "sha256sum",
      "printenv", "exit", "return", "shift", "wait", "kill", "read", "unset", "break", "continue", "rm", "rmdir", "file",
-     "jq", "column", "expr", "which", "type", "mktemp", "sync", "ps", "tree", "yes", "nproc", "locale", "dirs", "popd",
+     "jq", "column", "expr", "mktemp", "sync", "ps", "tree", "yes", "nproc", "locale", "dirs", "popd",
      "pushd", "umask", "getopts", "let"}
 )
 # Variables whose value a shell runs later: assigning one stores code (``BASH_ENV=x bash s``).

@@ -55,12 +55,14 @@ class Reading:
     names: list[str] = field(default_factory=list)
     reads_program: bool = False
     writes: bool = False
+    may_run: bool = False  # the program may run what its arguments or its input say
 
     def doubt(self, why: str) -> None:
         self.doubts.append(why)
 
     def name_words(self, words: list[str]) -> None:
         """Words a program may run: the rule's program name among them counts as a hit."""
+        self.may_run = True
         for w in words:
             self.names.append(plain(w))
 
@@ -100,6 +102,7 @@ def _inner(view: list[str], r: Reading) -> list[str] | None:
     if stored:
         r.doubt(stored)
     if name in INERT and not found:
+        r.names.extend(plain(a) for a in args if "/" in a)  # cp /bin/rm x; ./x v
         return None
     if name in _CATALOGUED and not found:  # _hatches knows every way it runs commands
         if name == "git" and _git_arguments_only(args):
@@ -290,6 +293,9 @@ def _shell(name: str, args: list[str], r: Reading) -> None:
                     return
                 k += 1
                 break
+            if key in ("--rcfile", "--init-file"):
+                r.doubt(f"{name} {a} runs a file first, which no reading of the line sees into")
+                return
             if key in with_value:
                 k += 1 if value else 2
             elif key in _SHELL_FLAGS:
@@ -306,6 +312,9 @@ def _shell(name: str, args: list[str], r: Reading) -> None:
                 elif ch == "s":
                     dash_s = True
                 elif ch in "oO":
+                    if k < len(args) and marked(args[k]):
+                        r.doubt(f"{name} -{ch} is given a computed option name")
+                        return
                     k += 1  # -o NAME: the option's name is the next word
                 elif not ch.isalpha():
                     r.doubt(f"{name} {a} is an option this reader does not know")

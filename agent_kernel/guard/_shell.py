@@ -84,6 +84,8 @@ class SimpleCommand:
             program name stands among them as a word matches (``setarch x86_64 rm v``).
         computed: some word is computed when it runs (an allow rule never covers it).
         reads_program: it is a shell that reads its program from stdin (``sh``, ``bash -s``).
+        may_run: it is a program that may run what its arguments or its input say (not one
+            known to leave them alone, like ``cat``).
     """
 
     text: str
@@ -96,6 +98,7 @@ class SimpleCommand:
     names: tuple[str, ...] = ()
     computed: bool = False
     reads_program: bool = False
+    may_run: bool = False
 
     @property
     def opaque(self) -> bool:
@@ -323,6 +326,7 @@ class _Segment:
     end: int = -1
     words: list[_Word] = field(default_factory=list)
     writes: bool = False
+    fed: list[str] = field(default_factory=list)  # here-strings and here-document bodies: its stdin
 
 
 def _closing(s: str, i: int, open_: str, close: str) -> int:
@@ -363,7 +367,7 @@ def _tokenize(s: str, budget: _Budget) -> tuple[list[_Segment], list[str], str |
     subs: list[str] = []
     word: _Word | None = None
     pending_redirect: str | None = None
-    heredocs: list[tuple[str, bool, bool]] = []  # (delimiter, quoted, tabs stripped) awaiting a newline
+    heredocs: list[tuple[str, bool, bool, _Segment]] = []  # (delimiter, quoted, tabs stripped, its command)
     i, n = 0, len(s)
 
     def seg() -> _Segment:
@@ -396,8 +400,13 @@ def _tokenize(s: str, budget: _Budget) -> tuple[list[_Segment], list[str], str |
             ):
                 seg().writes = True
             if pending_redirect in ("<<", "<<-"):  # its body starts after the next newline
+                before = s[s.rfind("\n", 0, word.raw_start) + 1 : word.raw_start]
+                if "((" in before or "$[" in before:  # 1 << 2 is a shift there, not a here-document
+                    raise _Unreadable("'<<' in a line with arithmetic, which this reader cannot tell from a here-document")
                 raw = s[word.raw_start : at]
-                heredocs.append((target, any(q in raw for q in "'\"\\"), pending_redirect == "<<-"))
+                heredocs.append((target, any(q in raw for q in "'\"\\"), pending_redirect == "<<-", seg()))
+            elif pending_redirect == "<<<":
+                seg().fed.append(target)
             pending_redirect = None
         else:
             seg().words.append(word)
@@ -519,16 +528,17 @@ def _tokenize(s: str, budget: _Budget) -> tuple[list[_Segment], list[str], str |
     return [g for g in segments if g.words or g.writes], subs, None
 
 
-def _heredoc_bodies(s: str, i: int, heredocs: list[tuple[str, bool, bool]], subs: list[str]) -> int:
+def _heredoc_bodies(s: str, i: int, heredocs: list[tuple[str, bool, bool, _Segment]], subs: list[str]) -> int:
     """Skips the here-document bodies that start at ``i`` (data, not commands); the substitutions
     in a body whose delimiter is unquoted run, so they are read. Returns where the next line starts."""
-    for delimiter, quoted, strip_tabs in heredocs:
+    for delimiter, quoted, strip_tabs, segment in heredocs:
         start = i
         end = _delimiter_line(s, i, delimiter, strip_tabs)
         if end is None:
             body, i = s[start:], len(s)  # bash reads to the end of the input
         else:
             body, i = s[start : end[0]], end[1] + 1
+        segment.fed.append(body)
         if not quoted:
             _body_substitutions(body, subs)
     return min(i, len(s))
@@ -632,6 +642,8 @@ def _command(line: str, g: _Segment, depth: int, budget: _Budget) -> SimpleComma
         words.append(mark + value)
     any_computed = any(computed(w) for w in words) or bool(words and marked(words[0]))
     read(words, reading)
+    if reading.may_run:  # what it reads on stdin may be a program too (at now <<< 'rm x')
+        reading.names.extend(g.fed)
     text = line[g.start : g.end].strip()
     forms = [text, *(" ".join(plain(w) for w in view) for view in reading.views)]
     nested = tuple(_parse(t, depth + 1, budget) for t in reading.nested)
@@ -641,7 +653,7 @@ def _command(line: str, g: _Segment, depth: int, budget: _Budget) -> SimpleComma
     return SimpleCommand(
         text, tuple(plain(w) for w in words), g.writes or reading.writes, tuple(dict.fromkeys(forms)),
         tuple(dict.fromkeys(hatches)), nested, tuple(dict.fromkeys(reading.doubts)), tuple(reading.names),
-        any_computed, reading.reads_program,
+        any_computed, reading.reads_program, reading.may_run,
     )
 
 
@@ -674,6 +686,8 @@ def _pipe_into_shell(commands: tuple[SimpleCommand, ...], depth: int, budget: _B
     out = list(commands)
     for k, cur in enumerate(out):
         if not cur.reads_program:
+            if k and cur.may_run and (text := _printed(out[k - 1])) is not None:
+                out[k] = dataclasses.replace(cur, names=(*cur.names, text))  # echo 'rm x' | at now
             continue
         prev = out[k - 1] if k else None
         text = _printed(prev) if prev is not None else None
