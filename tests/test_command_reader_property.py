@@ -51,12 +51,16 @@ def _constructs(inner: st.SearchStrategy[str], arch: str) -> st.SearchStrategy[s
                "hash -p \"$(command -v rm)\" zz; zz v #{q}", "exec 3<<< {q}; bash /dev/fd/3", "bash -s <<< {q}",
                "${{BASH:-bash}} -c {q}", "sh -c 'eval \"$1\"' _ {q}", "printf '%s\\n' {q} | sh", "echo -e {q} | sh",
                "bash -c {q} ignored", "(eval {q})", "shopt -s expand_aliases\nalias zz={q}\nzz", "trap {q} DEBUG; :",
-               "echo {q} | xargs -0 -I@ bash -c @", "env -S {q}", "command eval {q}", "builtin eval {q}"]
+               "echo {q} | xargs -0 -I@ bash -c @", "env -S {q}", "command eval {q}", "builtin eval {q}",
+               "python3 -c 'import os, sys; os.system(sys.argv[1])' {q}", "read -r x <<< {q}; eval \"$x\"",
+               "mapfile -t a <<< {q}; eval \"${{a[0]}}\"", "x=({q}); eval \"${{x[@]}}\"", "echo {q} | python3 -c "
+               "'import os, sys; os.system(sys.stdin.read())'", "printf '%s\\n' {q} > s; bash < s",
+               "cat <<'EOF' | bash\n{raw}\nEOF", "bash <<'EOF'\n{raw}\nEOF", "(( y = 1 << 2 ))\n{raw}\n2"]
     around = ["true; {l}", "true && {l}", "false || {l}", "({l})", "{{ {l}; }}", "if true; then {l}; fi",
               "for i in 1; do {l}; done", "echo $({l})", "cat <({l})", "f() {{ {l}; }}; f", "{l} | cat", "{l} &\nwait"]
     return st.one_of(
         st.tuples(st.sampled_from(prefixes), inner).map(lambda t: f"{t[0]} {t[1]}"),
-        st.tuples(st.sampled_from(formats), inner).map(lambda t: t[0].format(q=shlex.quote(t[1]))),
+        st.tuples(st.sampled_from(formats), inner).map(lambda t: t[0].format(q=shlex.quote(t[1]), raw=t[1])),
         st.tuples(st.sampled_from(around), inner).map(lambda t: t[0].format(l=t[1])),
     )
 

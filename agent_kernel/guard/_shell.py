@@ -686,8 +686,9 @@ def _pipe_into_shell(commands: tuple[SimpleCommand, ...], depth: int, budget: _B
     out = list(commands)
     for k, cur in enumerate(out):
         if not cur.reads_program:
-            if k and cur.may_run and (text := _printed(out[k - 1])) is not None:
-                out[k] = dataclasses.replace(cur, names=(*cur.names, text))  # echo 'rm x' | at now
+            prev = out[k - 1] if k else None
+            if cur.may_run and prev is not None and prev.words and base(prev.words[0]) in ("echo", "printf"):
+                out[k] = dataclasses.replace(cur, names=(*cur.names, *prev.words[1:]))  # echo 'rm x' | at now
             continue
         prev = out[k - 1] if k else None
         text = _printed(prev) if prev is not None else None
