@@ -21,10 +21,12 @@ Rules are ``Tool`` or ``Tool(pattern)``; the pattern is a glob (``*`` matches an
 included) on the call's key, e.g. the command for ``bash`` or the path for the file tools: so
 ``bash(git *)``, ``write_file(notebooks/*)``. For shell tools (``category="shell"``) a wildcard
 pattern must match every command of a compound line (``git add . && git commit``), so
-``bash(git *)`` does not allow ``git status; rm -rf ~``; a line with command substitution, output
-redirection or a known escape hatch (``git -c``, ``find -exec`` …) is never allowed by a wildcard,
-and a deny rule holds through ``\\rm``, ``/bin/rm``, ``env``, ``sudo``, ``sh -c`` and the other
-spellings ``agent_kernel.guard._shell`` reads through.
+``bash(git *)`` does not allow ``git status; rm -rf ~``. One principle decides the rest: what the
+shell reader (``agent_kernel.guard._shell``) cannot read exactly is treated as matching a deny or
+ask rule and never as matching an allow rule. So a line with a computed word (``$X``, ``$(…)``),
+a write (a redirection, ``git log --output``) or a known escape hatch (``git -c``, ``find -exec``)
+is never allowed by a wildcard, and a deny rule holds through ``\\rm``, ``/bin/rm``, ``env -iu``,
+``sudo``, ``sh -o errexit -c`` and every shape the reader cannot locate the program in.
 """
 
 from __future__ import annotations
