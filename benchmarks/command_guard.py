@@ -65,7 +65,7 @@ RULES = Permissions(mode="default", allow=["bash(git *)", "bash(cat *)", "bash(e
 
 
 def judge(line: str) -> str:
-    commands.parse.cache_clear()  # judge it afresh each round, as a new line would be
+    commands.clear_cache()  # judge it afresh each round, as a new line would be
     return RULES.evaluate(bash, {"command": line}).action
 
 
@@ -96,7 +96,7 @@ async def streamed_call(command: str, deltas: int) -> tuple[int, int, float]:
             stall, last = max(stall, now - last), now
 
     commands._parse, Permissions.evaluate = counting_parse, counting_evaluate  # type: ignore[assignment,method-assign]
-    commands.parse.cache_clear()
+    commands.clear_cache()
     try:
         chunk = max(1, len(command) // deltas)
         model = ScriptedModel([[tool_call("bash", {"command": command}, chunk=chunk)], "done"])

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 
 from agent_kernel.guard._programs import DYNAMIC, GLOB, Reading, base, computed, marked, plain, read
 
-__all__ = ["MAX_CHARS", "CommandLine", "SimpleCommand", "covering", "doubts", "has_wildcard", "matches", "parse"]
+__all__ = ["MAX_CHARS", "CommandLine", "SimpleCommand", "clear_cache", "covering", "doubts", "has_wildcard", "matches", "parse"]
 
 MAX_CHARS = 1_000_000
 """Longer lines are not read: they match every deny and ask rule and no allow rule."""
@@ -299,12 +299,28 @@ def covering(patterns: list[str], line: str) -> list[str] | None:
     return used
 
 
-@functools.lru_cache(maxsize=512)
 def parse(line: str) -> CommandLine:
-    """Parses a command line (cached: the same line is judged by several rules)."""
+    """Parses a command line (cached: the same line is judged by several rules; a few long lines
+    are kept apart from many short ones, so the cache stays small)."""
+    return _parse_short(line) if len(line) <= 4096 else _parse_long(line)
+
+
+@functools.lru_cache(maxsize=512)
+def _parse_short(line: str) -> CommandLine:
+    return _parse(line, 0, _Budget())
+
+
+@functools.lru_cache(maxsize=4)
+def _parse_long(line: str) -> CommandLine:
     if len(line) > MAX_CHARS:
         return CommandLine(line, (), (), f"the line is longer than {MAX_CHARS} characters, too long to read")
     return _parse(line, 0, _Budget())
+
+
+def clear_cache() -> None:
+    """Forgets every line read so far (benchmarks judge a line afresh each round)."""
+    _parse_short.cache_clear()
+    _parse_long.cache_clear()
 
 
 # ---- tokenizer -----------------------------------------------------------------------------
