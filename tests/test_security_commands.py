@@ -614,3 +614,7 @@ def test_a_refusal_can_say_why_a_line_cannot_be_read() -> None:
     assert doubts("git status") == ()
     assert any("computed" in d for d in doubts("bash ${PWD:+-c} 'rm x'"))
     assert any("trap" in d for d in doubts("trap 'rm x' EXIT"))
+    refusal = Permissions(mode="bypass", deny=["bash(rm *)"]).evaluate(bash, {"command": "bash ${PWD:+-c} 'rm x'"})
+    assert refusal.action == "deny" and "cannot be read exactly" in refusal.reason and "${PWD:+-c}" in refusal.reason
+    plain = Permissions(mode="bypass", deny=["bash(rm *)"]).evaluate(bash, {"command": "rm x"})
+    assert "cannot be read" not in plain.reason

@@ -539,6 +539,8 @@ def _tokenize(s: str, budget: _Budget) -> tuple[list[_Segment], list[str], str |
                 w.value.append(s[i:j])
                 i = j
         end_word(n)
+        if pending_redirect is not None:
+            raise _Unreadable(f"a redirection {pending_redirect!r} with no target")
     except _Unreadable as problem:
         return segments, subs, str(problem)
     return [g for g in segments if g.words or g.writes], subs, None
