@@ -401,6 +401,13 @@ def test_a_deny_rule_does_not_hit_commands_it_does_not_name(command: str) -> Non
     assert verdict(Permissions(mode="bypass", deny=["bash(rm *)"]), command) == "allow"
 
 
+@pytest.mark.parametrize(
+    "command", ["git -c alias.p=push p --force", "git -c alias.p='push --force' p", "git -c alias.p='!git push --force' p"]
+)
+def test_a_deny_rule_holds_through_a_git_alias_set_on_the_line(command: str) -> None:
+    assert verdict(Permissions(mode="bypass", deny=["bash(git push *)"]), command) == "deny"
+
+
 def test_a_deny_rule_with_no_wildcard_still_holds_inside_a_compound_line() -> None:
     p = Permissions(mode="bypass", deny=["bash(git push --force)"])
     assert verdict(p, "git commit -am x && command git push --force") == "deny"

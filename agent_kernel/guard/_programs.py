@@ -111,6 +111,8 @@ def _inner(view: list[str], r: Reading) -> list[str] | None:
             r.doubt(f"{name} is given a computed word, which could be an option that runs commands")
         return None
     r.name_words(args)
+    if name == "git":
+        return _git_alias(args, r)
     if name in SHELLS or name in ("su", "runuser", "script"):
         _shell(name, args, r)
         return None
@@ -144,6 +146,29 @@ def _inner(view: list[str], r: Reading) -> list[str] | None:
             if rest:
                 r.nested.append(" ".join(plain(w) for w in rest))
     return None
+
+
+def _git_alias(args: list[str], r: Reading) -> list[str] | None:
+    """``git -c alias.p=push p``: the command an alias set on the line stands for. A ``!`` alias is
+    a shell line (read as one); any other alias is a git command (read as the next view)."""
+    aliases: dict[str, str] = {}
+    k = 0
+    while k < len(args) and args[k].startswith("-"):
+        a = args[k]
+        value = args[k + 1] if a == "-c" and k + 1 < len(args) else a[2:] if a.startswith("-c") else ""
+        if value.lower().startswith("alias.") and "=" in value:
+            key, _, body = value[len("alias.") :].partition("=")
+            aliases[key.lower()] = body
+        elif a.startswith("--config-env") and "alias." in a.lower():
+            r.doubt("git --config-env sets an alias from the environment")
+        k += 2 if a in ("-c", "-C", "--git-dir", "--work-tree", "--namespace") else 1
+    if k >= len(args) or args[k].lower() not in aliases:
+        return None
+    body, rest = aliases[args[k].lower()], args[k + 1 :]
+    if body.startswith("!"):
+        r.nested.append(" ".join([body[1:], *(quote(w) for w in rest)]))
+        return None
+    return ["git", *body.split(), *rest]
 
 
 def _git_arguments_only(args: list[str]) -> bool:
