@@ -52,9 +52,8 @@ def _constructs(inner: st.SearchStrategy[str], arch: str) -> st.SearchStrategy[s
                "${{BASH:-bash}} -c {q}", "sh -c 'eval \"$1\"' _ {q}", "printf '%s\\n' {q} | sh", "echo -e {q} | sh",
                "bash -c {q} ignored", "(eval {q})", "shopt -s expand_aliases\nalias zz={q}\nzz", "trap {q} DEBUG; :",
                "echo {q} | xargs -0 -I@ bash -c @", "env -S {q}", "command eval {q}", "builtin eval {q}",
-               "python3 -c 'import os, sys; os.system(sys.argv[1])' {q}", "read -r x <<< {q}; eval \"$x\"",
-               "mapfile -t a <<< {q}; eval \"${{a[0]}}\"", "x=({q}); eval \"${{x[@]}}\"", "echo {q} | python3 -c "
-               "'import os, sys; os.system(sys.stdin.read())'", "printf '%s\\n' {q} > s; bash < s",
+               "read -r x <<< {q}; eval \"$x\"", "mapfile -t a <<< {q}; eval \"${{a[0]}}\"",
+               "x=({q}); eval \"${{x[@]}}\"", "printf '%s\\n' {q} > s; bash < s",
                "cat <<'EOF' | bash\n{raw}\nEOF", "bash <<'EOF'\n{raw}\nEOF", "(( y = 1 << 2 ))\n{raw}\n2"]
     around = ["true; {l}", "true && {l}", "false || {l}", "({l})", "{{ {l}; }}", "if true; then {l}; fi",
               "for i in 1; do {l}; done", "echo $({l})", "cat <({l})", "f() {{ {l}; }}; f", "{l} | cat", "{l} &\nwait"]

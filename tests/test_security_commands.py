@@ -504,6 +504,8 @@ DENY_UNREADABLE: list[str] = [
     f"cp \"$(command -v rm)\" x; ./x {MARK}",
     f"printf '%s' 'sh -c \"rm {MARK}\"' | bash",
     f"echo -e 'r\\x6d {MARK}' | sh",
+    f"setpriv bash -o pipefail -c 'if true; then r''m {MARK}; fi'",
+    "strace " * 30 + f"rm {MARK}",
 ]
 
 
@@ -520,7 +522,7 @@ async def test_a_denying_scripted_policy_matches_what_it_cannot_read_exactly(com
 
 @pytest.mark.parametrize(
     "command",
-    [c for c in DENY_UNREADABLE if not c.startswith(("setarch", "mytool", "sudo", "nice -n $N", "export PROMPT", "at "))],
+    [c for c in DENY_UNREADABLE if not c.startswith(("setarch", "mytool", "sudo", "nice -n $N", "export PROMPT", "at ", "strace"))],
 )
 async def test_an_unreadable_spelling_of_a_denied_command_does_not_run(work: Path, command: str) -> None:
     (work / MARK).write_text("keep me")

@@ -27,6 +27,8 @@ SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "yash", "
 # Words that open or close a compound command; the command follows them.
 _RESERVED = frozenset({"!", "{", "}", "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "coproc"})
 _MAX_PEEL = 32
+_TRACER_STARTS = 4  # words after a tracer tried as the start of its command
+_MAX_VIEWS = 128  # views of one command, tracers' candidate starts included
 
 
 def marked(word: str) -> bool:
@@ -76,12 +78,15 @@ def read(words: list[str], r: Reading) -> None:
                 name, _, value = plain(cur[0]).partition("=")
                 if is_code_variable(name.rstrip("+").split("[", 1)[0]):
                     r.doubt(f"it sets {name}, which the shell runs or searches later")
-                r.name_words([value])  # a stored value may run later (a[$(…)] in arithmetic)
+                r.names.append(value)  # a stored value may run later (a[$(…)] in arithmetic)
             cur = cur[1:]
         if not cur:
             return
         if marked(cur[0]):
             r.doubt(f"the command name {plain(cur[0])!r} is computed when it runs")
+            return
+        if len(r.views) >= _MAX_VIEWS:
+            r.doubt(f"more than {_MAX_VIEWS} ways to read one command")
             return
         cur = [base(cur[0]), *cur[1:]]
         r.views.append(cur)
@@ -139,8 +144,11 @@ def _inner(view: list[str], r: Reading) -> list[str] | None:
     if any(computed(a) for a in args):
         r.doubt(f"{name} may run what its arguments name, and one of them is computed when it runs")
     if name in _TRACERS:
-        # Their options vary; any later word may be the command they run, so try each.
-        r.views.extend(args[k:] for k in range(len(args)) if not args[k].startswith("-"))
+        # Their options vary; any of the first words that is not an option may start the command
+        # they run, so each is read as one (setpriv bash -c '…' reads the line bash runs).
+        starts = [k for k in range(len(args)) if not args[k].startswith("-")][:_TRACER_STARTS]
+        for k in starts:
+            read(args[k:], r)
         if name == "ssh":  # the remote command line is the words after the host
             rest = _skip_options(args, WITH_VALUE["ssh"])[1:]
             if rest:
