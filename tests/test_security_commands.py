@@ -8,6 +8,7 @@ headless scripted policy (``AGENT_KERNEL_APPROVAL=scripted:...``), and in a real
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -400,6 +401,13 @@ def test_a_deny_rule_does_not_hit_commands_it_does_not_name(command: str) -> Non
     assert verdict(Permissions(mode="bypass", deny=["bash(rm *)"]), command) == "allow"
 
 
+@pytest.mark.parametrize(
+    "command", ["git -c alias.p=push p --force", "git -c alias.p='push --force' p", "git -c alias.p='!git push --force' p"]
+)
+def test_a_deny_rule_holds_through_a_git_alias_set_on_the_line(command: str) -> None:
+    assert verdict(Permissions(mode="bypass", deny=["bash(git push *)"]), command) == "deny"
+
+
 def test_a_deny_rule_with_no_wildcard_still_holds_inside_a_compound_line() -> None:
     p = Permissions(mode="bypass", deny=["bash(git push --force)"])
     assert verdict(p, "git commit -am x && command git push --force") == "deny"
@@ -445,3 +453,177 @@ def test_absurd_nesting_is_never_allowed() -> None:
         line = f"bash -c {line!r}"
     assert not matches("bash *", line, every=True)
     assert os.environ.get("AGENT_KERNEL_APPROVAL") is None
+
+
+# ---- what cannot be read exactly matches deny and ask rules, and no allow rule ---------------
+
+# Every spelling that got past a deny rule `rm *` in bypass mode: each either runs rm or could.
+DENY_UNREADABLE: list[str] = [
+    f"sh -o errexit -c 'rm {MARK}'",
+    f"bash -c -- 'rm {MARK}'",
+    f"bash -o pipefail -ec 'rm {MARK}'",
+    f"bash ${{PWD:+-c}} 'rm {MARK}'",
+    f"bash ${{PWD:+-c}} -- 'rm {MARK}'",
+    f"eval -- 'rm {MARK}'",
+    f"env -iu HOME rm {MARK}",
+    f"env -iu HOME PATH=/usr/bin:/bin rm {MARK}",
+    f"time -o /dev/null rm {MARK}",
+    f"setarch x86_64 rm {MARK}",
+    f"setpriv rm {MARK}",
+    f"hash -p /bin/rm zz; zz {MARK}",
+    f"shopt -s expand_aliases\nalias zz=rm\nzz {MARK}",
+    f"trap 'rm {MARK}' EXIT",
+    f"BASH_ENV=<(echo 'rm {MARK}') bash -c :",
+    f"echo 'rm {MARK}' > s; BASH_ENV=s bash -c :",
+    f"export PROMPT_COMMAND='rm {MARK}'",
+    f"enable -n echo; echo {MARK}",
+    f"bash <(echo 'rm {MARK}')",
+    f"source /dev/stdin <<< 'rm {MARK}'",
+    f". <(echo 'rm {MARK}')",
+    f"echo 'rm {MARK}' | xargs -I{{}} sh -c '{{}}'",
+    f"echo 'rm {MARK}' | xargs -0 bash -c",
+    f"echo rm {MARK} | xargs env",
+    f"exec 3<<< 'rm {MARK}'; bash /dev/fd/3",
+    f"echo 'rm {MARK}' > s; bash s",
+    f"x='rm {MARK}'; eval \"$x\"",
+    f"sh -c \"$1\" _ 'rm {MARK}'",
+    "env " * 40 + f"rm {MARK}",
+    "eval " * 40 + f"rm {MARK}",
+    "nice env time command " * 12 + f"rm {MARK}",
+    f"find . -name {MARK} ${{PWD:+-exec}} rm {{}} \\;",
+    f"nice -n $N rm {MARK}",
+    f"sudo $OPT rm {MARK}",
+    f"mytool --flag rm {MARK}",
+    f"rm {MARK}; echo 'unclosed",
+    f"(( x = 1 << 2 ))\n\\rm {MARK}\n2",
+    f"at now <<< 'rm {MARK}'",
+    f"echo 'import os; os.remove(\"{MARK}\") if 0 else os.system(\"rm {MARK}\")' | python3",
+    f"python3 <<EOF\nimport os; os.system('rm {MARK}')\nEOF",
+    f"bash --rcfile <(printf 'r%s {MARK}' m) -i",
+    f"cp /bin/rm x; ./x {MARK}",
+    f"cp \"$(command -v rm)\" x; ./x {MARK}",
+    f"printf '%s' 'sh -c \"rm {MARK}\"' | bash",
+    f"echo -e 'r\\x6d {MARK}' | sh",
+    f"setpriv bash -o pipefail -c 'if true; then r''m {MARK}; fi'",
+    "strace " * 30 + f"rm {MARK}",
+]
+
+
+@pytest.mark.parametrize("command", DENY_UNREADABLE)
+def test_a_deny_rule_matches_what_it_cannot_read_exactly(command: str) -> None:
+    assert verdict(Permissions(mode="bypass", deny=["bash(rm *)"]), command) == "deny"
+    assert verdict(Permissions(mode="bypass", ask=["bash(rm *)"]), command) == "ask"
+
+
+@pytest.mark.parametrize("command", DENY_UNREADABLE)
+async def test_a_denying_scripted_policy_matches_what_it_cannot_read_exactly(command: str) -> None:
+    assert not await decided_by_policy("scripted:bash(rm *)=deny,bash=approve", command)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [c for c in DENY_UNREADABLE if not c.startswith(("setarch", "mytool", "sudo", "nice -n $N", "export PROMPT", "at ", "strace"))],
+)
+async def test_an_unreadable_spelling_of_a_denied_command_does_not_run(work: Path, command: str) -> None:
+    (work / MARK).write_text("keep me")
+    (results,) = await attack(work, command, permissions=Permissions(mode="bypass", deny=["bash(rm *)"]))
+    assert results["is_error"] and "bash(rm *)" in results["content"]
+    assert (work / MARK).read_text() == "keep me"
+
+
+# What an allow rule must not cover: a computed word anywhere, a write option, a stored hatch.
+ALLOW_UNREADABLE: list[tuple[str, str]] = [
+    ("git *", f"git ${{PWD:+-c}} alias.st='!touch {MARK}' st"),
+    ("git *", f"git $OPT alias.st='!touch {MARK}' st"),
+    ("find *", f"find . -maxdepth 0 ${{PWD:+-exec}} touch {MARK} \\;"),
+    ("find *", "find *"),
+    ("git *", "git log --output=.git/config"),
+    ("git *", f"git diff --output={MARK}"),
+    ("git *", "git format-patch -o patches HEAD~1"),
+    ("git *", "git checkout-index -a --prefix=.git/hooks/"),
+    ("sort *", f"sort -o {MARK} notes.md"),
+    ("sort *", "sort --compress-program=touch notes.md"),
+    ("sed *", "sed -i s/alpha/beta/ notes.md"),
+    ("uniq *", f"uniq notes.md {MARK}"),
+    ("ls *", "ls $(pwd)"),
+    ("echo *", "echo ${PWD:+hi}"),
+    ("cat *", "cat -- *"),
+]
+
+
+@pytest.mark.parametrize(("rule", "command"), ALLOW_UNREADABLE)
+def test_an_allow_rule_covers_only_what_it_reads_exactly(rule: str, command: str) -> None:
+    assert verdict(Permissions(allow=[f"bash({rule})"]), command) == "ask"
+
+
+@pytest.mark.parametrize(("rule", "command"), ALLOW_UNREADABLE)
+async def test_an_approving_policy_covers_only_what_it_reads_exactly(rule: str, command: str) -> None:
+    assert not await decided_by_policy(f"scripted:bash({rule})=approve", command)
+
+
+@pytest.mark.parametrize(("rule", "command"), ALLOW_UNREADABLE[:4])
+async def test_a_computed_hatch_does_not_run_under_an_allow_rule_and_a_policy(
+    work: Path, monkeypatch: pytest.MonkeyPatch, rule: str, command: str
+) -> None:
+    monkeypatch.setenv("AGENT_KERNEL_APPROVAL", f"scripted:bash({rule})=approve")
+    (results,) = await attack(work, command, permissions=Permissions(allow=[f"bash({rule})"]))
+    assert results["is_error"] and "needs approval" in results["content"]
+    assert not (work / MARK).exists()
+
+
+def test_an_always_allow_prefix_rule_does_not_cover_a_computed_option() -> None:
+    import asyncio
+
+    gate = build_gate(None, lambda r: Approval.always("bash(git *)"))
+    asyncio.run(gate.authorize(ToolRequest("c1", bash, {"command": "git status"}), lambda *_: None))
+    p = gate.permissions  # type: ignore[attr-defined]
+    assert verdict(p, "git log -3") == "allow"
+    assert verdict(p, f"git ${{PWD:+-c}} alias.st='!touch {MARK}' st") == "ask"
+    assert verdict(p, "git log --output=.git/config") == "ask"
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["git add src/*.py", "ls -la ./*.md", "git commit -m 'cost: $5'", "cat notes.md | head -3", "echo {a,b}.txt"],
+)
+def test_literal_lines_are_still_allowed(command: str) -> None:
+    rules = ["bash(git *)", "bash(ls *)", "bash(cat *)", "bash(head *)", "bash(echo *)"]
+    assert verdict(Permissions(allow=rules), command) == "allow"
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["ls -l $HOME", "echo \"$PATH\"", "grep -r rm .", "cat $(ls)", "git log --format=%h", "mkdir -p \"$TMPDIR/x\"",
+     "git commit -m \"$(cat msg)\"", "cd \"$DIR\" && git status"],
+)
+def test_a_computed_argument_of_a_program_that_runs_nothing_is_not_a_doubt(command: str) -> None:
+    assert verdict(Permissions(mode="bypass", deny=["bash(rm *)"]), command) == "allow"
+
+
+@pytest.mark.parametrize(
+    ("given", "how"),
+    [
+        ("bash(rm *", lambda rule: Permissions(deny=[rule])),
+        ("bash(git *", lambda rule: Permissions(allow=[rule])),
+        ("bash(git *", lambda rule: parse_policy(f"scripted:{rule}=approve")),
+        ("bash(git *", lambda rule: Approval.always(rule)),
+        ("bash(git *", lambda rule: Permissions().add_allow(rule)),
+    ],
+)
+def test_a_rule_that_cannot_be_parsed_is_refused_when_given(given: str, how: Any) -> None:
+    from agent_kernel.errors import UserError
+
+    with pytest.raises(UserError, match=re.escape(given)):
+        how(given)
+
+
+def test_a_refusal_can_say_why_a_line_cannot_be_read() -> None:
+    from agent_kernel.guard._shell import doubts
+
+    assert doubts("git status") == ()
+    assert any("computed" in d for d in doubts("bash ${PWD:+-c} 'rm x'"))
+    assert any("trap" in d for d in doubts("trap 'rm x' EXIT"))
+    refusal = Permissions(mode="bypass", deny=["bash(rm *)"]).evaluate(bash, {"command": "bash ${PWD:+-c} 'rm x'"})
+    assert refusal.action == "deny" and "cannot be read exactly" in refusal.reason and "${PWD:+-c}" in refusal.reason
+    plain = Permissions(mode="bypass", deny=["bash(rm *)"]).evaluate(bash, {"command": "rm x"})
+    assert "cannot be read" not in plain.reason

@@ -140,7 +140,16 @@ class Approval:
 
     @classmethod
     def always(cls, rule: str | None = None) -> Approval:
-        """Runs the call and allows the same call (or ``rule``, e.g. ``"bash"``) for the session."""
+        """Runs the call and allows the same call (or ``rule``, e.g. ``"bash"``) for the session.
+
+        Raises:
+            UserError: ``rule`` is not a rule (refused now, not when the answer is applied).
+        """
+        if rule is not None and (not isinstance(rule, str) or _ENTRY.match(rule) is None):
+            raise UserError(
+                f"{rule!r} given to Approval.always is not a permission rule. Write a tool name (\"bash\") or a "
+                "tool name with a glob for its key in parentheses (\"bash(git *)\")."
+            )
         return cls("always_allow", rule=rule)
 
     @property

@@ -14,7 +14,85 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["hatch"]
+__all__ = ["CODE_VARIABLES", "INERT", "WITH_VALUE", "hatch", "is_code_variable", "stores_code"]
+
+# Programs that never run a word they are given as a command, whatever the word: a computed word
+# among their arguments cannot make them run something else. Everything not listed here, and
+# any listed program an escape hatch was found in, may run what its arguments name.
+INERT = frozenset(
+    {"echo", "printf", "cat", "tac", "ls", "dir", "head", "tail", "wc", "cut", "tr", "uniq", "paste", "join", "nl", "fold",
+     "comm", "rev", "basename", "dirname", "pwd", "cd", "true", "false", ":", "test", "[", "[[", "]]", "mkdir", "touch",
+     "cp", "mv", "ln", "chmod", "stat", "date", "sleep", "seq", "grep", "egrep", "fgrep", "diff", "cmp", "readlink",
+     "realpath", "whoami", "id", "uname", "du", "df", "tee", "od", "xxd", "base64", "md5sum", "sha1sum", "sha256sum",
+     "printenv", "exit", "return", "shift", "wait", "kill", "read", "unset", "break", "continue", "rm", "rmdir", "file",
+     "jq", "column", "expr", "mktemp", "sync", "ps", "tree", "yes", "nproc", "locale", "dirs", "popd",
+     "pushd", "umask", "getopts", "let"}
+)
+# Variables whose value a shell runs later: assigning one stores code (``BASH_ENV=x bash s``).
+CODE_VARIABLES = frozenset(
+    {"BASH_ENV", "ENV", "PROMPT_COMMAND", "PS0", "PS1", "PS2", "PS3", "PS4", "SHELLOPTS", "BASHOPTS",
+     "BASH_LOADABLES_PATH", "EXECIGNORE", "PATH"}
+)
+
+
+def is_code_variable(name: str) -> bool:
+    """Whether assigning ``name`` stores code or changes which program a name runs."""
+    return name in CODE_VARIABLES or name.startswith("BASH_FUNC_")
+# Options that take the next word as their value, program by program (``nice -n 5 rm``).
+WITH_VALUE: dict[str, frozenset[str]] = {
+    "env": frozenset({"-u", "--unset", "-C", "--chdir", "-S", "--split-string"}),
+    "nice": frozenset({"-n", "--adjustment"}),
+    "timeout": frozenset({"-s", "--signal", "-k", "--kill-after"}),
+    "sudo": frozenset({"-u", "--user", "-g", "--group", "-h", "--host", "-p", "--prompt", "-C", "--close-from", "-D",
+                       "--chdir", "-r", "--role", "-t", "--type", "-U", "--other-user", "-T", "--command-timeout", "-R",
+                       "--chroot"}),
+    "doas": frozenset({"-u", "-C"}),
+    "stdbuf": frozenset({"-i", "--input", "-o", "--output", "-e", "--error"}),
+    "xargs": frozenset({"-I", "-L", "-n", "-P", "-s", "-d", "-E", "-a", "--arg-file", "--delimiter", "--max-args",
+                        "--max-procs", "--max-chars", "--max-lines", "--process-slot-var"}),
+    "exec": frozenset({"-a"}),
+    "ionice": frozenset({"-c", "-n", "-p", "-P", "-u", "--class", "--classdata"}),
+    "watch": frozenset({"-n", "--interval", "-q", "--equexit"}),
+    "flock": frozenset({"-w", "--timeout", "-E", "--conflict-exit-code"}),
+    "chroot": frozenset({"--userspec", "--groups"}),
+    "time": frozenset({"-o", "--output", "-f", "--format"}),
+    "setsid": frozenset(),
+    "command": frozenset(),
+    "builtin": frozenset(),
+    "nohup": frozenset(),
+    "unbuffer": frozenset(),
+    "busybox": frozenset(),
+    "caffeinate": frozenset(),
+    "chronic": frozenset(),
+    "ssh": frozenset({"-b", "-c", "-D", "-E", "-e", "-F", "-I", "-i", "-J", "-L", "-l", "-m", "-O", "-o", "-p", "-Q", "-R",
+                      "-S", "-W", "-w", "-B", "-P"}),
+    # The shells' own: -o/-O name an option, --rcfile/--init-file a file read first.
+    "sh": frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"}),
+}
+
+
+def stores_code(view: list[str]) -> str | None:
+    """Why this builtin makes later commands of the shell run something else, or None.
+
+    ``trap 'rm x' EXIT``, ``alias ls=rm``, ``hash -p /bin/rm ls``, ``enable -f lib.so rm``: the line
+    that runs the code is written later, where no reading of it sees the name.
+    """
+    name, args = view[0], view[1:]
+    if name == "trap" and any(a not in ("-l", "-p", "--") for a in args):
+        return "trap stores code the shell runs later"
+    if name == "alias" and args:
+        return "alias binds a name to a command for later lines"
+    if name == "hash" and any(a.startswith("-") and "p" in a for a in args):
+        return "hash -p binds a name to a program for later commands"
+    if name == "enable" and args:
+        return "enable loads or switches builtins, so a later name may run something else"
+    if name in ("declare", "typeset", "export", "readonly", "local"):
+        for a in args:
+            if "=" in a and is_code_variable(a.split("=", 1)[0]):
+                return f"{name} sets {a.split('=', 1)[0]}, which the shell runs or searches later"
+        if any(a.startswith("-") and "f" in a for a in args):
+            return f"{name} -f exports or changes functions"
+    return None
 
 _INTERPRETERS = frozenset(
     {"python", "python2", "python3", "pypy", "pypy3", "perl", "ruby", "node", "nodejs", "deno", "bun", "php", "lua", "luajit",
@@ -55,7 +133,16 @@ def hatch(view: list[str]) -> str | None:
             return f"{name} can run commands (system(), pipes) or write files"
         return None
     if name in ("sed", "gsed"):
+        if any(a.startswith(("-i", "--in-place")) or (a.startswith("-") and not a.startswith("--") and "i" in a[1:]) for a in args):
+            return f"{name} -i writes files"
         return _sed_hatch(args)
+    if name == "sort":
+        for a in args:
+            if a.startswith(("--output", "--compress-program")) or (a.startswith("-") and not a.startswith("--") and "o" in a[1:]):
+                return f"sort {a} writes a file or runs a program"
+        return None
+    if name == "uniq" and len([a for a in args if not a.startswith("-") or a == "-"]) >= 2:
+        return "uniq writes its output into the file named second"
     if name in ("tar", "bsdtar", "gtar"):
         if any(a.startswith(_TAR_RISKY) for a in args) or any(a in ("-I", "-F") for a in args):
             return f"tar {next(a for a in args if a.startswith(_TAR_RISKY) or a in ('-I', '-F'))} runs a command"
@@ -90,7 +177,8 @@ def hatch(view: list[str]) -> str | None:
         return f"{name} --eval runs inline rules"
     if name in ("source", ".") and args:
         return f"{name} runs a script in the shell"
-    if name in ("alias", "function", "trap", "enable", "declare", "typeset", "export", "set", "shopt", "unset", "readonly", "local"):
+    if name in ("alias", "function", "trap", "enable", "declare", "typeset", "export", "set", "shopt", "unset", "readonly",
+                "local", "hash", "complete", "compgen", "bind", "mapfile", "readarray"):
         return f"{name} changes how later commands of the shell run"
     if name in ("git-upload-pack", "git-receive-pack", "git-shell"):
         return f"{name} runs git's transport commands"
@@ -120,6 +208,13 @@ def _git_hatch(args: list[str]) -> str | None:
             return "git config of an alias, pager, editor, hook or command runs commands later"
     if sub in ("filter-branch", "daemon", "instaweb") or (sub, rest[:1]) in (("bisect", ["run"]), ("submodule", ["foreach"])):
         return f"git {sub} runs commands of its own"
+    for a in rest:  # options that write a file of the caller's choosing (.git/config, a hook)
+        if a.startswith(("--output", "--output-directory")) or (sub in ("format-patch", "archive") and a.startswith("-o")):
+            return f"git {sub} {a} writes a file"
+    if sub == "bundle" and rest[:1] == ["create"]:
+        return "git bundle create writes a file"
+    if sub == "checkout-index" and any(a.startswith("--prefix") for a in rest):
+        return "git checkout-index --prefix writes files where it is told (.git/hooks)"
     if sub in ("grep",) and any(a.startswith("-O") for a in rest):
         return "git grep -O opens a pager"
     return None

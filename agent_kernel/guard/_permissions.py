@@ -21,10 +21,12 @@ Rules are ``Tool`` or ``Tool(pattern)``; the pattern is a glob (``*`` matches an
 included) on the call's key, e.g. the command for ``bash`` or the path for the file tools: so
 ``bash(git *)``, ``write_file(notebooks/*)``. For shell tools (``category="shell"``) a wildcard
 pattern must match every command of a compound line (``git add . && git commit``), so
-``bash(git *)`` does not allow ``git status; rm -rf ~``; a line with command substitution, output
-redirection or a known escape hatch (``git -c``, ``find -exec`` …) is never allowed by a wildcard,
-and a deny rule holds through ``\\rm``, ``/bin/rm``, ``env``, ``sudo``, ``sh -c`` and the other
-spellings ``agent_kernel.guard._shell`` reads through.
+``bash(git *)`` does not allow ``git status; rm -rf ~``. One principle decides the rest: what the
+shell reader (``agent_kernel.guard._shell``) cannot read exactly is treated as matching a deny or
+ask rule and never as matching an allow rule. So a line with a computed word (``$X``, ``$(…)``),
+a write (a redirection, ``git log --output``) or a known escape hatch (``git -c``, ``find -exec``)
+is never allowed by a wildcard, and a deny rule holds through ``\\rm``, ``/bin/rm``, ``env -iu``,
+``sudo``, ``sh -o errexit -c`` and every shape the reader cannot locate the program in.
 """
 
 from __future__ import annotations
@@ -184,6 +186,16 @@ class Rule:
         return self.text
 
 
+def _unread(key: Any, shell: bool) -> str:
+    """Why a command matched a rule although it may not name it: it cannot be read exactly."""
+    found = commands.doubts(key) if shell and isinstance(key, str) else ()
+    return f" (the command cannot be read exactly: {found[0]}; what cannot be read counts as matching)" if found else ""
+
+
+# Shell lines longer than this are judged on a worker thread, so the event loop never waits on them.
+_JUDGE_IN_THREAD = 64 * 1024
+
+
 @functools.lru_cache(maxsize=1024)
 def _rule(text: str) -> Rule:
     """``Rule.parse``, cached: rules are parsed on every call so edits to the lists take effect."""
@@ -265,10 +277,10 @@ class Permissions:
         shell = tool.category == "shell"
         for rule in map(_rule, self.deny):
             if rule.matches(tool.name, key, shell=shell, every=False):
-                return Verdict("deny", rule.text, f"the rule deny {rule.text!r} forbids it", "rule")
+                return Verdict("deny", rule.text, f"the rule deny {rule.text!r} forbids it{_unread(key, shell)}", "rule")
         for rule in map(_rule, self.ask):
             if rule.matches(tool.name, key, shell=shell, every=False):
-                return Verdict("ask", rule.text, f"the rule ask {rule.text!r} asks for approval", "rule")
+                return Verdict("ask", rule.text, f"the rule ask {rule.text!r} asks for approval{_unread(key, shell)}", "rule")
         for rule in map(_rule, self.allow):
             if rule.matches(tool.name, key, shell=shell, every=True):
                 return Verdict("allow", rule.text, f"the rule allow {rule.text!r} allows it", "rule")
@@ -406,7 +418,10 @@ class RuleGate:
     async def authorize(self, request: ToolRequest, emit: Emit) -> Authorization:
         """Returns the verdict for ``request``, asking someone if the rules say so."""
         tool, arguments = request.tool, request.arguments
-        verdict = self.permissions.evaluate(tool, arguments, request.working_dir)
+        if tool.category == "shell" and sum(len(v) for v in arguments.values() if isinstance(v, str)) > _JUDGE_IN_THREAD:
+            verdict = await asyncio.to_thread(self.permissions.evaluate, tool, arguments, request.working_dir)
+        else:
+            verdict = self.permissions.evaluate(tool, arguments, request.working_dir)
         if verdict.action == "allow":
             if verdict.decided_by == "rule":
                 emit(EventType.APPROVAL_DECISION, self._decision(request, "approve", "rule", verdict.reason, 0.0))

@@ -1,53 +1,64 @@
-"""commands — one shell-aware reading of a command line, used wherever a command is judged.
+"""shell — one shell-aware reading of a command line, used wherever a command is judged.
 
 Permission rules (``bash(git *)``), always-allow answers and the headless ``scripted:`` approval
-policy all ask this module the same two questions about a line a model wants to run:
+policy all ask this module the same two questions about a line a model wants to run, and both
+answers follow one principle: **what cannot be read exactly is treated as matching a deny or ask
+rule, and never as matching an allow rule.**
 
-- ``matches(pattern, line, every=True)`` (allow): does every command of the line match, with
-  nothing the pattern cannot vouch for? A line is never allowed by a wildcard when it substitutes
-  (``$(…)``, backticks, ``<(…)``, ``>(…)``), writes through a redirection (``>``, ``>>``; not
-  ``>/dev/null`` or ``2>&1``), cannot be read (unbalanced quotes), or runs a known escape hatch
-  (``git -c``, ``find -exec``, ``awk 'BEGIN{system(…)}'``, ``python -c`` …, see ``hatches``).
-- ``matches(pattern, line, every=False)`` (deny and ask): does any command of the line match, in
-  any spelling? Each command is also tried with its command word normalised (``\\rm``, ``"rm"``,
-  ``/bin/rm`` → ``rm``) and with wrappers peeled off one at a time (``command``, ``builtin``,
-  ``exec``, ``env VAR=… -i -u X``, ``VAR=…`` prefixes, ``nice``, ``nohup``, ``timeout N``,
-  ``sudo``, ``doas``, ``stdbuf``, ``time``, ``setsid``, ``xargs …``); strings run by a shell
-  (``sh -c``, ``bash -c``, ``eval``, ``su -c``, ``watch``, ``env -S``, ``echo … | sh``),
-  substituted commands and ``find -exec`` targets are read recursively.
+- ``matches(pattern, line, every=True)`` (allow): does every command of the line match, read
+  exactly and literally? A line is never allowed by a wildcard when any word in it is computed
+  when it runs (``$X``, ``${X:+-c}``, ``$(…)``, backticks, ``<(…)``, a glob that could expand into
+  an option), it writes (a redirection, or a write option such as ``git log --output``), it cannot
+  be read (unbalanced quotes, limits reached), or it runs a known escape hatch (``git -c``,
+  ``find -exec``, ``python -c`` …, see ``_hatches``).
+- ``matches(pattern, line, every=False)`` (deny and ask): could any command of the line be the
+  one the rule names? It matches when some command is, in any spelling (``\\rm``, ``/bin/rm``,
+  wrappers peeled off: ``env``, ``sudo``, ``nice``, ``time`` …; strings a shell runs read as lines:
+  ``sh -c``, ``eval``, ``find -exec``, ``echo … | sh``), and also whenever the reader cannot prove
+  it is not: a doubt (a limit reached, a shell whose program it cannot locate, a computed word
+  where it decides what runs, a builtin that stores code or names for later, ``xargs`` handing a
+  shell its program) or the rule's program name among the arguments of a program not known to
+  leave its arguments alone (``setarch x86_64 rm v``).
 
-Over-reading is the safe direction for both questions: splitting too much can only make an allow
-rule stricter and a deny rule wider. What a matcher cannot see (scripts a command runs, aliases
-and functions from rc files, a program's own configuration) is listed in ``docs/security.md``.
-
-Parsing is done here, by a small tokenizer that follows bash's quoting rules; reading a line
-takes tens to hundreds of microseconds (``benchmarks/command_guard.py``), once per tool call and
-never per token. The catalogue of escape hatches lives in ``agent_kernel.guard._hatches``.
+A command's doubts are listed in ``SimpleCommand.doubts`` so a refusal can say why.
+What no reading can see (scripts a command runs, rc files, a program's configuration) is listed
+in ``docs/security.md``. This module splits a line into commands and words (bash's quoting,
+here-documents, substitutions) and matches rules; ``agent_kernel.guard._programs`` reads what
+each command runs; the catalogue of programs (escape hatches, wrappers' options, programs that
+never run their arguments) lives in ``agent_kernel.guard._hatches``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import functools
 import re
 from dataclasses import dataclass, field
 
-from agent_kernel.guard._hatches import hatch
+from agent_kernel.guard._programs import DYNAMIC, GLOB, Reading, base, computed, marked, plain, read
 
-__all__ = ["CommandLine", "SimpleCommand", "covering", "has_wildcard", "matches", "parse"]
+__all__ = ["MAX_CHARS", "CommandLine", "SimpleCommand", "clear_cache", "covering", "doubts", "has_wildcard", "matches", "parse"]
+
+MAX_CHARS = 1_000_000
+"""Longer lines are not read: they match every deny and ask rule and no allow rule."""
 
 # Bracket escapes ([*], [?], [[]) stand for literal characters, not wildcards.
 _ESCAPED = re.compile(r"\[[*?\[]\]")
 # A backstop for deny rules: split at every operator and substitution opener, quotes or not.
 _PIECES = re.compile(r"&&|\|\||\$\(|<\(|>\(|[;&|\n()`{}]")
-_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=")
+_SEPARATOR_ENDS = frozenset(";&|\n()`{}")
+# Characters with no meaning to the tokenizer, read in one step (a 400 KB line stays fast).
+_PLAIN_RUN = re.compile(r"[^\s\\'\"$`<>&;|()#*?\[{}\n]+")
+_QUOTED_RUN = re.compile(r'[^"\\$`]+')
+# The words a program name may hide among: what is left after cutting at everything else.
+_NAME_CHARS = re.compile(r"[^A-Za-z0-9_.+-]+")
 _OPERATORS = ("&&", "||", ";;", "|&", ";", "&", "|", "\n", "(", ")")
+_OPERATOR_STARTS = frozenset(op[0] for op in _OPERATORS)
 _REDIRECTS = ("&>>", "&>", ">>", ">|", ">&", "<<<", "<<-", "<<", "<&", "<>", ">", "<")
 _WRITING = frozenset({">", ">>", ">|", "&>", "&>>", "<>", ">&"})
-# Words that open or close a compound command; the command follows them.
-_RESERVED = frozenset({"!", "{", "}", "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "coproc"})
-_SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "yash", "fish", "busybox-sh", "rbash"})
 _MAX_DEPTH = 8
+_MAX_WORDS = 1_500
 
 
 def has_wildcard(pattern: str) -> bool:
@@ -62,14 +73,19 @@ class SimpleCommand:
     Attributes:
         text: the command as written, trimmed (what an allow rule must match).
         words: its words with quotes removed and redirections left out.
-        writes: it redirects output into a file (``>``, ``>>``, ``&>``; not ``/dev/null``).
+        writes: it writes a file (a redirection such as ``>``, not ``/dev/null``).
         forms: ``text`` and every spelling of it with wrappers peeled off, command word normalised.
         hatches: why it must always ask (escape hatches found in any of its forms), if anything.
         nested: lines it makes a shell run (``bash -c``, ``eval``, ``find -exec`` …), parsed.
-        opaque: it runs code no reading can know: a command name computed when it runs
-            (``$CMD``, ``{r..r}m``) or a shell fed a program by another command (``curl … | sh``).
-            Deny and ask rules treat such a command as one they name.
+        doubts: why the reader cannot prove what it runs (a computed name, a shell fed a program
+            by another command, a builtin storing code …). Deny and ask rules match such a
+            command; allow rules never do.
+        names: the arguments of programs that may run their arguments, as text: a deny rule whose
+            program name stands among them as a word matches (``setarch x86_64 rm v``).
+        computed: some word is computed when it runs (an allow rule never covers it).
         reads_program: it is a shell that reads its program from stdin (``sh``, ``bash -s``).
+        may_run: it is a program that may run what its arguments or its input say (not one
+            known to leave them alone, like ``cat``).
     """
 
     text: str
@@ -78,13 +94,24 @@ class SimpleCommand:
     forms: tuple[str, ...]
     hatches: tuple[str, ...]
     nested: tuple[CommandLine, ...]
-    opaque: bool = False
+    doubts: tuple[str, ...] = ()
+    names: tuple[str, ...] = ()
+    computed: bool = False
     reads_program: bool = False
+    may_run: bool = False
+
+    @property
+    def opaque(self) -> bool:
+        """Whether it may run code no reading can know (it has doubts)."""
+        return bool(self.doubts)
 
     @property
     def clean(self) -> bool:
-        """No write, no escape hatch, and everything it nests is clean: a wildcard may allow it."""
-        return not self.writes and not self.hatches and all(line.clean for line in self.nested)
+        """Read exactly and literally, with no write, hatch or doubt, nested lines too: a wildcard may allow it."""
+        return (
+            not self.writes and not self.hatches and not self.doubts and not self.computed
+            and all(line.clean for line in self.nested)
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,14 +122,24 @@ class CommandLine:
         source: the line as given.
         commands: its commands, split at ``;``, ``&&``, ``||``, ``|``, ``&``, newlines and parentheses.
         substitutions: the bodies of ``$(…)``, backticks, ``<(…)`` and ``>(…)``, parsed.
-        problem: why the line could not be read (e.g. an unclosed quote), or None.
+        problem: why the line could not be read (an unclosed quote, a limit reached), or None.
     """
 
     source: str
     commands: tuple[SimpleCommand, ...]
     substitutions: tuple[CommandLine, ...] = ()
     problem: str | None = None
-    _forms: tuple[str, ...] = field(default=(), repr=False)
+
+    def _lines(self) -> list[CommandLine]:
+        """This line and every line nested or substituted in it, at any depth."""
+        out, todo = [], [self]
+        while todo:
+            line = todo.pop()
+            out.append(line)
+            todo.extend(line.substitutions)
+            for c in line.commands:
+                todo.extend(c.nested)
+        return out
 
     @property
     def clean(self) -> bool:
@@ -110,36 +147,46 @@ class CommandLine:
         return self.problem is None and not self.substitutions and all(c.clean for c in self.commands)
 
     @property
+    def doubts(self) -> tuple[str, ...]:
+        """Every reason, anywhere in the line, why it cannot be read exactly (problems included)."""
+        found: list[str] = []
+        for line in self._lines():
+            if line.problem is not None:
+                found.append(line.problem)
+            for c in line.commands:
+                found.extend(c.doubts)
+        return tuple(dict.fromkeys(found))
+
+    @property
     def opaque(self) -> bool:
-        """Whether any command (nested or substituted ones included) runs code no reading can know."""
-        return (
-            any(c.opaque or any(n.opaque for n in c.nested) for c in self.commands)
-            or any(s.opaque for s in self.substitutions)
-        )
+        """Whether any part of the line runs code no reading can know (deny and ask rules match it)."""
+        return bool(self.doubts)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every argument handed to a program that may run its arguments (``SimpleCommand.names``)."""
+        return tuple(n for line in self._lines() for c in line.commands for n in c.names)
 
     @property
     def writes(self) -> bool:
         """Whether any command (nested ones included) writes through a redirection."""
-        return any(c.writes or any(n.writes for n in c.nested) for c in self.commands) or any(
-            s.writes for s in self.substitutions
-        )
+        return any(c.writes for line in self._lines() for c in line.commands)
 
     @property
     def hatches(self) -> tuple[str, ...]:
         """Every escape hatch in the line, nested commands included."""
-        found: list[str] = []
-        for c in self.commands:
-            found.extend(c.hatches)
-            for n in c.nested:
-                found.extend(n.hatches)
-        for s in self.substitutions:
-            found.extend(s.hatches)
-        return tuple(dict.fromkeys(found))
+        return tuple(dict.fromkeys(h for line in self._lines() for c in line.commands for h in c.hatches))
 
     def forms(self) -> tuple[str, ...]:
         """Every text a deny or ask rule is tried against: the line, its pieces, each command in
         each spelling, and the same for everything nested or substituted."""
-        return self._forms
+        forms: list[str] = []
+        for line in self._lines():
+            forms.append(line.source)
+            forms.extend(p.strip() for p in _PIECES.split(line.source) if p.strip())
+            for c in line.commands:
+                forms.extend(c.forms)
+        return tuple(dict.fromkeys(forms))
 
 
 # ---- matching ------------------------------------------------------------------------------
@@ -151,13 +198,15 @@ def matches(pattern: str, line: str, *, every: bool) -> bool:
     Args:
         pattern: the glob inside ``bash(…)``; without wildcards it is an exact command line.
         line: the command line a model asked to run.
-        every: True for allow (every command must match and be clean), False for deny and ask
-            (any command in any spelling is enough).
+        every: True for allow (every command must match, read exactly and clean), False for deny
+            and ask (any command in any spelling, or anything the reader cannot read exactly).
 
     Example:
         >>> matches("git *", "git status; touch x", every=True)
         False
         >>> matches("rm *", "/bin/rm -rf build", every=False)
+        True
+        >>> matches("rm *", "bash ${PWD:+-c} 'rm x'", every=False)
         True
     """
     if every:
@@ -172,8 +221,60 @@ def matches(pattern: str, line: str, *, every: bool) -> bool:
     parsed = parse(line)
     if parsed.opaque:  # it could be anything, so it could be what the rule names
         return True
-    # "rm *" also names a bare "rm": try each form with a trailing space too.
-    return any(fnmatch.fnmatchcase(f, pattern) or fnmatch.fnmatchcase(f + " ", pattern) for f in parsed.forms())
+    head = pattern.split(None, 1)[0] if pattern.strip() else pattern
+    if head and any(_names_word(text, head) for text in parsed.names):
+        return True  # handed to a program that may run it
+    # "rm *" also names a bare "rm": try each form with a trailing space too. Only a form that
+    # starts with the pattern's literal prefix can match, so the rest are skipped unmatched.
+    prefix = re.split(r"[*?\[]", pattern, maxsplit=1)[0]
+    head = prefix.strip()
+
+    def hit(form: str) -> bool:
+        return (form + " ").startswith(prefix) and (
+            fnmatch.fnmatchcase(form, pattern) or fnmatch.fnmatchcase(form + " ", pattern)
+        )
+
+    for part in parsed._lines():
+        if any(hit(f) for c in part.commands for f in c.forms):
+            return True
+        # The backstop: every piece between operators, quotes or not, as written.
+        if head in part.source and any(hit(p) for p in _pieces_starting(part.source, head)):
+            return True
+    return False
+
+
+def _names_word(text: str, head: str) -> bool:
+    """Whether ``head`` (a program name, maybe a glob) stands in ``text`` as a word of its own."""
+    if has_wildcard(head):
+        return any(fnmatch.fnmatchcase(t, head) for t in _NAME_CHARS.split(text) if t)
+    return head in text and _word_pattern(head).search(text) is not None
+
+
+@functools.lru_cache(maxsize=64)
+def _word_pattern(name: str) -> re.Pattern[str]:
+    return re.compile(r"(?<![A-Za-z0-9_.+-])" + re.escape(name) + r"(?![A-Za-z0-9_.+-])")
+
+
+def _pieces_starting(source: str, head: str) -> list[str]:
+    """The pieces of ``source`` between operators (quotes or not) that start with ``head``."""
+    if not head:
+        return [p.strip() for p in _PIECES.split(source) if p.strip()]
+    out = []
+    at = source.find(head)
+    while at >= 0:
+        start = at
+        while start and source[start - 1] in " \t":
+            start -= 1
+        if not start or source[start - 1] in _SEPARATOR_ENDS:  # every operator ends with one of these
+            end = _PIECES.search(source, at)
+            out.append(source[at : end.start() if end else len(source)].strip())
+        at = source.find(head, at + 1)
+    return out
+
+
+def doubts(line: str) -> tuple[str, ...]:
+    """Why ``line`` cannot be read exactly (empty when it can): what a refusal can tell the person."""
+    return parse(line).doubts
 
 
 def covering(patterns: list[str], line: str) -> list[str] | None:
@@ -198,10 +299,28 @@ def covering(patterns: list[str], line: str) -> list[str] | None:
     return used
 
 
-@functools.lru_cache(maxsize=512)
 def parse(line: str) -> CommandLine:
-    """Parses a command line (cached: the same line is judged by several rules)."""
-    return _parse(line, 0)
+    """Parses a command line (cached: the same line is judged by several rules; a few long lines
+    are kept apart from many short ones, so the cache stays small)."""
+    return _parse_short(line) if len(line) <= 4096 else _parse_long(line)
+
+
+@functools.lru_cache(maxsize=512)
+def _parse_short(line: str) -> CommandLine:
+    return _parse(line, 0, _Budget())
+
+
+@functools.lru_cache(maxsize=4)
+def _parse_long(line: str) -> CommandLine:
+    if len(line) > MAX_CHARS:
+        return CommandLine(line, (), (), f"the line is longer than {MAX_CHARS} characters, too long to read")
+    return _parse(line, 0, _Budget())
+
+
+def clear_cache() -> None:
+    """Forgets every line read so far (benchmarks judge a line afresh each round)."""
+    _parse_short.cache_clear()
+    _parse_long.cache_clear()
 
 
 # ---- tokenizer -----------------------------------------------------------------------------
@@ -214,6 +333,7 @@ class _Word:
     value: list[str] = field(default_factory=list)
     dynamic: bool = False  # holds an unquoted or double-quoted $ expansion
     glob: bool = False  # holds an unquoted *, ? or [ (bash expands it to file names)
+    brace: bool = False  # holds an unquoted { (bash may expand it: {a,b})
 
 
 @dataclass
@@ -222,6 +342,7 @@ class _Segment:
     end: int = -1
     words: list[_Word] = field(default_factory=list)
     writes: bool = False
+    fed: list[str] = field(default_factory=list)  # here-strings and here-document bodies: its stdin
 
 
 def _closing(s: str, i: int, open_: str, close: str) -> int:
@@ -256,12 +377,13 @@ def _closing(s: str, i: int, open_: str, close: str) -> int:
     return -1
 
 
-def _tokenize(s: str) -> tuple[list[_Segment], list[str], str | None]:
+def _tokenize(s: str, budget: _Budget) -> tuple[list[_Segment], list[str], str | None]:
     """Splits ``s`` into segments of words; returns (segments, substitution bodies, problem)."""
     segments: list[_Segment] = [_Segment()]
     subs: list[str] = []
     word: _Word | None = None
     pending_redirect: str | None = None
+    heredocs: list[tuple[str, bool, bool, _Segment]] = []  # (delimiter, quoted, tabs stripped, its command)
     i, n = 0, len(s)
 
     def seg() -> _Segment:
@@ -275,24 +397,39 @@ def _tokenize(s: str) -> tuple[list[_Segment], list[str], str | None]:
                 seg().start = at
         return word
 
+    def spend() -> None:
+        budget.words -= 1
+        if budget.words < 0:
+            raise _Unreadable(f"more than {_MAX_WORDS} words, too many to read")
+
     def end_word(at: int) -> None:
         nonlocal word, pending_redirect
         if word is None:
             return
         word.raw_end = at
         seg().end = at
+        spend()
         if pending_redirect is not None:
             target = "".join(word.value)
             if pending_redirect in _WRITING and target != "/dev/null" and not (
                 pending_redirect == ">&" and (target.isdigit() or target == "-")
             ):
                 seg().writes = True
+            if pending_redirect in ("<<", "<<-"):  # its body starts after the next newline
+                before = s[s.rfind("\n", 0, word.raw_start) + 1 : word.raw_start]
+                if "((" in before or "$[" in before:  # 1 << 2 is a shift there, not a here-document
+                    raise _Unreadable("'<<' in a line with arithmetic, which this reader cannot tell from a here-document")
+                raw = s[word.raw_start : at]
+                heredocs.append((target, any(q in raw for q in "'\"\\"), pending_redirect == "<<-", seg()))
+            elif pending_redirect == "<<<":
+                seg().fed.append(target)
             pending_redirect = None
         else:
             seg().words.append(word)
         word = None
 
     def substitution(at: int, open_: str, close: str, skip: int) -> int:
+        spend()
         body_end = _closing(s, at + skip, open_, close)
         if body_end < 0:
             raise _Unreadable(f"an unclosed {s[at:at + skip]!r}")
@@ -344,16 +481,20 @@ def _tokenize(s: str) -> tuple[list[_Segment], list[str], str | None]:
                     elif s.startswith("$(", j):
                         j = substitution(j, "(", ")", 2)
                     elif d == "`":
+                        spend()
                         j = _backtick(s, j, subs, w)
                     else:
                         if d == "$":
                             w.dynamic = True
-                        w.value.append(d)
-                        j += 1
+                        run = _QUOTED_RUN.match(s, j + 1)
+                        k = run.end() if run else j + 1
+                        w.value.append(s[j:k])
+                        j = k
                 i = j + 1
             elif s.startswith("$(", i):
                 i = substitution(i, "(", ")", 2)
             elif c == "`":
+                spend()
                 i = _backtick(s, i, subs, start_word(i))
             elif c in "<>" and s.startswith("(", i + 1):
                 end_word(i)
@@ -375,25 +516,86 @@ def _tokenize(s: str) -> tuple[list[_Segment], list[str], str | None]:
                 op = next(o for o in _REDIRECTS if s.startswith(o, i))
                 pending_redirect = op
                 i += len(op)
-            elif any(s.startswith(op, i) for op in _OPERATORS):
+            elif c in _OPERATOR_STARTS:
                 end_word(i)
                 op = next(o for o in _OPERATORS if s.startswith(o, i))
                 if pending_redirect is not None:
                     raise _Unreadable(f"a redirection with no target before {op!r}")
                 segments.append(_Segment())
                 i += len(op)
+                if op == "\n" and heredocs:
+                    i = _heredoc_bodies(s, i, heredocs, subs)
+                    heredocs.clear()
             else:
                 w = start_word(i)
                 if c == "$":
                     w.dynamic = True
                 elif c in "*?[":
                     w.glob = True
-                w.value.append(c)
-                i += 1
+                elif c == "{":
+                    w.brace = True
+                run = _PLAIN_RUN.match(s, i + 1)
+                j = run.end() if run else i + 1
+                w.value.append(s[i:j])
+                i = j
         end_word(n)
+        if pending_redirect is not None:
+            raise _Unreadable(f"a redirection {pending_redirect!r} with no target")
     except _Unreadable as problem:
         return segments, subs, str(problem)
     return [g for g in segments if g.words or g.writes], subs, None
+
+
+def _heredoc_bodies(s: str, i: int, heredocs: list[tuple[str, bool, bool, _Segment]], subs: list[str]) -> int:
+    """Skips the here-document bodies that start at ``i`` (data, not commands); the substitutions
+    in a body whose delimiter is unquoted run, so they are read. Returns where the next line starts."""
+    for delimiter, quoted, strip_tabs, segment in heredocs:
+        start = i
+        end = _delimiter_line(s, i, delimiter, strip_tabs)
+        if end is None:
+            body, i = s[start:], len(s)  # bash reads to the end of the input
+        else:
+            body, i = s[start : end[0]], end[1] + 1
+        segment.fed.append(body)
+        if not quoted:
+            _body_substitutions(body, subs)
+    return min(i, len(s))
+
+
+def _delimiter_line(s: str, i: int, delimiter: str, strip_tabs: bool) -> tuple[int, int] | None:
+    """Where the line that closes a here-document begins and ends, searching from ``i``; or None."""
+    if strip_tabs:
+        found = re.compile("^\t*" + re.escape(delimiter) + "$", re.MULTILINE).search(s, i)
+        return None if found is None else (found.start(), found.end())
+    at = s.find("\n" + delimiter, i - 1)
+    while at >= 0:
+        end = at + 1 + len(delimiter)
+        if end == len(s) or s[end] == "\n":
+            return at + 1, end
+        at = s.find("\n" + delimiter, at + 1)
+    return None
+
+
+def _body_substitutions(body: str, subs: list[str]) -> None:
+    """The ``$(…)`` and backtick substitutions bash runs in an unquoted here-document body."""
+    k = 0
+    while k < len(body):
+        if body[k] == "\\":
+            k += 2
+        elif body.startswith("$(", k):
+            end = _closing(body, k + 2, "(", ")")
+            if end < 0:
+                raise _Unreadable("an unclosed '$(' in a here-document")
+            subs.append(body[k + 2 : end - 1])
+            k = end
+        elif body[k] == "`":
+            end = body.find("`", k + 1)
+            if end < 0:
+                raise _Unreadable("an unclosed backtick in a here-document")
+            subs.append(body[k + 1 : end])
+            k = end + 1
+        else:
+            k += 1
 
 
 class _Unreadable(Exception):
@@ -418,63 +620,58 @@ def _ansi_c(body: str) -> str:
     except (UnicodeDecodeError, ValueError):
         return body
 
-
 # ---- building the parsed line --------------------------------------------------------------
 
 
-def _parse(line: str, depth: int) -> CommandLine:
+@dataclass
+class _Budget:
+    """Words left to read in one line, nested and substituted lines included: reading stops,
+    failing closed, before a huge line could keep the caller waiting."""
+
+    words: int = _MAX_WORDS
+
+
+def _parse(line: str, depth: int, budget: _Budget) -> CommandLine:
     if depth > _MAX_DEPTH:
-        return CommandLine(line, (), (), "commands nested too deeply to judge", (line,))
-    segments, sub_texts, problem = _tokenize(line)
-    commands = tuple(_command(line, g, depth) for g in segments if g.start >= 0)
-    subs = tuple(_parse(t, depth + 1) for t in sub_texts)
-    commands = _pipe_into_shell(commands, depth)
-    forms: list[str] = [line]
-    forms.extend(p.strip() for p in _PIECES.split(line) if p.strip())
-    for c in commands:
-        forms.extend(c.forms)
-        for nested in c.nested:
-            forms.extend(nested.forms())
-    for sub in subs:
-        forms.extend(sub.forms())
-    return CommandLine(line, commands, subs, problem, tuple(dict.fromkeys(forms)))
+        return CommandLine(line, (), (), f"commands nested more than {_MAX_DEPTH} deep, too deep to read")
+    if budget.words <= 0:
+        return CommandLine(line, (), (), f"more than {_MAX_WORDS} words, too many to read")
+    segments, sub_texts, problem = _tokenize(line, budget)
+    commands = tuple(_command(line, g, depth, budget) for g in segments if g.start >= 0)
+    subs = tuple(_parse(t, depth + 1, budget) for t in sub_texts)
+    commands = _pipe_into_shell(commands, depth, budget)
+    return CommandLine(line, commands, subs, problem)
 
 
-def _command(line: str, g: _Segment, depth: int) -> SimpleCommand:
+def _command(line: str, g: _Segment, depth: int, budget: _Budget) -> SimpleCommand:
     words: list[str] = []
-    opaque = False
-    globbed = {_base("".join(w.value)) for w in g.words if w.glob}
+    reading = Reading()
     for w in g.words:
         value = "".join(w.value)
-        raw = line[w.raw_start : w.raw_end]
-        if "{" in raw and not any(q in raw for q in "'\"\\"):
-            expanded = _brace_expand(value)
+        mark = DYNAMIC if w.dynamic else GLOB if w.glob else ""
+        if w.brace:
+            raw = line[w.raw_start : w.raw_end]
+            expanded = None if any(q in raw for q in "'\"\\$`") else _brace_expand(value)
             if expanded is None:
-                opaque = True  # a brace form this reader does not expand ({a..z}, nesting)
+                words.append(DYNAMIC + value)  # a brace form this reader does not expand ({a..z}, quotes)
             else:
-                words.extend(expanded)
-                continue
-        words.append(value)
+                words.extend(mark + e for e in expanded)
+            continue
+        words.append(mark + value)
+    any_computed = any(computed(w) for w in words) or bool(words and marked(words[0]))
+    read(words, reading)
+    if reading.may_run:  # what it reads on stdin may be a program too (at now <<< 'rm x')
+        reading.names.extend(g.fed)
     text = line[g.start : g.end].strip()
-    forms: list[str] = [text]
-    hatches: list[str] = []
-    nested_texts: list[str] = []
-    reads_program = False
-    for view in _views(words, nested_texts):
-        forms.append(" ".join(view))
-        if "$" in view[0] or "`" in view[0] or view[0] in globbed:
-            opaque = True  # /bin/r? is /bin/rm once bash has expanded it
-        found = hatch(view)
-        if found:
-            hatches.append(found)
-        if view[0] in _SHELLS and _dash_c(view[1:]) is None:
-            plain = [a for a in view[1:] if not a.startswith(("-", "+"))]
-            reads_program = not plain or "-s" in view[1:]
-    if opaque:
-        hatches.append("the command name is computed when it runs ($…, {…}), so no rule can judge it")
-    nested = tuple(_parse(t, depth + 1) for t in nested_texts)
+    forms = [text, *(" ".join(plain(w) for w in view) for view in reading.views)]
+    nested = tuple(_parse(t, depth + 1, budget) for t in reading.nested)
+    hatches = list(reading.hatches)
+    if reading.doubts:
+        hatches.append("it cannot be read exactly: " + reading.doubts[0])
     return SimpleCommand(
-        text, tuple(words), g.writes, tuple(dict.fromkeys(forms)), tuple(dict.fromkeys(hatches)), nested, opaque, reads_program
+        text, tuple(plain(w) for w in words), g.writes or reading.writes, tuple(dict.fromkeys(forms)),
+        tuple(dict.fromkeys(hatches)), nested, tuple(dict.fromkeys(reading.doubts)), tuple(reading.names),
+        any_computed, reading.reads_program, reading.may_run,
     )
 
 
@@ -501,179 +698,44 @@ def _brace_expand(word: str, budget: int = 64) -> list[str] | None:
     return [w for w in out if w]
 
 
-def _pipe_into_shell(commands: tuple[SimpleCommand, ...], depth: int) -> tuple[SimpleCommand, ...]:
+def _pipe_into_shell(commands: tuple[SimpleCommand, ...], depth: int, budget: _Budget) -> tuple[SimpleCommand, ...]:
     """``echo 'rm x' | sh``: the text echoed into a shell reading its program from stdin is a line
-    too; fed by anything else (``curl … | sh``), the shell runs code no reading can know."""
+    too; fed by anything else (``curl … | sh``, ``sh < file``), the shell runs code no reading can know."""
     out = list(commands)
     for k, cur in enumerate(out):
         if not cur.reads_program:
+            prev = out[k - 1] if k else None
+            if cur.may_run and prev is not None and prev.words and base(prev.words[0]) in ("echo", "printf"):
+                out[k] = dataclasses.replace(cur, names=(*cur.names, *prev.words[1:]))  # echo 'rm x' | at now
             continue
         prev = out[k - 1] if k else None
-        if prev is not None and prev.words and _base(prev.words[0]) in ("echo", "printf") and not prev.nested:
-            args = [w for w in prev.words[1:] if not (w.startswith("-") and len(w) <= 3)]
-            inner = _parse(" ".join(args).replace("\\n", "\n"), depth + 1)
-            out[k] = SimpleCommand(cur.text, cur.words, cur.writes, cur.forms, cur.hatches, (*cur.nested, inner), cur.opaque, True)
+        text = _printed(prev) if prev is not None else None
+        if text is not None:
+            inner = _parse(text, depth + 1, budget)
+            out[k] = dataclasses.replace(cur, nested=(*cur.nested, inner))
         else:
-            hatches = (*cur.hatches, "a shell runs a program it reads from a pipe or a file")
-            out[k] = SimpleCommand(cur.text, cur.words, cur.writes, cur.forms, hatches, cur.nested, True, True)
+            why = "a shell runs a program it reads from a pipe or a file"
+            out[k] = dataclasses.replace(cur, hatches=(*cur.hatches, why), doubts=(*cur.doubts, why))
     return tuple(out)
 
 
-def _base(word: str) -> str:
-    return word.rsplit("/", 1)[-1] if "/" in word else word
-
-
-def _skip_options(args: list[str], with_value: frozenset[str], *, stop_at_dash_dash: bool = True) -> list[str]:
-    """``args`` after leading options; options in ``with_value`` take the next word (or ``-oVALUE``)."""
-    k = 0
-    while k < len(args):
-        a = args[k]
-        if a == "--" and stop_at_dash_dash:
-            return args[k + 1 :]
-        if not a.startswith("-") or a == "-":
-            break
-        if a.startswith("--"):
-            name = a.split("=", 1)[0]
-            k += 2 if name in with_value and "=" not in a else 1
-            continue
-        if a[:2] in with_value and len(a) == 2:
-            k += 2
-        else:
-            k += 1
-    return args[k:]
-
-
-_WITH_VALUE = {
-    "env": frozenset({"-u", "--unset", "-C", "--chdir", "-S", "--split-string"}),
-    "nice": frozenset({"-n", "--adjustment"}),
-    "timeout": frozenset({"-s", "--signal", "-k", "--kill-after"}),
-    "sudo": frozenset({"-u", "--user", "-g", "--group", "-h", "--host", "-p", "--prompt", "-C", "--close-from", "-D",
-                       "--chdir", "-r", "--role", "-t", "--type", "-U", "--other-user", "-T", "--command-timeout", "-R", "--chroot"}),
-    "doas": frozenset({"-u", "-C"}),
-    "stdbuf": frozenset({"-i", "--input", "-o", "--output", "-e", "--error"}),
-    "xargs": frozenset({"-I", "-L", "-n", "-P", "-s", "-d", "-E", "-a", "--arg-file", "--delimiter", "--max-args",
-                        "--max-procs", "--max-chars", "--max-lines", "--process-slot-var"}),
-    "exec": frozenset({"-a"}),
-    "ionice": frozenset({"-c", "-n", "-p", "-P", "-u", "--class", "--classdata"}),
-    "watch": frozenset({"-n", "--interval", "-q", "--equexit"}),
-    "flock": frozenset({"-w", "--timeout", "-E", "--conflict-exit-code"}),
-    "chroot": frozenset({"--userspec", "--groups"}),
-    "ssh": frozenset({"-b", "-c", "-D", "-E", "-e", "-F", "-I", "-i", "-J", "-L", "-l", "-m", "-O", "-o", "-p", "-Q", "-R",
-                      "-S", "-W", "-w", "-B", "-P"}),
-}
-# Programs that run the command they are given after options of their own.
-_TRACERS = frozenset(
-    {"strace", "ltrace", "valgrind", "chrt", "prlimit", "cpulimit", "trickle", "firejail", "proxychains", "proxychains4",
-     "torsocks", "catchsegv", "fakeroot", "unshare", "nsenter", "parallel", "entr", "ssh", "systemd-run", "sg",
-     "gdb", "perf", "hyperfine"}
-)
-_PLAIN_WRAPPERS = frozenset({"command", "builtin", "nohup", "time", "setsid", "unbuffer", "busybox", "caffeinate", "chronic"})
-
-
-def _views(words: list[str], nested: list[str]) -> list[list[str]]:
-    """The command with one wrapper after another peeled off (first view: normalised words)."""
-    views: list[list[str]] = []
-    cur = list(words)
-    for _ in range(32):
-        while cur and (cur[0] in _RESERVED or _ASSIGNMENT.match(cur[0])):
-            cur = cur[1:]
-        if not cur:
-            break
-        cur = [_base(cur[0]), *cur[1:]]
-        views.append(cur)
-        name, args = cur[0], cur[1:]
-        if name in _PLAIN_WRAPPERS:
-            rest = _skip_options(args, frozenset())
-        elif name in _TRACERS:
-            # Their options vary; any later word may be the command they run, so try each.
-            views.extend(args[k:] for k in range(len(args)) if not args[k].startswith("-"))
-            if name == "ssh":  # the remote command line is the words after the host
-                rest = _skip_options(args, _WITH_VALUE["ssh"])[1:]
-                if rest:
-                    nested.append(" ".join(rest))
-            break
-        elif name == "env":
-            for k, a in enumerate(args):
-                if a in ("-S", "--split-string") and k + 1 < len(args):
-                    nested.append(" ".join(args[k + 1 :]))
-                elif a.startswith(("--split-string=", "-S")) and len(a) > 2:
-                    nested.append(a.split("=", 1)[1] if a.startswith("--") else a[2:])
-            rest = _skip_options(args, _WITH_VALUE["env"])
-        elif name == "timeout":
-            rest = _skip_options(args, _WITH_VALUE["timeout"])[1:]
-        elif name == "nice" or name == "renice":
-            rest = _skip_options([a for a in args if not re.fullmatch(r"-\d+", a)], _WITH_VALUE["nice"])
-        elif name == "taskset":
-            rest = args[2:] if args[:1] in (["-c"], ["--cpu-list"]) else _skip_options(args, frozenset())[1:]
-        elif name == "chroot":
-            rest = _skip_options(args, _WITH_VALUE["chroot"])[1:]
-        elif name == "flock":
-            if "-c" in args or "--command" in args:
-                at = args.index("-c") if "-c" in args else args.index("--command")
-                nested.append(" ".join(args[at + 1 : at + 2]))
-                break
-            rest = _skip_options(args, _WITH_VALUE["flock"])[1:]
-        elif name in ("sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "yash", "rbash") or name in ("su", "runuser", "script"):
-            string = _dash_c(args)
-            if string is None and name in ("su", "runuser", "script"):  # -c may follow the user
-                flag = next((k for k, a in enumerate(args) if a in ("-c", "--command")), None)
-                string = args[flag + 1] if flag is not None and flag + 1 < len(args) else None
-            if string is not None:
-                nested.append(string)
-            if string is not None or name not in ("runuser", "su") or "--" not in args:
-                break
-            rest = args[args.index("--") + 1 :]  # runuser -u USER -- COMMAND
-        elif name == "eval":
-            nested.append(" ".join(args))
-            break
-        elif name == "watch":
-            rest = _skip_options(args, _WITH_VALUE["watch"])
-            if "-x" not in args and "--exec" not in args:
-                nested.append(" ".join(rest))
-                break
-        elif name in _WITH_VALUE:  # sudo, doas, stdbuf, xargs, exec, ionice
-            rest = _skip_options(args, _WITH_VALUE[name])
-            if name == "xargs" and not rest:
-                rest = ["echo"]  # xargs runs echo when given no command
-        elif name == "find":
-            for target in _find_exec_targets(args):
-                nested.append(" ".join(_quote(w) for w in target))
-            break
-        else:
-            break
-        if not rest:
-            break
-        cur = list(rest)
-    return views
-
-
-def _quote(word: str) -> str:
-    return word if word and re.fullmatch(r"[A-Za-z0-9_./=:,+@%^-]+", word) else "'" + word.replace("'", "'\\''") + "'"
-
-
-def _dash_c(args: list[str]) -> str | None:
-    """The command string of ``sh -c STRING`` (``-lc``, ``-ec`` and ``--login -c`` included)."""
-    for k, a in enumerate(args):
-        if a == "--":
-            return None
-        if a.startswith("-") and not a.startswith("--") and "c" in a[1:]:
-            return args[k + 1] if k + 1 < len(args) else None
-        if a == "--command":
-            return args[k + 1] if k + 1 < len(args) else None
-        if not a.startswith("-") and not a.startswith("+"):
-            return None
-    return None
-
-
-def _find_exec_targets(args: list[str]) -> list[list[str]]:
-    targets: list[list[str]] = []
-    k = 0
-    while k < len(args):
-        if args[k] in ("-exec", "-execdir", "-ok", "-okdir"):
-            j = k + 1
-            while j < len(args) and args[j] not in (";", "+"):
-                j += 1
-            targets.append(args[k + 1 : j])
-            k = j
-        k += 1
-    return targets
+def _printed(command: SimpleCommand) -> str | None:
+    """What ``echo …`` or ``printf …`` writes, when it can be known exactly; otherwise None."""
+    words = list(command.words)
+    if not words or command.nested or command.doubts or command.computed or base(words[0]) not in ("echo", "printf"):
+        return None
+    if base(words[0]) == "echo":
+        args = words[1:]
+        while args and re.fullmatch(r"-[neE]+", args[0]):
+            args = args[1:]
+        text = " ".join(args)
+        return None if "\\" in text else text  # echo -e and xpg_echo turn escapes into characters
+    args = words[1:2] == ["--"] and words[2:] or words[1:]
+    if not args:
+        return None
+    fmt, rest = args[0], args[1:]
+    if fmt in ("%s", "%s\\n") and len(rest) == 1 and "\\" not in rest[0]:
+        return rest[0]
+    if "%" in fmt.replace("%%", "") or rest or "\\" in fmt.replace("\\n", ""):
+        return None  # a format this reader does not apply
+    return fmt.replace("%%", "%").replace("\\n", "\n")
