@@ -278,7 +278,7 @@ class MCPHub:
         names: list[str] = []
         for remote in info.tools:
             try:
-                tool = MCPTool(self, server.name, remote, server.permissions, server.call_timeout)
+                tool = MCPTool(self, server.name, remote, server.permissions, server.call_timeout, server.trusted)
             except SchemaProblem as exc:
                 message = f"Skipped tool {remote.name!r} of MCP server {server.name!r}: {exc}. The server must fix it; its other tools work."
                 facts.append((EventType.MCP_WARNING, p.McpWarning(server=server.name, tool=str(remote.name), message=message)))

@@ -58,6 +58,9 @@ class MCPServer:
         call_timeout: seconds one tool call may take; past it the call is cancelled (the server is
             sent the MCP cancellation) and the model reads that it timed out. None: no limit.
         sampling: the server may ask the agent's model for completions without asking anyone.
+        trusted: the person vouches for the server's tool annotations: its ``readOnlyHint`` makes a
+            tool read-only (runs unasked in ``default`` mode, allowed in ``plan`` mode). Untrusted
+            (the default), every tool of the server is judged as one that changes things.
     """
 
     name: str
@@ -72,6 +75,7 @@ class MCPServer:
     startup_timeout: float = 60.0
     sampling: bool = False
     call_timeout: float | None = None
+    trusted: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _NAME.match(self.name):
@@ -102,6 +106,7 @@ class MCPServer:
         startup_timeout: float = 60.0,
         sampling: bool = False,
         call_timeout: float | None = None,
+        trusted: bool = False,
     ) -> MCPServer:
         """A server run as a subprocess, spoken to over its stdin and stdout.
 
@@ -120,6 +125,7 @@ class MCPServer:
             startup_timeout=startup_timeout,
             sampling=sampling,
             call_timeout=call_timeout,
+            trusted=trusted,
         )
 
     @classmethod
@@ -133,6 +139,7 @@ class MCPServer:
         startup_timeout: float = 60.0,
         sampling: bool = False,
         call_timeout: float | None = None,
+        trusted: bool = False,
     ) -> MCPServer:
         """A server reached over streamable HTTP at ``url`` (e.g. ``http://127.0.0.1:3001/mcp``).
 
@@ -142,7 +149,7 @@ class MCPServer:
         """
         return cls(
             name, "http", url=url, headers=dict(headers) if headers is not None else None, permissions=permissions,
-            startup_timeout=startup_timeout, sampling=sampling, call_timeout=call_timeout,
+            startup_timeout=startup_timeout, sampling=sampling, call_timeout=call_timeout, trusted=trusted,
         )
 
     @property

@@ -86,6 +86,8 @@ class ToolInvoker:
             )
         try:
             arguments = tool.validate(call.arguments)
+            # The gate judges the call that will run: validated, defaults filled (docs/security.md).
+            judged = tool.judged(call.arguments) if hasattr(tool, "judged") else dict(call.arguments)
         except pydantic.ValidationError as exc:
             return self.answer(call, ToolResult(f"Invalid arguments for {name}: {validation_summary(exc)}", is_error=True))
 
@@ -94,10 +96,10 @@ class ToolInvoker:
             return self.answer(call, ToolResult(f"{tampered} This call was refused. Do not change the agent's settings from a tool.", is_error=True))
         gate = self.ctx.permissions
         if gate is not None:
-            auth = await gate.authorize(ToolRequest(call.call_id, tool, dict(call.arguments), em.agent_id, self.ctx.working_dir), em.later)
+            auth = await gate.authorize(ToolRequest(call.call_id, self.seal.view(tool), judged, em.agent_id, self.ctx.working_dir), em.later)
             if not auth.allowed:
                 return self.answer(call, ToolResult(auth.message or f"{name} was not allowed to run.", is_error=True))
-            if auth.arguments != call.arguments:
+            if auth.arguments != judged:
                 try:
                     arguments = tool.validate(auth.arguments)
                 except pydantic.ValidationError as exc:

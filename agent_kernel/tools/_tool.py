@@ -182,7 +182,9 @@ class Tool:
                 annotation = Any
             default = ... if param.default is inspect.Parameter.empty else param.default
             fields[pname] = (annotation, pydantic.Field(default, description=param_docs.get(pname)))
-        return pydantic.create_model(f"{self.name}_args", **fields)
+        # An argument the function does not take is refused, never dropped: the call that is
+        # judged must be the call that runs (docs/security.md).
+        return pydantic.create_model(f"{self.name}_args", __config__=pydantic.ConfigDict(extra="forbid"), **fields)
 
     @property
     def spec(self) -> ToolSpec:
@@ -193,6 +195,19 @@ class Tool:
         """Validates and converts ``arguments``; raises ``pydantic.ValidationError``."""
         model = self._args_model.model_validate(arguments)
         return {k: getattr(model, k) for k in type(model).model_fields}
+
+    def judged(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """The validated ``arguments`` as JSON values, defaults filled: what rules and approvals see.
+
+        The permission gate judges this, not the model's raw arguments, so a rule about the value
+        a default gives (``deploy(prod)`` when ``target`` defaults to ``"prod"``) holds whether or
+        not the model spelled it; raises ``pydantic.ValidationError`` like ``validate``.
+        """
+        model = self._args_model.model_validate(arguments)
+        try:
+            return model.model_dump(mode="json")
+        except pydantic.PydanticSerializationError:  # a value JSON cannot hold: judged by its text
+            return {k: _stringify(getattr(model, k)) for k in type(model).model_fields}
 
     def key(self, arguments: dict[str, Any]) -> str:
         """The text permission patterns match against, e.g. ``git status`` for ``bash``."""
