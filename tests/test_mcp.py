@@ -256,7 +256,9 @@ def test_progress_notifications_become_tool_progress_events(everything: None) ->
     with agent_with([everything_stdio()], [call], "done") as agent:
         run = agent.run_sync("go")
         progress = of_type(run.events, EventType.TOOL_PROGRESS)
-        assert [p.data["fraction"] for p in progress] == pytest.approx([1 / 3, 2 / 3, 1.0])
+        fractions = [p.data["fraction"] for p in progress]
+        # Coalesced (at most a few a second), in order, the first and the last always shown.
+        assert fractions[0] == pytest.approx(1 / 3) and fractions[-1] == pytest.approx(1.0) and fractions == sorted(fractions)
         assert progress[0].data["name"] == "mcp__ev__trigger-long-running-operation"
         assert "completed" in result_of(run, "mcp__ev__trigger-long-running-operation")["content"]
 

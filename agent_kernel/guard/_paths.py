@@ -138,8 +138,9 @@ class Resolved:
 class PathRules(Protocol):
     """What a file tool asks the permission rules when it opens or lists a path (``Permissions``)."""
 
-    def refuses(self, tool_name: str, key: str, *, asking: bool = False) -> str | None:
-        """The rule refusing ``tool_name(key)`` or None; with ``asking``, ask rules refuse too."""
+    def refuses(self, tool_name: str, key: str, *, asking: bool = False, family: str | None = None) -> str | None:
+        """The rule refusing ``tool_name(key)`` or None; with ``asking``, ask rules refuse too;
+        ``family``: the tool's family, whose rules bind it (``guard._families``)."""
         ...
 
 

@@ -46,6 +46,7 @@ from agent_kernel.events import payloads as p
 from agent_kernel.events._event import Emit, EventType
 from agent_kernel.guard import _shell as commands
 from agent_kernel.guard._approvals import APPROVAL_ENV, Approval, ApprovalBroker, ApprovalRequest, Approver, Policy, parse_policy, policy_from_env
+from agent_kernel.guard._families import family_names, judged_families
 from agent_kernel.guard._paths import PathKey
 
 __all__ = [
@@ -162,16 +163,25 @@ class Rule:
         """A rule matching exactly this call of ``tool`` (glob characters in ``key`` escaped)."""
         return cls.parse(f"{tool}({_escape(key)})")
 
-    def matches(self, tool: str, key: str, *, shell: bool = False, every: bool = True) -> bool:
+    def matches(self, tool: str, key: str, *, shell: bool = False, every: bool = True, family: str | None = None) -> bool:
         """Whether this rule names the call ``tool(key)``.
 
         For a shell tool the shell-aware matcher (``agent_kernel.guard._shell``) decides: deny and ask
         rules (``every=False``) match if any command of the line matches in any spelling; a wildcard
         allow rule (``every=True``) must match every command, with no substitution, write or escape
         hatch among them.
+
+        ``family`` is the tool's ``category``: a rule naming its family (``write_file`` for an
+        ``edit`` tool, see ``guard._families``) binds it too. A writer whose key is not a path is
+        bound by the family's deny and ask rules (it cannot be shown not to match) and never by
+        its allow rules; a reader whose key is not a path (``grep``'s is its pattern) withholds
+        what the rules cover from its results instead.
         """
         if not fnmatch.fnmatchcase(tool, self.tool):
-            return False
+            if not any(self.tool in family_names(f) for f in judged_families(family, refusing=not every)):
+                return False
+            if self.pattern is not None and not isinstance(key, PathKey):
+                return not every and family == "edit"  # a path rule on a write it cannot read as a path
         if self.pattern is None:
             return True
         if isinstance(key, PathKey):  # a file tool's canonical path: every spelling is one key
@@ -237,15 +247,16 @@ class Permissions:
         if text not in self.allow:
             self.allow.append(text)
 
-    def refuses(self, tool_name: str, key: str, *, asking: bool = False) -> str | None:
+    def refuses(self, tool_name: str, key: str, *, asking: bool = False, family: str | None = None) -> str | None:
         """The deny rule (with ``asking``, also an ask rule) naming ``tool_name(key)``, or None.
 
-        File tools call it with the canonical path they are about to open (a ``PathKey``), so a
-        link re-pointed after the gate judged the call still meets the deny rules; the search
-        tools call it with ``asking`` to withhold what ``read_file`` could not read unasked.
+        File tools call it with the canonical path they are about to open (a ``PathKey``) and
+        their family, so a link re-pointed after the gate judged the call still meets the deny
+        rules of every tool with that effect; the search tools call it with ``asking`` to withhold
+        what ``read_file`` could not read unasked.
         """
         for rule in map(_rule, self.deny + self.ask if asking else self.deny):
-            if rule.matches(tool_name, key, every=False):
+            if rule.matches(tool_name, key, every=False, family=family):
                 return rule.text
         return None
 
@@ -262,14 +273,15 @@ class Permissions:
         """
         key = call_key(tool, arguments, working_dir)
         shell = tool.category == "shell"
+        family = tool.category
         for rule in map(_rule, self.deny):
-            if rule.matches(tool.name, key, shell=shell, every=False):
+            if rule.matches(tool.name, key, shell=shell, every=False, family=family):
                 return Verdict("deny", rule.text, f"the rule deny {rule.text!r} forbids it", "rule")
         for rule in map(_rule, self.ask):
-            if rule.matches(tool.name, key, shell=shell, every=False):
+            if rule.matches(tool.name, key, shell=shell, every=False, family=family):
                 return Verdict("ask", rule.text, f"the rule ask {rule.text!r} asks for approval", "rule")
         for rule in map(_rule, self.allow):
-            if rule.matches(tool.name, key, shell=shell, every=True):
+            if rule.matches(tool.name, key, shell=shell, every=True, family=family):
                 return Verdict("allow", rule.text, f"the rule allow {rule.text!r} allows it", "rule")
         if shell and self.allow:
             # ``git log | head`` is allowed by bash(git *) and bash(head *) together.
@@ -409,7 +421,7 @@ class RuleGate:
             reason = f"{reason}. Note: {warning}"
         info = ApprovalRequest(
             request.call_id, tool.name, dict(arguments), _one_line(tool.name, key), verdict.rule, reason, request.agent_id,
-            full_key=key, shell=tool.category == "shell",
+            full_key=key, shell=tool.category == "shell", family=tool.category,
         )
         required = p.ApprovalRequired(call_id=info.call_id, tool=info.tool, arguments=info.arguments, key=info.key, rule=info.rule, reason=info.reason)
         # What a tool adds to its approval card (an MCP tool: its server and destructive hint),

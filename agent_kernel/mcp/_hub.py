@@ -89,6 +89,35 @@ def _stop(runtime: Runtime, connections: Iterable[Connection]) -> None:
                 runtime.run_on(loop, stop_all(live), timeout=30)
 
 
+class _SamplingBudget:
+    """A server's sampling requests and tokens in one run, against its limits."""
+
+    def __init__(self, server: MCPServer, payer: Any) -> None:
+        self.server = server
+        self.payer = payer  # the run's LoopStats (held so its id is not reused while counted)
+        self.count = 0
+        self.tokens = 0
+
+    @property
+    def tokens_left(self) -> int:
+        return max(0, self.server.max_sampling_tokens - self.tokens)
+
+    def refusal(self) -> str | None:
+        """Why one more request is declined, or None."""
+        name = self.server.name
+        if self.count >= self.server.max_samplings:
+            return (f"this run has answered {self.count} sampling requests of {name!r}, its limit; raise it with "
+                    f"MCPServer.stdio({name!r}, ..., max_samplings=N)")
+        if self.tokens_left <= 0:
+            return (f"this run's sampling for {name!r} has spent {self.tokens} tokens, its limit; raise it with "
+                    f"MCPServer.stdio({name!r}, ..., max_sampling_tokens=N)")
+        return None
+
+    def spend(self, usage: Usage | None, max_tokens: int) -> None:
+        """Counts an answer's tokens: those reported, or all it was allowed when none were."""
+        self.tokens += max_tokens if usage is None else usage.input_tokens + usage.output_tokens
+
+
 class MCPHub:
     """The MCP servers of one agent.
 
@@ -124,6 +153,8 @@ class MCPHub:
         #: of its model calls (tokens and cost), as a sub-agent's are.
         self._payers: dict[str, LoopStats] = {}
         self._reported: dict[str, int] = {}  # the connection generation whose start was recorded
+        #: Sampling spent per server and run (keyed by the run's totals, whose identity is the run's).
+        self._budgets: dict[tuple[str, int], _SamplingBudget] = {}
         #: Connections left on a loop no caller can reach any more; stopped on ``close``.
         self._abandoned: list[Connection] = []
         self._finalizer = weakref.finalize(self, _shutdown, self.runtime, self.connections, self._abandoned)
@@ -544,24 +575,31 @@ class MCPHub:
         else:
             gate = self._gate() if self._gate is not None else None
             policy = getattr(gate, "policy", None)
-            request = ApprovalRequest(
-                f"sampling-{len(self.samplings) + 1}", name, {"messages": summary}, f"{name}({len(summary)} messages)", None,
-                "the MCP server asks the agent's model for a completion",
-            )
-            decided = policy.decide(request) if policy is not None else None
+            # Only an entry naming this server's sampling itself decides: a glob for its tools
+            # (mcp__srv__*) or auto_approve is about tool calls, not about spending the model.
+            exact = getattr(policy, "decide_exactly", None)
+            decided = exact(name) if callable(exact) else None
             allowed = decided is not None and decided.allowed
             policy_name = getattr(policy, "name", "approval")
             reason = (
                 f"the {policy_name} policy approved it" if allowed
                 else f"the {policy_name} policy declined it" if decided is not None
                 else f"sampling is off for this server: pass sampling=True to MCPServer.stdio({server.name!r}, ...) "
-                f"or let the approval policy approve {name} (AGENT_KERNEL_APPROVAL)"
+                f"or give the approval policy an entry for {name} itself (AGENT_KERNEL_APPROVAL=scripted:{name}=approve)"
             )
+        budget = self._sampling_budget(server)
+        if allowed:
+            refusal = budget.refusal()
+            if refusal is not None:
+                allowed, reason = False, refusal
+            elif getattr(params, "max_tokens", None) is None or int(params.max_tokens) > budget.tokens_left:
+                params = params.model_copy(update={"max_tokens": budget.tokens_left})
         model = self._model() if self._model is not None else None
         answer: Any = None
         if allowed and model is None:
             allowed, reason = False, "this agent has no model to answer with"
         if allowed:
+            budget.count += 1  # counted when asked: a request the model fails on still spent a turn
             started = time.monotonic()
             try:
                 text, stop, usage, served = await self._on_caller(server.name, ask_model(model, params))
@@ -573,6 +611,7 @@ class MCPHub:
                 record.update(p.McpSampling(action="accept", model=model_name or None, text=text, usage=None if usage is None else usage.to_dict(),
                                             cost_usd=cost, stop_reason=stop, duration_s=time.monotonic() - started))
                 self._charge(server.name, usage, cost)
+                budget.spend(usage, int(params.max_tokens))
                 answer = sampling_result(text, model_name, stop)
             except asyncio.CancelledError:
                 raise
@@ -583,6 +622,15 @@ class MCPHub:
         self._report(server.name, EventType.MCP_SAMPLING, record)
         # -1 is what MCP clients answer when the user rejects a sampling request.
         return answer if answer is not None else types.ErrorData(code=-1, message=f"Sampling declined: {reason}.")
+
+    def _sampling_budget(self, server: MCPServer) -> _SamplingBudget:
+        """What ``server`` may still spend on sampling in the run that last called it."""
+        payer = self._payers.get(server.name)
+        key = (server.name, id(payer))
+        budget = self._budgets.get(key)
+        if budget is None or budget.payer is not payer:
+            budget = self._budgets[key] = _SamplingBudget(server, payer)
+        return budget
 
     async def _on_caller(self, server: str, coro: Any, timeout: float = SAMPLING_TIMEOUT_S) -> Any:
         """Runs ``coro`` on the loop of the run that called ``server`` (where the model and the view live), bounded in time."""

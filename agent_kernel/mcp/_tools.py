@@ -17,7 +17,10 @@ approval card, as a claim.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
+import threading
+import time
 from typing import TYPE_CHECKING, Any
 
 from pydantic_core import PydanticCustomError, ValidationError
@@ -90,6 +93,69 @@ def _validator(schema: Any) -> Any:
     except jsonschema.SchemaError as exc:
         raise SchemaProblem(f"its input schema is not a valid JSON schema: {exc.message}") from None
     return cls(schema)
+
+
+#: At most this many progress events a second per call: a server may send thousands.
+PROGRESS_PER_SECOND = 4
+
+
+class _Coalescer:
+    """Passes a call's progress on at most ``PROGRESS_PER_SECOND`` times a second, keeping the latest.
+
+    Notifications arrive on the MCP runtime's thread; the report function belongs to the
+    caller's loop, so everything is handed over with ``call_soon_threadsafe``. One that arrives
+    too soon after the last is held and sent when its time comes (replaced by any newer one);
+    what is still held when the call ends is sent then, so the last progress is always shown.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, report: Any) -> None:
+        self._loop = loop
+        self._report = report
+        self._lock = threading.Lock()
+        self._last = -1.0
+        self._held: tuple[str, float | None] | None = None
+        self._timer_set = False
+        self._closed = False
+
+    def __call__(self, text: str, fraction: float | None) -> None:
+        if self._report is None:
+            return
+        gap = 1.0 / PROGRESS_PER_SECOND
+        with self._lock:
+            if self._closed:
+                return
+            now = time.monotonic()
+            if now - self._last >= gap and not self._timer_set:
+                self._last = now
+                self._send(text, fraction)
+                return
+            self._held = (text, fraction)
+            if self._timer_set:
+                return
+            self._timer_set = True
+            wait = max(0.0, self._last + gap - now)
+        with contextlib.suppress(RuntimeError):  # the caller's loop has closed
+            self._loop.call_soon_threadsafe(self._loop.call_later, wait, self._flush)
+
+    def _send(self, text: str, fraction: float | None) -> None:
+        with contextlib.suppress(RuntimeError):
+            self._loop.call_soon_threadsafe(self._report, text, fraction)
+
+    def _flush(self) -> None:
+        with self._lock:
+            self._timer_set = False
+            held, self._held = self._held, None
+            if held is None or self._closed:
+                return
+            self._last = time.monotonic()
+        self._report(*held)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            held, self._held = self._held, None
+        if held is not None and self._report is not None:
+            self._report(*held)  # on the caller's loop: close runs there
 
 
 class MCPTool(Tool):
@@ -177,16 +243,17 @@ class MCPTool(Tool):
 
     async def _call(self, context: ToolContext | None = None, **arguments: Any) -> str:
         caller = asyncio.get_running_loop()
+        coalesce = _Coalescer(caller, context.progress if context is not None else None)
 
         async def progress(done: float, total: float | None, message: str | None) -> None:
-            if context is None:
-                return
             fraction = done / total if total else None
             text = message or (f"{done:g}/{total:g}" if total else f"{done:g}")
-            # Progress arrives on the MCP runtime's thread; the loop's emitter belongs to the caller's.
-            caller.call_soon_threadsafe(context.progress, text, fraction)
+            coalesce(text, fraction)
 
-        result = await self._hub.call_tool(self.server, self.remote_name, arguments, progress, context)
+        try:
+            result = await self._hub.call_tool(self.server, self.remote_name, arguments, progress, context)
+        finally:
+            coalesce.close()
         text = result_text(result)
         if getattr(result, "is_error", False):
             raise ToolError(text or f"{self.name} reported an error with no message.")
