@@ -656,7 +656,7 @@ class Agent:
         if self.mcp is None:
             from agent_kernel.mcp import MCPHub
 
-            self.mcp = MCPHub(lambda: self.tools, gate=lambda: self.permissions, model=lambda: self.model)
+            self.mcp = MCPHub(lambda: self.tools, gate=lambda: self.permissions, model=lambda: self.model, redactor=lambda: self.redactor)
         self.mcp.add(server)
 
     def remove_mcp(self, name: str) -> None:

@@ -102,12 +102,16 @@ class Authorization:
         arguments: the arguments to run it with (a person may have edited them).
         message: when refused, the reason the model sees as the tool's error result.
         decided_by: ``rule``, ``mode``, ``callback``, ``policy``, ``person`` or ``timeout``.
+        file: for an approved write, the file the card showed (path, device and inode, or absent).
     """
 
     allowed: bool
     arguments: dict[str, Any]
     message: str | None = None
     decided_by: str = "rule"
+    #: The file an approval card showed (``guard._paths.FileIdentity``): the write must open that
+    #: same file or none. None when no card showed a file.
+    file: dict[str, Any] | None = None
 
 
 class PermissionGate(Protocol):
@@ -412,10 +416,11 @@ class RuleGate:
             return Authorization(False, arguments, _refusal(tool, self.permissions.mode, verdict), verdict.decided_by)
         return await self._ask(request, verdict, emit)
 
-    async def _ask(self, request: ToolRequest, verdict: Verdict, emit: Emit) -> Authorization:
+    async def _ask(self, request: ToolRequest, verdict: Verdict, emit: Emit, asked: int = 0) -> Authorization:
         tool, arguments = request.tool, request.arguments
         key = call_key(tool, arguments, request.working_dir)
         reason = verdict.reason
+        shown = _file_shown(tool, arguments, request.working_dir)
         warning = getattr(tool, "approval_warning", None)
         if warning:  # what the call can do beyond its arguments (the python tool: anything)
             reason = f"{reason}. Note: {warning}"
@@ -430,6 +435,8 @@ class RuleGate:
         required = cast(p.ApprovalRequired, {**card, **required})
         if self.policy is not None:
             required["policy"] = self.policy.name
+        if shown is not None:
+            required["file"] = dict(shown)
         timeout = self.timeout
         if timeout is not None:
             required["timeout_s"] = timeout
@@ -464,13 +471,23 @@ class RuleGate:
         if approval.decision == "approve_edited" and approval.arguments is not None:
             run_with = dict(approval.arguments)
             data["arguments"] = run_with
+            shown = _file_shown(tool, run_with, request.working_dir)  # approved as edited: the file it leads to now
+        elif shown is not None and _file_shown(tool, arguments, request.working_dir) != shown:
+            # The file changed while the card waited (a link re-pointed, a file replaced): what was
+            # approved is not what would be written, so the question is asked again.
+            message = f"the file changed while the approval waited ({shown.get('path')!r} is not the file it was)"
+            emit(EventType.APPROVAL_DECISION, self._decision(request, "reject", decided_by, message, wait_s))
+            if asked >= _ASK_AGAIN:
+                return Authorization(False, arguments, f"Refused: {message}, again and again. Nothing was written; try later.", decided_by)
+            again = Verdict("ask", verdict.rule, f"{verdict.reason}; asked again: {message}", verdict.decided_by)
+            return await self._ask(request, again, emit, asked + 1)
         elif approval.decision == "always_allow":
             rule = Rule.parse(approval.rule) if approval.rule else Rule.exact(tool.name, key)
             self.permissions.add_allow(rule)
             self.granted.append(rule.text)
             data["rule_added"] = rule.text
         emit(EventType.APPROVAL_DECISION, data)
-        return Authorization(True, run_with, decided_by=decided_by)
+        return Authorization(True, run_with, decided_by=decided_by, file=None if shown is None else dict(shown))
 
     async def _answer(self, info: ApprovalRequest, deadline: float | None = None) -> tuple[Approval | None, str]:
         """Asks the approver, then the policy, then a person; (None, "") when nobody can answer.
@@ -514,6 +531,21 @@ class RuleGate:
     @staticmethod
     def _decision(request: ToolRequest, decision: str, decided_by: str, reason: str | None, wait_s: float) -> p.ApprovalDecision:
         return p.ApprovalDecision(call_id=request.call_id, tool=request.tool.name, decision=decision, decided_by=decided_by, reason=reason, wait_s=wait_s)
+
+
+#: How many times a write is asked about again when its file keeps changing under the card.
+_ASK_AGAIN = 2
+
+
+def _file_shown(tool: Tool, arguments: dict[str, Any], working_dir: Any) -> dict[str, Any] | None:
+    """For a call that writes a file named by its path argument: which file that is now, else None."""
+    identity = getattr(tool.permission_key, "identity", None)
+    if identity is None or is_read_only(tool, arguments):
+        return None
+    try:
+        return dict(identity(arguments, working_dir))
+    except (TypeError, ValueError, OSError):
+        return None
 
 
 class _Expired(Exception):

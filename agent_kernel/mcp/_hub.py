@@ -133,11 +133,13 @@ class MCPHub:
         servers: Iterable[MCPServer] = (),
         gate: Callable[[], Any] | None = None,
         model: Callable[[], Any] | None = None,
+        redactor: Callable[[], Any] | None = None,
     ) -> None:
         # A getter follows an agent whose registry is replaced (the notebook magics do that).
         self._registry = tools if callable(tools) and not isinstance(tools, ToolRegistry) else (lambda: tools)
         self._gate = gate
         self._model = model
+        self._redactor = redactor
         self.servers: dict[str, MCPServer] = {}
         self.connections: dict[str, Connection] = {}
         self.runtime = Runtime()
@@ -180,6 +182,33 @@ class MCPHub:
             )
         self.servers[server.name] = server
         self.connections[server.name] = Connection(server, _weak(self, "_elicit"), _weak(self, "_sample"))
+        self._learn_secrets(server)
+
+    def _learn_secrets(self, server: MCPServer) -> None:
+        """Has the agent's redactor redact what the server is given in ``env=`` and ``headers=``.
+
+        A value passed through unchanged from this process's environment (``PATH``) is left to
+        the environment's own rules; every other value of ``MIN_SECRET_LENGTH`` or more counts as
+        a secret, named ``<server>.env.<NAME>`` (a header's value also by each of its words, so
+        ``Bearer <token>`` hides the token).
+        """
+        import os
+
+        redactor = self._redactor() if self._redactor is not None else None
+        learn = getattr(redactor, "learn", None)
+        if learn is None:
+            return
+        found: dict[str, str] = {}
+        for name, value in (server.env or {}).items():
+            if isinstance(value, str) and os.environ.get(name) != value:
+                found[f"{server.name}.env.{name}"] = value
+        for name, value in (server.headers or {}).items():
+            if isinstance(value, str):
+                found[f"{server.name}.headers.{name}"] = value
+                for i, word in enumerate(value.split()[1:], 1):
+                    found[f"{server.name}.headers.{name}.{i}"] = word
+        if found:
+            learn(found)
 
     def remove(self, name: str) -> MCPServer:
         """Stops server ``name`` if it runs and takes it and its tools away; returns it.

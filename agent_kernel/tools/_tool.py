@@ -46,6 +46,8 @@ class ToolContext:
         extras: run-level services (e.g. ``namespace`` for the python tool).
         run: the run making the call (the loop's ``ExecutionContext``: a sub-agent joins it), or None.
             Typed loosely because tools sit below the runtime that defines it.
+        approved_file: for a call a person or policy approved, the file its card showed
+            (``guard._paths.FileIdentity``); a file tool opens that same file or refuses.
     """
 
     call_id: str
@@ -54,6 +56,7 @@ class ToolContext:
     extras: dict[str, Any] = field(default_factory=dict)
     _report: Callable[[str, float | None], None] | None = None
     run: Any = field(default=None, repr=False)
+    approved_file: Any = None
 
     def progress(self, message: str, fraction: float | None = None) -> None:
         """Reports progress; shown live as a ``tool_progress`` event."""
