@@ -186,6 +186,9 @@ class Agent:
         self.hooks = hooks
         self.on_state_change = on_state_change
         self.permissions = build_permissions(permissions, approver)
+        #: Whether this agent was given permissions of its own: as a sub-agent, its mode and rules
+        #: then apply inside it, never looser than its parent's (``guard.NestedGate``).
+        self.own_permissions = permissions is not None
         if approval_timeout is not None:
             self.approval_timeout = approval_timeout
         self.context_manager = build_context_manager(context, self.model)

@@ -53,6 +53,7 @@ __all__ = [
     "MODES",
     "Authorization",
     "Emit",
+    "NestedGate",
     "PermissionGate",
     "Permissions",
     "Rule",
@@ -405,8 +406,11 @@ class RuleGate:
 
     async def authorize(self, request: ToolRequest, emit: Emit) -> Authorization:
         """Returns the verdict for ``request``, asking someone if the rules say so."""
+        return await self.conclude(request, self.permissions.evaluate(request.tool, request.arguments, request.working_dir), emit)
+
+    async def conclude(self, request: ToolRequest, verdict: Verdict, emit: Emit) -> Authorization:
+        """Acts on ``verdict`` (from these rules, or stricter ones): runs, refuses, or asks."""
         tool, arguments = request.tool, request.arguments
-        verdict = self.permissions.evaluate(tool, arguments, request.working_dir)
         if verdict.action == "allow":
             if verdict.decided_by == "rule":
                 emit(EventType.APPROVAL_DECISION, self._decision(request, "approve", "rule", verdict.reason, 0.0))
@@ -550,6 +554,62 @@ def _file_shown(tool: Tool, arguments: dict[str, Any], working_dir: Any) -> dict
 
 class _Expired(Exception):
     """The approval timeout passed before anyone answered."""
+
+
+# Modes from the most to the least strict.
+_STRICTNESS = {"plan": 0, "default": 1, "accept_edits": 2, "bypass": 3}
+_ACTION = {"deny": 0, "ask": 1, "allow": 2}
+
+
+class NestedGate:
+    """A sub-agent's gate: its own mode and rules apply inside it, never looser than its parent's.
+
+    Every call is judged by both: the parent's gate (its rules, mode and always-allow answers)
+    and the sub-agent's own ``Permissions``; the stricter verdict wins (deny over ask over
+    allow), and asking goes through the parent's approver, policy and live view. So a
+    sub-agent built with ``permissions="plan"`` or ``deny=[...]`` keeps them inside a parent in
+    ``bypass`` mode, and one built in ``bypass`` mode cannot loosen a parent in ``default``.
+
+    Attributes:
+        parent: the parent run's gate.
+        own: the sub-agent's own mode and rules.
+    """
+
+    def __init__(self, parent: PermissionGate, own: Permissions) -> None:
+        self.parent = parent
+        self.own = own
+        # What the run's seal and the file tools read: the parent's (an always-allow answer adds there).
+        self.permissions = getattr(parent, "permissions", None)
+        self.approver = getattr(parent, "approver", None)
+        self.policy = getattr(parent, "policy", None)
+        self.granted = getattr(parent, "granted", [])
+        self.broker = getattr(parent, "broker", None)
+        self.timeout = getattr(parent, "timeout", None)
+
+    def __repr__(self) -> str:
+        return f"NestedGate(own={self.own.mode!r}, parent={self.parent!r})"
+
+    async def authorize(self, request: ToolRequest, emit: Emit) -> Authorization:
+        """The stricter of the parent's and the sub-agent's verdicts, acted on by the parent's gate."""
+        own = self.own.evaluate(request.tool, request.arguments, request.working_dir)
+        rules = getattr(self.parent, "permissions", None)
+        conclude = getattr(self.parent, "conclude", None)
+        if not isinstance(rules, Permissions) or conclude is None:
+            # A gate of the caller's own: it decides, but the sub-agent's refusals still hold.
+            if own.action == "deny":
+                emit(EventType.APPROVAL_DECISION, RuleGate._decision(request, "reject", own.decided_by, own.reason, 0.0))
+                return Authorization(False, request.arguments, _refusal(request.tool, self.own.mode, own), own.decided_by)
+            return await self.parent.authorize(request, emit)
+        theirs = rules.evaluate(request.tool, request.arguments, request.working_dir)
+        verdict = own if _ACTION[own.action] < _ACTION[theirs.action] else theirs
+        if verdict is own and own.decided_by == "mode" and _STRICTNESS.get(self.own.mode, 1) >= _STRICTNESS.get(rules.mode, 1):
+            verdict = theirs  # a mode no stricter than the parent's never decides (it would only repeat it)
+        if verdict is own:
+            verdict = Verdict(own.action, own.rule, f"{own.reason} (the sub-agent's own permissions)", own.decided_by)
+            if verdict.action == "deny":  # refused in the sub-agent's terms (its mode, its rule)
+                emit(EventType.APPROVAL_DECISION, RuleGate._decision(request, "reject", verdict.decided_by, verdict.reason, 0.0))
+                return Authorization(False, request.arguments, _refusal(request.tool, self.own.mode, verdict), verdict.decided_by)
+        return cast(Authorization, await conclude(request, verdict, emit))
 
 
 async def _until(awaitable: Any, deadline: float) -> Any:
