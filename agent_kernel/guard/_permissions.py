@@ -127,12 +127,36 @@ class PermissionGate(Protocol):
 
 _RULE = re.compile(r"^\s*([A-Za-z0-9_.*?\[\]-]+)\s*(?:\((.*)\))?\s*$", re.DOTALL)
 # Bracket escapes ([*], [?], [[]) stand for literal characters, not wildcards.
-_ESCAPED = re.compile(r"\[[*?\[]\]")
+_ESCAPED = re.compile(r"\[[*?\[()]\]")
+
+
+def _pattern_problem(pattern: str | None) -> str | None:
+    """Why a rule's pattern has no one meaning, or None. A rule that could be read two ways is
+    refused when it is given, never guessed at when a call is judged."""
+    if pattern is None:
+        return None
+    if not pattern.strip():
+        return "its parentheses are empty; write the tool name alone (\"bash\") for every call, or a glob inside them"
+    depth = 0
+    unescaped = _ESCAPED.sub("", pattern)
+    for ch in unescaped:
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if depth < 0:
+            break
+    if depth != 0:
+        return ("its parentheses do not pair up, so where the pattern ends is unclear; write a literal parenthesis "
+                "as [(] or [)]")
+    if re.search(r"\[(?![^\]]*\])", unescaped):
+        return "it has a '[' that no ']' closes; write a literal '[' as [[]"
+    return None
 
 
 def _escape(text: str) -> str:
-    """``text`` as a glob pattern that matches only itself."""
-    return re.sub(r"([*?\[])", r"[\1]", text)
+    """``text`` as a glob pattern that matches only itself (parentheses too, when they do not pair up)."""
+    escaped = re.sub(r"([*?\[])", r"[\1]", text)
+    if _pattern_problem(escaped) is not None:
+        escaped = re.sub(r"([()])", r"[\1]", escaped)
+    return escaped
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +185,9 @@ class Rule:
                 f"{text!r} is not a permission rule. Write a tool name (\"read_file\") or a tool name with a "
                 "glob for its key in parentheses (\"bash(git *)\", \"write_file(notebooks/*)\")."
             )
+        problem = _pattern_problem(m.group(2))
+        if problem is not None:
+            raise UserError(f"The permission rule {text!r} cannot be read exactly: {problem}.")
         return cls(text.strip(), m.group(1), m.group(2))
 
     @classmethod
@@ -204,6 +231,27 @@ def _rule(text: str) -> Rule:
     return Rule.parse(text)
 
 
+def _refusing(texts: list[str]) -> list[Rule]:
+    """Deny or ask rules, parsed; one that cannot be read (put into the list after it was checked)
+    matches every call, so it refuses or asks rather than being skipped."""
+    rules = []
+    for text in texts:
+        try:
+            rules.append(Rule.parse(text))
+        except UserError:
+            rules.append(Rule(str(text), "*", None))
+    return rules
+
+
+def _allowing(texts: list[str]) -> list[Rule]:
+    """Allow rules, parsed; one that cannot be read allows nothing."""
+    rules = []
+    for text in texts:
+        with contextlib.suppress(UserError):
+            rules.append(Rule.parse(text))
+    return rules
+
+
 @dataclass
 class Permissions:
     """What tool calls may run without asking.
@@ -236,6 +284,10 @@ class Permissions:
             rules = getattr(self, name)
             if isinstance(rules, str):
                 raise UserError(f"Permissions({name}=...) takes a list of rules; wrap it: {name}=[{rules!r}].")
+            for r in rules:
+                if not isinstance(r, (str, Rule)):
+                    raise UserError(f"Permissions({name}=...) holds {r!r}, which is not a rule: write each rule as a string, "
+                                    "a tool name (\"read_file\") or a tool name with a glob (\"bash(git *)\").")
             texts = [str(r) for r in rules]
             for text in texts:
                 _rule(text)  # fail now, at construction, on a malformed rule
@@ -260,7 +312,7 @@ class Permissions:
         rules of every tool with that effect; the search tools call it with ``asking`` to withhold
         what ``read_file`` could not read unasked.
         """
-        for rule in map(_rule, self.deny + self.ask if asking else self.deny):
+        for rule in _refusing(self.deny + self.ask if asking else self.deny):
             if rule.matches(tool_name, key, every=False, family=family):
                 return rule.text
         return None
@@ -279,18 +331,18 @@ class Permissions:
         key = call_key(tool, arguments, working_dir)
         shell = tool.category == "shell"
         family = tool.category
-        for rule in map(_rule, self.deny):
+        for rule in _refusing(self.deny):
             if rule.matches(tool.name, key, shell=shell, every=False, family=family):
                 return Verdict("deny", rule.text, f"the rule deny {rule.text!r} forbids it", "rule")
-        for rule in map(_rule, self.ask):
+        for rule in _refusing(self.ask):
             if rule.matches(tool.name, key, shell=shell, every=False, family=family):
                 return Verdict("ask", rule.text, f"the rule ask {rule.text!r} asks for approval", "rule")
-        for rule in map(_rule, self.allow):
+        for rule in _allowing(self.allow):
             if rule.matches(tool.name, key, shell=shell, every=True, family=family):
                 return Verdict("allow", rule.text, f"the rule allow {rule.text!r} allows it", "rule")
         if shell and self.allow:
             # ``git log | head`` is allowed by bash(git *) and bash(head *) together.
-            rules = [r for r in map(_rule, self.allow) if r.pattern is not None and fnmatch.fnmatchcase(tool.name, r.tool)]
+            rules = [r for r in _allowing(self.allow) if r.pattern is not None and fnmatch.fnmatchcase(tool.name, r.tool)]
             used = commands.covering([r.pattern for r in rules if r.pattern is not None], key)
             if used:
                 texts = [r.text for r in rules if r.pattern in used]
