@@ -698,7 +698,7 @@ def events_markdown() -> str:
         "",
         "Every event is an `AgentEvent` (`seq`, `ts`, `session_id`, `run_id`, `turn_id`,",
         "`parent_turn_id`, `iteration`, `type`, `data`, `agent_id`). This page lists each `type`",
-        "and the keys of its `data`. It is generated from `agent_kernel/payloads.py` by",
+        "and the keys of its `data`. It is generated from `agent_kernel/events/payloads.py` by",
         "`scripts/write_events_doc.py`; a test keeps it current.",
         "",
     ]
@@ -718,7 +718,9 @@ def events_markdown() -> str:
         hints = typing.get_type_hints(shape)
         for key in shape.__annotations__:
             kind = _type_name(hints[key]).replace("|", "\\|")
-            lines.append(f"| `{key}` | `{kind}` | {_comment(source, shape.__name__, key)} |")
+            # A shape may be defined in another module (CrewTask lives with the crews).
+            where = source if f"class {shape.__name__}(" in source else inspect.getsource(sys.modules[shape.__module__])
+            lines.append(f"| `{key}` | `{kind}` | {_comment(where, shape.__name__, key)} |")
         lines.append("")
     return "\n".join(lines)
 
@@ -726,7 +728,7 @@ def events_markdown() -> str:
 def _type_name(hint: Any) -> str:
     if isinstance(hint, type) and not getattr(hint, "__args__", None):
         return hint.__name__
-    text = repr(hint).replace("typing.", "").replace("typing_extensions.", "").replace("agent_kernel.events.payloads.", "")
+    text = repr(hint).replace("typing.", "").replace("typing_extensions.", "").replace("agent_kernel.events.payloads.", "").replace("agent_kernel.messages.", "")
     return text.replace("<class '", "").replace("'>", "").replace("NoneType", "None")
 
 

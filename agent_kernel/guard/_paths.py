@@ -132,7 +132,7 @@ def path_key(name: str = "path", default: str = "") -> PathArgument:
     return PathArgument(name, default)
 
 
-class FileIdentity(dict):  # type: ignore[type-arg]
+class FileIdentity(dict):
     """The file an approval card showed: ``{"path": canonical, "device": n, "inode": n}``, or
     ``{"path": canonical, "absent": True}`` for a file that did not exist yet (a plain dict, so it
     goes into the ``approval_required`` event as it is)."""

@@ -32,7 +32,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fnmatch
-import functools
 import inspect
 import math
 import re

@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import os
 import time
 import weakref
 from collections.abc import Awaitable, Callable, Iterable
@@ -192,8 +193,6 @@ class MCPHub:
         a secret, named ``<server>.env.<NAME>`` (a header's value also by each of its words, so
         ``Bearer <token>`` hides the token).
         """
-        import os
-
         redactor = self._redactor() if self._redactor is not None else None
         learn = getattr(redactor, "learn", None)
         if learn is None:
@@ -582,7 +581,6 @@ class MCPHub:
         """Answers a server's sampling request with the agent's model, when allowed; never waits for a person."""
         from mcp import types
 
-        from agent_kernel.guard._approvals import ApprovalRequest
 
         summary = request_summary(params)
         name = f"{server.prefix}sampling"

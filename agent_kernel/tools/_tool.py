@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, overload
 
 import pydantic
+import pydantic_core
 
 from agent_kernel.errors import StopRun
 from agent_kernel.models._base import ToolSpec
@@ -209,7 +210,7 @@ class Tool:
         model = self._args_model.model_validate(arguments)
         try:
             return model.model_dump(mode="json")
-        except pydantic.PydanticSerializationError:  # a value JSON cannot hold: judged by its text
+        except pydantic_core.PydanticSerializationError:  # a value JSON cannot hold: judged by its text
             return {k: _stringify(getattr(model, k)) for k in type(model).model_fields}
 
     def key(self, arguments: dict[str, Any]) -> str:
