@@ -25,6 +25,14 @@ pattern must match every command of a compound line (``git add . && git commit``
 redirection or a known escape hatch (``git -c``, ``find -exec`` …) is never allowed by a wildcard,
 and a deny rule holds through ``\\rm``, ``/bin/rm``, ``env``, ``sudo``, ``sh -c`` and the other
 spellings ``agent_kernel.guard._shell`` reads through.
+
+The call judged is the call that runs: the loop hands the gate the validated arguments with
+defaults filled in (``Tool.judged``), and unknown arguments are refused before it. Rules name
+families (``guard._families``): ``write_file(...)`` binds every tool of category ``edit``,
+``read_file(...)`` every reader. An approved write is bound to the file its card showed
+(``Authorization.file``). A rule that cannot be read exactly is refused when it is given; one
+put into a list later refuses (deny, ask) or allows nothing (allow). A sub-agent with its own
+permissions is judged by a ``NestedGate``: the stricter of its own and its parent's verdicts.
 """
 
 from __future__ import annotations

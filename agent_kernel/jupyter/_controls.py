@@ -80,7 +80,7 @@ HELP = (
     ("%agent replay [SESSION]", "show each recorded run of a session again"),
     ("%agent show [RUN]", "the transcript of one run (a run id, or last), rebuilt from its journal"),
     ("%agent reset", "a new conversation in the session, same settings"),
-    ("%agent mcp", "the session's MCP servers; mcp add NAME [--timeout S] -- COMMAND ... adds one, mcp remove NAME stops one"),
+    ("%agent mcp", "the session's MCP servers; mcp add NAME [--timeout S] [--trusted] -- COMMAND ... adds one, mcp remove NAME stops one"),
 )
 
 
@@ -269,7 +269,8 @@ def cmd_mcp(magics: AgentMagics, rest: str) -> pd.DataFrame | None:
     """``%agent mcp``: the session's MCP servers; ``%agent mcp add NAME -- COMMAND ARGS...`` or
     ``%agent mcp add NAME URL`` adds one (it starts on the next run), ``%agent mcp remove NAME``
     stops one and takes it away. ``--timeout SECONDS`` after the name cancels any of its tool calls
-    that takes longer."""
+    that takes longer; ``--trusted`` believes its tools' annotations (a ``readOnlyHint`` tool then
+    runs unasked)."""
     import shlex
 
     from agent_kernel.mcp import MCPServer
@@ -283,8 +284,9 @@ def cmd_mcp(magics: AgentMagics, rest: str) -> pd.DataFrame | None:
         session = magics.sessions.find()
         hub = session.agent.mcp if session is not None else None
         return pd.DataFrame(hub.status() if hub is not None else [], columns=columns)
-    usage = ("Usage: %agent mcp add NAME [--timeout SECONDS] -- COMMAND ARGS... (a stdio server), "
-             "%agent mcp add NAME [--timeout SECONDS] URL (streamable HTTP), or %agent mcp remove NAME.")
+    usage = ("Usage: %agent mcp add NAME [--timeout SECONDS] [--trusted] -- COMMAND ARGS... (a stdio server), "
+             "%agent mcp add NAME [--timeout SECONDS] [--trusted] URL (streamable HTTP), or %agent mcp remove NAME. "
+             "--trusted believes the server's tool annotations (readOnlyHint).")
     if words[0] == "remove" and len(words) == 2:
         _remove_mcp(magics, words[1])
         return None
@@ -292,15 +294,19 @@ def cmd_mcp(magics: AgentMagics, rest: str) -> pd.DataFrame | None:
         raise UserError(f"%agent mcp {rest}: not understood. {usage}")
     name, target = words[1], words[2:]
     call_timeout = None
-    if target[0] == "--timeout":
+    trusted = False
+    while target and target[0] in ("--timeout", "--trusted"):
+        if target[0] == "--trusted":
+            trusted, target = True, target[1:]
+            continue
         call_timeout = _seconds(f"%agent mcp add {name} --timeout", target[1] if len(target) > 1 else "", usage)
         target = target[2:]
     if target and target[0] == "--":
         if len(target) < 2:
             raise UserError(f"%agent mcp add {name} --: give the command to run after --. {usage}")
-        server = MCPServer.stdio(name, target[1], *target[2:], call_timeout=call_timeout)
+        server = MCPServer.stdio(name, target[1], *target[2:], call_timeout=call_timeout, trusted=trusted)
     elif len(target) == 1 and target[0].startswith(("http://", "https://")):
-        server = MCPServer.http(name, target[0], call_timeout=call_timeout)
+        server = MCPServer.http(name, target[0], call_timeout=call_timeout, trusted=trusted)
     else:
         raise UserError(f"%agent mcp add {name}: put -- before a command, or give one http(s):// URL. {usage}")
     session = magics.sessions.find()
@@ -311,7 +317,7 @@ def cmd_mcp(magics: AgentMagics, rest: str) -> pd.DataFrame | None:
         raise UserError(f"%agent mcp add {name}: session {session.name!r} already has a server named {name!r} "
                         f"({hub.servers[name].target}). Remove it first with %agent mcp remove {name}, or pick another name.")
     session.agent.add_mcp(server)
-    limit = "" if call_timeout is None else f", calls cancelled after {call_timeout:g} s"
+    limit = ("" if call_timeout is None else f", calls cancelled after {call_timeout:g} s") + (", trusted" if trusted else "")
     print(f"Added MCP server {name!r} ({server.transport}{limit}) to session {session.name!r}; it starts on the next run.")
     return None
 
