@@ -518,3 +518,15 @@ def test_every_writer_is_refused_every_spelling_of_a_path_a_write_rule_names(spe
         return  # the rule names what is inside .git, not the folder itself
     verdict = Permissions(mode="bypass", deny=[rule]).evaluate(tool_, {"path": path, "content": "", "line": "", "old_string": "a", "new_string": "b"}, repo)
     assert verdict.action == "deny", (path, writer, rule)
+
+
+def test_a_sub_agents_own_read_rule_withholds_files_from_its_searches(tmp_path: Path) -> None:
+    (tmp_path / "secrets").mkdir()
+    (tmp_path / "secrets" / "api.txt").write_text("TOKEN=hunter2-zebra\n")
+    child = Agent(ScriptedModel([tool_call("grep", {"pattern": "TOKEN"}, id="g1"), "Nothing."]), tools=["grep"], name="looker",
+                  journal=None, working_dir=tmp_path, permissions=Permissions(deny=["read_file(secrets)"]))
+    parent = Agent(ScriptedModel([tool_call("task", {"agent": "looker", "instructions": "find tokens"}, id="t1"), "Done."]),
+                   journal=None, working_dir=tmp_path, subagents={"looker": child}, permissions="bypass")
+    run = parent.run_sync("go")
+    (found,) = [e.data for e in of_type(run.events, EventType.TOOL_RESULT) if e.data["name"] == "grep"]
+    assert "TOKEN=" not in found["content"] and "withheld" in found["content"]

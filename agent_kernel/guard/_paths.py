@@ -167,7 +167,23 @@ def path_rules(ctx: Any) -> PathRules | None:
     """
     gate = getattr(getattr(ctx, "run", None), "permissions", None)
     rules = getattr(gate, "permissions", None)
-    return rules if callable(getattr(rules, "refuses", None)) else None
+    rules = rules if callable(getattr(rules, "refuses", None)) else None
+    own = getattr(gate, "own", None)  # a sub-agent's own rules (``NestedGate``) hold on open too
+    if rules is not None and callable(getattr(own, "refuses", None)) and own is not rules:
+        return _BothRules(own, rules)
+    return rules
+
+
+class _BothRules:
+    """A sub-agent's rules and its parent's: either refusing refuses."""
+
+    def __init__(self, own: PathRules, parent: PathRules) -> None:
+        self._own, self._parent = own, parent
+
+    def refuses(self, tool_name: str, key: str, *, asking: bool = False, family: str | None = None) -> str | None:
+        """The first rule of either that refuses ``tool_name(key)``, or None."""
+        return (self._own.refuses(tool_name, key, asking=asking, family=family)
+                or self._parent.refuses(tool_name, key, asking=asking, family=family))
 
 
 class Workspace:
