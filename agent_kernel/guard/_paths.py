@@ -168,8 +168,8 @@ def path_rules(ctx: Any) -> PathRules | None:
     gate = getattr(getattr(ctx, "run", None), "permissions", None)
     rules = getattr(gate, "permissions", None)
     rules = rules if callable(getattr(rules, "refuses", None)) else None
-    own = getattr(gate, "own", None)  # a sub-agent's own rules (``NestedGate``) hold on open too
-    if rules is not None and callable(getattr(own, "refuses", None)) and own is not rules:
+    own: Any = getattr(gate, "own", None)  # a sub-agent's own rules (``NestedGate``) hold on open too
+    if rules is not None and own is not None and callable(getattr(own, "refuses", None)) and own is not rules:
         return _BothRules(own, rules)
     return rules
 
