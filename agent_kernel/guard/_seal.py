@@ -27,6 +27,7 @@ Change the mode or rules between runs, not during one.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -182,9 +183,12 @@ class RunSeal:
         self._tools: dict[int, _ToolSeal] = {}
         # A server's tools are listed again when it reconnects; every other tool stays the one sealed.
         self._named: dict[str, Any] = {}
+        #: A re-listed tool of a name sealed at the start is never judged looser than it was then.
+        self._flags: dict[str, tuple[bool, bool]] = {}
         for tool in list(registry) if registry is not None else ():
             if hasattr(tool, "name") and callable(getattr(tool, "key", None)):
-                self._tools[id(tool)] = _ToolSeal(tool)
+                sealed = self._tools[id(tool)] = _ToolSeal(tool)
+                self._flags[sealed.view.name] = (sealed.view.read_only, sealed.view.concurrency_safe)
                 if getattr(tool, "category", None) != "mcp":
                     self._named[str(tool.name)] = tool
         extras = getattr(ctx, "tool_extras", None)
@@ -200,6 +204,10 @@ class RunSeal:
             if not hasattr(tool, "name") or not callable(getattr(tool, "key", None)):
                 return tool  # not a tool this seal can copy: the gate reads it as it is
             sealed = self._tools[id(tool)] = _ToolSeal(tool)
+            before = self._flags.get(sealed.view.name)
+            if before is not None:  # listed again mid-run (a reconnect): no looser than when the run started
+                sealed.view = dataclasses.replace(sealed.view, read_only=sealed.view.read_only and before[0],
+                                                  concurrency_safe=sealed.view.concurrency_safe and before[1])
         return sealed.view
 
     def check(self) -> list[str]:
