@@ -26,6 +26,7 @@ Change the mode or rules between runs, not during one.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import os
@@ -113,14 +114,9 @@ def _copy(value: Any) -> Any:
     return copy.deepcopy(value) if isinstance(value, (dict, list)) else value
 
 
-class _suppress:
+def _suppress() -> contextlib.suppress:
     """Restoring what a snippet changed may fail (a read-only property): the change is still reported."""
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> bool:
-        return exc[0] is not None and issubclass(exc[0], (AttributeError, TypeError))  # type: ignore[arg-type]
+    return contextlib.suppress(AttributeError, TypeError)
 
 
 @dataclass(frozen=True)
