@@ -1,5 +1,8 @@
 """Real MCP servers for the MCP tests: mcp-server-time, mcp-server-git and server-everything.
 
+The helpers mark these servers ``trusted`` (their annotations are believed) unless a test says
+otherwise: most tests are about the protocol, not about untrusted claims.
+
 server-everything (npm) is installed by ``make mcp-servers`` into ``.cache/npm``; the helpers
 run its installed entry point with ``node`` (no npx, no network).
 """
@@ -35,16 +38,19 @@ def everything_missing() -> str | None:
 
 def time_server(name: str = "time", **kwargs: object) -> MCPServer:
     """mcp-server-time over stdio."""
+    kwargs.setdefault("trusted", True)
     return MCPServer.stdio(name, sys.executable, "-m", "mcp_server_time", "--local-timezone", "UTC", **kwargs)  # type: ignore[arg-type]
 
 
 def git_server(repository: Path, name: str = "git", **kwargs: object) -> MCPServer:
     """mcp-server-git over stdio, on ``repository``."""
+    kwargs.setdefault("trusted", True)
     return MCPServer.stdio(name, sys.executable, "-m", "mcp_server_git", "--repository", str(repository), **kwargs)  # type: ignore[arg-type]
 
 
 def everything_stdio(name: str = "ev", **kwargs: object) -> MCPServer:
     """server-everything over stdio."""
+    kwargs.setdefault("trusted", True)
     return MCPServer.stdio(name, NODE or "node", str(EVERYTHING), "stdio", **kwargs)  # type: ignore[arg-type]
 
 

@@ -102,6 +102,17 @@ def test_annotations_set_read_only_concurrency_safe_and_the_destructive_hint(tmp
         assert reset.approval_info["destructive"] is True and commit.approval_info["destructive"] is False
 
 
+def test_an_untrusted_servers_read_only_claim_is_not_believed(tmp_path: Path) -> None:
+    repo = make_repository(tmp_path / "repo")
+    with agent_with([git_server(repo, trusted=False)], "nothing to do") as agent:
+        agent.run_sync("hi")
+        status, commit = (agent.tools.get(f"mcp__git__{n}") for n in ("git_status", "git_commit"))
+        assert not status.read_only and not status.concurrency_safe
+        assert status.approval_info["claims_read_only"] is True and status.approval_info["trusted"] is False
+        # Its "not destructive" claim is not believed either.
+        assert commit.approval_info["destructive"] is True
+
+
 def test_a_local_tool_and_a_server_tool_of_the_same_name_both_stay_callable() -> None:
     def get_current_time(timezone: str) -> str:
         """The local clock."""
@@ -245,7 +256,9 @@ def test_progress_notifications_become_tool_progress_events(everything: None) ->
     with agent_with([everything_stdio()], [call], "done") as agent:
         run = agent.run_sync("go")
         progress = of_type(run.events, EventType.TOOL_PROGRESS)
-        assert [p.data["fraction"] for p in progress] == pytest.approx([1 / 3, 2 / 3, 1.0])
+        fractions = [p.data["fraction"] for p in progress]
+        # Coalesced (at most a few a second), in order, the first and the last always shown.
+        assert fractions[0] == pytest.approx(1 / 3) and fractions[-1] == pytest.approx(1.0) and fractions == sorted(fractions)
         assert progress[0].data["name"] == "mcp__ev__trigger-long-running-operation"
         assert "completed" in result_of(run, "mcp__ev__trigger-long-running-operation")["content"]
 
@@ -352,7 +365,7 @@ def test_a_crashed_server_ends_the_call_with_an_error_and_the_next_use_reconnect
 
 def test_a_streamable_http_server_serves_tools_and_lists_resources_and_prompts(everything: None) -> None:
     with everything_http() as url:
-        with agent_with([MCPServer.http("web", url)], [tool_call("mcp__web__get-sum", {"a": 2, "b": 3})], "done") as agent:
+        with agent_with([MCPServer.http("web", url, trusted=True)], [tool_call("mcp__web__get-sum", {"a": 2, "b": 3})], "done") as agent:
             run = agent.run_sync("add")
             assert "5" in result_of(run, "mcp__web__get-sum")["content"]
             listed = of_type(run.events, EventType.MCP_TOOLS_LISTED)[0].data

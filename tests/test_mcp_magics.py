@@ -116,6 +116,16 @@ def test_a_new_conversation_keeps_the_servers_and_stops_the_old_ones(ip: Interac
     assert list(table["server"]) == ["time"] and table.loc[0, "status"] == "stopped"
 
 
+def test_mcp_add_trusted_believes_the_servers_annotations_and_says_so(ip: InteractiveShell) -> None:
+    _, added = run(ip, f"%agent mcp add time --trusted -- {sys.executable} -m mcp_server_time")
+    assert "(stdio, trusted)" in added.stdout
+    run(ip, "%%agent -m model --mode plan\nWhat time is it?")  # read-only by its trusted claim: plan mode runs it
+    agent = loaded_magics(ip).sessions.get().agent
+    assert agent.mcp.servers["time"].trusted
+    (call,) = [e.data for e in agent.events if e.type.value == "tool_result"]
+    assert not call["is_error"] and '"timezone": "UTC"' in call["content"]
+
+
 def test_mcp_add_with_a_url_adds_a_streamable_http_server(ip: InteractiveShell) -> None:
     _, added = run(ip, "%agent mcp add docs http://127.0.0.1:3001/mcp")
     assert "Added MCP server 'docs' (http)" in added.stdout

@@ -12,6 +12,7 @@ import pytest
 from agent_kernel import Agent, AgentEvent, EventType, TerminationReason, tool
 from agent_kernel.errors import UnknownTool, UserError
 from agent_kernel.guard._approvals import Approval, ApprovalRequest
+from agent_kernel.guard._permissions import Permissions
 from agent_kernel.journal import read_events
 from agent_kernel.messages import Message, TextBlock
 from agent_kernel.models._base import ToolSpec
@@ -143,7 +144,7 @@ def record(note: str) -> str:
     return "recorded"
 
 
-async def test_a_child_tool_call_is_decided_by_the_parent_approver_not_the_child_settings() -> None:
+async def test_a_child_in_plan_mode_stays_read_only_inside_a_parent_that_would_ask() -> None:
     writes.clear()
     asked: list[ApprovalRequest] = []
 
@@ -156,12 +157,44 @@ async def test_a_child_tool_call_is_decided_by_the_parent_approver_not_the_child
 
     result = await parent.run("go")
 
+    # The child's stricter mode holds inside it: refused, nobody asked, nothing written.
+    assert asked == [] and writes == []
+    (decision,) = of_type(result.events, EventType.APPROVAL_DECISION)
+    assert decision.agent_id is not None and decision.data["decision"] == "reject" and "plan" in decision.data["reason"]
+    (refused,) = [e.data for e in of_type(result.events, EventType.TOOL_RESULT) if e.data["name"] == "record"]
+    assert refused["is_error"] and "Refused in plan mode" in refused["content"]
+
+
+async def test_a_child_in_bypass_mode_is_still_decided_by_the_parent_approver() -> None:
+    writes.clear()
+    asked: list[ApprovalRequest] = []
+
+    def approver(request: ApprovalRequest) -> Approval:
+        asked.append(request)
+        return Approval.approve()
+
+    child = make_agent(ScriptedModel([tool_call("record", {"note": "hello"}, id="c1"), "Noted."]), [record], name="scribe", permissions="bypass")
+    parent = make_agent(delegation("Note hello.", "Done.", agent="scribe"), subagents={"scribe": child}, permissions="default", approver=approver)
+
+    result = await parent.run("go")
+
     assert [(r.tool, r.arguments) for r in asked] == [("record", {"note": "hello"})]
     assert writes == ["hello"]
     decisions = of_type(result.events, EventType.APPROVAL_DECISION)
     assert len(decisions) == 1 and decisions[0].agent_id is not None and decisions[0].data["decided_by"] == "callback"
-    assert of_type(result.events, EventType.APPROVAL_REQUIRED)[0].agent_id == decisions[0].agent_id
-    assert result.text == "Done."
+
+
+async def test_a_childs_own_deny_rule_holds_inside_a_bypassed_parent() -> None:
+    writes.clear()
+    child = make_agent(ScriptedModel([tool_call("record", {"note": "hello"}, id="c1"), "Noted."]), [record], name="scribe",
+                       permissions=Permissions(deny=["record"]))
+    parent = make_agent(delegation("Note hello.", "Done.", agent="scribe"), subagents={"scribe": child}, permissions="bypass")
+
+    result = await parent.run("go")
+
+    assert writes == []
+    (refused,) = [e.data for e in of_type(result.events, EventType.TOOL_RESULT) if e.data["name"] == "record"]
+    assert refused["is_error"] and "deny 'record'" in refused["content"] and "sub-agent's own permissions" in refused["content"]
 
 
 async def test_a_person_answers_a_child_approval_through_the_parent_broker() -> None:

@@ -11,9 +11,10 @@ including a journal being resumed, reaches the provider as U+FFFD instead.
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Any
 
-__all__ = ["REPLACEMENT", "encodable", "encodable_data"]
+__all__ = ["REPLACEMENT", "encodable", "encodable_data", "shown_name", "shown_text"]
 
 REPLACEMENT = "\ufffd"
 
@@ -46,3 +47,32 @@ def encodable_data(value: Any) -> Any:
             return value
         return type(value)(cleaned)
     return value
+
+
+def _escape(ch: str) -> str:
+    code = ord(ch)
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
+def _invisible(ch: str, keep: str) -> bool:
+    """A character that moves, hides or reorders what is around it (controls, bidi, zero-width)."""
+    return ch not in keep and unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp", "Co", "Cn")
+
+
+def shown_name(name: str) -> str:
+    """``name`` (a tool's, a server's, an agent's) with every control, bidi-override and
+    zero-width character written out visibly (``\\u202e``), as the live view and transcript show it.
+
+    A name comes from a model or a server, both hostile input: a U+202E reverses what follows it
+    on screen, a newline starts a fake line; written out, the person sees what the name really is.
+    """
+    if name.isascii() and name.isprintable():  # the common case: nothing to escape
+        return name
+    return "".join(_escape(ch) if _invisible(ch, "") else ch for ch in name)
+
+
+def shown_text(text: str) -> str:
+    """Like ``shown_name`` for a message of several lines: line breaks and tabs are kept."""
+    if text.isascii() and all(ch.isprintable() or ch in "\n\t" for ch in text):
+        return text
+    return "".join(_escape(ch) if _invisible(ch, "\n\t") else ch for ch in text)

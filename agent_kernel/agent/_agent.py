@@ -201,6 +201,9 @@ class Agent(metaclass=_RefusesUnknownSettings):
         self.hooks = hooks
         self.on_state_change = on_state_change
         self.permissions = build_permissions(permissions, approver)
+        #: Whether this agent was given permissions of its own: as a sub-agent, its mode and rules
+        #: then apply inside it, never looser than its parent's (``guard.NestedGate``).
+        self.own_permissions = permissions is not None
         if approval_timeout is not None:
             self.approval_timeout = approval_timeout
         self.context_manager = build_context_manager(context, self.model)
@@ -725,7 +728,7 @@ class Agent(metaclass=_RefusesUnknownSettings):
         if self.mcp is None:
             from agent_kernel.mcp import MCPHub
 
-            self.mcp = MCPHub(lambda: self.tools, gate=lambda: self.permissions, model=lambda: self.model)
+            self.mcp = MCPHub(lambda: self.tools, gate=lambda: self.permissions, model=lambda: self.model, redactor=lambda: self.redactor)
         self.mcp.add(server)
 
     def remove_mcp(self, name: str) -> None:

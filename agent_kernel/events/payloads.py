@@ -442,8 +442,11 @@ class ApprovalRequired(TypedDict):
     expires_at: NotRequired[float]  # with an approval timeout: epoch seconds when it is rejected unanswered
     server: NotRequired[str]  # MCP tools: the server
     mcp_tool: NotRequired[str]  # MCP tools: the tool's name on its server
-    destructive: NotRequired[bool]  # MCP tools: the server marks the tool destructive
-    read_only: NotRequired[bool]  # MCP tools: the server marks the tool read-only
+    destructive: NotRequired[bool]  # MCP tools: judged destructive (an untrusted server's "not destructive" is not believed)
+    read_only: NotRequired[bool]  # MCP tools: judged read-only (only a trusted server's readOnlyHint counts)
+    claims_read_only: NotRequired[bool]  # MCP tools: the server's readOnlyHint, as claimed
+    trusted: NotRequired[bool]  # MCP tools: the person marked the server trusted
+    file: NotRequired[dict[str, Any]]  # file writes: the file the card shows (path, and device/inode or absent)
     preview: NotRequired[str]  # what the call would change (edit_notebook: the cell's new source, a diff for a replace)
 
 

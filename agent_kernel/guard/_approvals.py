@@ -32,6 +32,8 @@ from typing import Any, Literal, Protocol, Union
 
 from agent_kernel.errors import UserError
 from agent_kernel.guard import _shell as commands
+from agent_kernel.guard._families import family_names, judged_families
+from agent_kernel.guard._paths import PathKey
 
 __all__ = [
     "ANY_AGENT",
@@ -83,6 +85,8 @@ class ApprovalRequest:
             it from ``key``.
         shell: the tool runs shell commands, so rules about it are judged by the shell-aware
             matcher (``agent_kernel.guard._shell``).
+        family: the tool's family (its ``category``): policy entries naming the family
+            (``write_file=deny`` for any tool that changes files) bind it (``guard._families``).
     """
 
     call_id: str
@@ -94,6 +98,7 @@ class ApprovalRequest:
     agent_id: str | None = None
     full_key: str | None = None
     shell: bool = False
+    family: str | None = None
 
     @property
     def match_key(self) -> str:
@@ -449,16 +454,36 @@ class ScriptedPolicy:
         """The decision of the first entry matching ``request``, or None."""
         key = request.match_key
         for (tool, pattern), (_text, approval) in zip(self._rules, self.entries):
+            by_family = False
             if not fnmatch.fnmatchcase(request.tool, tool):
-                continue
+                if not any(tool in family_names(f) for f in judged_families(request.family, refusing=not approval.allowed)):
+                    continue
+                by_family = True
             if pattern is None:
                 return approval
-            if request.shell:
+            if by_family and not isinstance(key, PathKey):
+                if not approval.allowed and request.family == "edit":
+                    return approval  # a path entry on a write it cannot read as a path: fail closed
+                continue
+            if isinstance(key, PathKey):
+                hit = key.matched_by(pattern)
+            elif request.shell:
                 # Approving entries must cover every command; denying ones hit on any command.
                 hit = commands.matches(pattern, key, every=approval.allowed)
             else:
                 hit = fnmatch.fnmatchcase(key, pattern)
             if hit:
+                return approval
+        return None
+
+    def decide_exactly(self, tool: str) -> Approval | None:
+        """The decision of the first entry that names ``tool`` itself, with no glob and no pattern.
+
+        For requests that are not tool calls (an MCP server's sampling request): a glob written
+        for a server's tools (``mcp__srv__*``) must not also approve them.
+        """
+        for (name, pattern), (_text, approval) in zip(self._rules, self.entries):
+            if pattern is None and name == tool:
                 return approval
         return None
 

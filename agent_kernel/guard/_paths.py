@@ -32,7 +32,7 @@ from typing import Any, Protocol
 
 from agent_kernel.errors import ToolError
 
-__all__ = ["PathArgument", "PathKey", "PathRules", "Resolved", "Workspace", "path_key", "path_rules"]
+__all__ = ["FileChanged", "FileIdentity", "PathArgument", "PathKey", "PathRules", "Resolved", "Workspace", "path_key", "path_rules"]
 
 # Where the platform can open relative to a directory descriptor without following links, files
 # are opened by a descriptor walk; elsewhere (Windows) by path after the confinement check.
@@ -121,10 +121,25 @@ class PathArgument:
         path = str(arguments.get(self.name, self.default) or self.default)
         return Workspace(working_dir).canonical(path)
 
+    def identity(self, arguments: dict[str, Any], working_dir: str | os.PathLike[str] | None) -> FileIdentity:
+        """Which file the call's path argument leads to now (see ``Workspace.identity``)."""
+        path = str(arguments.get(self.name, self.default) or self.default)
+        return Workspace(working_dir).identity(path)
+
 
 def path_key(name: str = "path", default: str = "") -> PathArgument:
     """The ``permission_key`` for a tool whose argument ``name`` is a path in the workspace."""
     return PathArgument(name, default)
+
+
+class FileIdentity(dict):
+    """The file an approval card showed: ``{"path": canonical, "device": n, "inode": n}``, or
+    ``{"path": canonical, "absent": True}`` for a file that did not exist yet (a plain dict, so it
+    goes into the ``approval_required`` event as it is)."""
+
+
+class FileChanged(ToolError):
+    """The file a call opens is not the one its approval showed (a link re-pointed, a file replaced)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,8 +153,9 @@ class Resolved:
 class PathRules(Protocol):
     """What a file tool asks the permission rules when it opens or lists a path (``Permissions``)."""
 
-    def refuses(self, tool_name: str, key: str, *, asking: bool = False) -> str | None:
-        """The rule refusing ``tool_name(key)`` or None; with ``asking``, ask rules refuse too."""
+    def refuses(self, tool_name: str, key: str, *, asking: bool = False, family: str | None = None) -> str | None:
+        """The rule refusing ``tool_name(key)`` or None; with ``asking``, ask rules refuse too;
+        ``family``: the tool's family, whose rules bind it (``guard._families``)."""
         ...
 
 
@@ -151,7 +167,23 @@ def path_rules(ctx: Any) -> PathRules | None:
     """
     gate = getattr(getattr(ctx, "run", None), "permissions", None)
     rules = getattr(gate, "permissions", None)
-    return rules if callable(getattr(rules, "refuses", None)) else None
+    rules = rules if callable(getattr(rules, "refuses", None)) else None
+    own: Any = getattr(gate, "own", None)  # a sub-agent's own rules (``NestedGate``) hold on open too
+    if rules is not None and own is not None and callable(getattr(own, "refuses", None)) and own is not rules:
+        return _BothRules(own, rules)
+    return rules
+
+
+class _BothRules:
+    """A sub-agent's rules and its parent's: either refusing refuses."""
+
+    def __init__(self, own: PathRules, parent: PathRules) -> None:
+        self._own, self._parent = own, parent
+
+    def refuses(self, tool_name: str, key: str, *, asking: bool = False, family: str | None = None) -> str | None:
+        """The first rule of either that refuses ``tool_name(key)``, or None."""
+        return (self._own.refuses(tool_name, key, asking=asking, family=family)
+                or self._parent.refuses(tool_name, key, asking=asking, family=family))
 
 
 class Workspace:
@@ -196,6 +228,20 @@ class Workspace:
         except ToolError:  # links changing under us: the tools will refuse; judge the spelling
             absolute = os.path.normpath(os.path.join(self.root, given))
         return PathKey.of(self._rel(absolute) if self._inside(absolute) else absolute, str(self.root))
+
+    def identity(self, path: str) -> FileIdentity:
+        """The file ``path`` leads to now: its canonical path and its device and inode, or absent.
+
+        An approval card records this; the write then opens that same file or none
+        (``open(..., expect=...)``).
+        """
+        key = self.canonical(path)
+        absolute = key if os.path.isabs(key) else os.path.join(self.root, key)
+        try:
+            st = os.stat(absolute, follow_symlinks=False)
+        except OSError:
+            return FileIdentity(path=str(key), absent=True)
+        return FileIdentity(path=str(key), device=st.st_dev, inode=st.st_ino)
 
     def resolve(self, path: str) -> Resolved:
         """The canonical path of ``path`` inside the workspace.
@@ -270,13 +316,20 @@ class Workspace:
                 raise _Raced() from None
             raise _open_error(exc, shown) from None
 
-    def open(self, path: str, *, write: bool = False, guard: Callable[[str], None] | None = None) -> tuple[int, Resolved, bool]:
+    def open(
+        self, path: str, *, write: bool = False, guard: Callable[[str], None] | None = None, expect: FileIdentity | None = None,
+    ) -> tuple[int, Resolved, bool]:
         """Opens the regular file ``path`` (for reading, or for writing: created, not truncated).
 
         ``path`` is resolved and confined, ``guard`` (if any) is called with its canonical path
         (a file tool re-checks the permission rules on what it really opens), and the file is
         opened by a descriptor walk that follows no link, so a name swapped meanwhile makes the
         open fail instead of escaping. For writing, missing folders are created on the way.
+
+        With ``expect`` (the file an approval showed, ``identity``), only that file is opened: the
+        same canonical path, and the same device and inode, or still absent (then it is created
+        only if nothing appeared there meanwhile); anything else raises ``FileChanged`` before a
+        byte is written.
 
         Returns:
             ``(fd, resolved, created)``: the open descriptor (the caller closes it), the canonical
@@ -290,8 +343,10 @@ class Workspace:
             resolved = self.resolve(path)
             if guard is not None:
                 guard(resolved.rel)
+            if expect is not None and expect.get("path") != resolved.rel:
+                raise FileChanged(_changed(path, expect, f"it now leads to {resolved.rel!r}"))
             try:
-                fd, created = self._open_file(resolved, write)
+                fd, created = self._open_file(resolved, write, expect)
             except _Raced:
                 if attempt + 1 == _RACE_RETRIES:
                     raise ToolError(
@@ -302,7 +357,7 @@ class Workspace:
             return fd, resolved, created
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _open_file(self, resolved: Resolved, write: bool) -> tuple[int, bool]:
+    def _open_file(self, resolved: Resolved, write: bool, expect: FileIdentity | None = None) -> tuple[int, bool]:
         if resolved.rel == ".":
             raise ToolError(f"{resolved.rel!r} is a directory, not a file; use list_files to see what it contains.")
         if not _FD_WALK:  # pragma: no cover - platforms without dir_fd (Windows)
@@ -313,7 +368,19 @@ class Workspace:
         created = False
         try:
             flags = os.O_NOFOLLOW | _NONBLOCK | _CLOEXEC
-            if write:
+            if write and expect is not None:
+                if expect.get("absent"):
+                    try:  # only a file that is still absent is created; one that appeared is not the one shown
+                        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | flags, 0o666, dir_fd=dir_fd)
+                    except FileExistsError:
+                        raise FileChanged(_changed(resolved.rel, expect, "a file appeared there since")) from None
+                    created = True
+                else:
+                    try:  # never created: the file shown existed
+                        fd = os.open(name, os.O_WRONLY | flags, dir_fd=dir_fd)
+                    except FileNotFoundError:
+                        raise FileChanged(_changed(resolved.rel, expect, "it was removed since")) from None
+            elif write:
                 try:
                     fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | flags, 0o666, dir_fd=dir_fd)
                     created = True
@@ -332,7 +399,10 @@ class Workspace:
         finally:
             os.close(dir_fd)
         try:
-            mode = os.fstat(fd).st_mode
+            st = os.fstat(fd)
+            mode = st.st_mode
+            if expect is not None and not expect.get("absent") and (st.st_dev, st.st_ino) != (expect.get("device"), expect.get("inode")):
+                raise FileChanged(_changed(resolved.rel, expect, "another file is there now"))
             if stat.S_ISDIR(mode):
                 raise ToolError(f"{resolved.rel!r} is a directory, not a file; use list_files to see what it contains.")
             if not stat.S_ISREG(mode):
@@ -419,6 +489,13 @@ def _is_link(name: str, dir_fd: int) -> bool:
 
 def _parts(rel: str) -> list[str]:
     return [p for p in Path(rel).parts if p not in (".", "")]
+
+
+def _changed(path: str, shown: FileIdentity, what: str) -> str:
+    return (
+        f"Refused: the approval was for {shown.get('path')!r} as it was when it was shown, but {what}; nothing "
+        f"was written to {path!r}. Call the tool again to be asked about the file as it is now."
+    )
 
 
 def _kind(mode: int) -> str:

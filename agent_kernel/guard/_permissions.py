@@ -27,6 +27,14 @@ ask rule and never as matching an allow rule. So a line with a computed word (``
 a write (a redirection, ``git log --output``) or a known escape hatch (``git -c``, ``find -exec``)
 is never allowed by a wildcard, and a deny rule holds through ``\\rm``, ``/bin/rm``, ``env -iu``,
 ``sudo``, ``sh -o errexit -c`` and every shape the reader cannot locate the program in.
+
+The call judged is the call that runs: the loop hands the gate the validated arguments with
+defaults filled in (``Tool.judged``), and unknown arguments are refused before it. Rules name
+families (``guard._families``): ``write_file(...)`` binds every tool of category ``edit``,
+``read_file(...)`` every reader. An approved write is bound to the file its card showed
+(``Authorization.file``). A rule that cannot be read exactly is refused when it is given; one
+put into a list later refuses (deny, ask) or allows nothing (allow). A sub-agent with its own
+permissions is judged by a ``NestedGate``: the stricter of its own and its parent's verdicts.
 """
 
 from __future__ import annotations
@@ -34,7 +42,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fnmatch
-import functools
 import inspect
 import math
 import re
@@ -48,12 +55,14 @@ from agent_kernel.events import payloads as p
 from agent_kernel.events._event import Emit, EventType
 from agent_kernel.guard import _shell as commands
 from agent_kernel.guard._approvals import APPROVAL_ENV, Approval, ApprovalBroker, ApprovalRequest, Approver, Policy, parse_policy, policy_from_env
+from agent_kernel.guard._families import family_names, judged_families
 from agent_kernel.guard._paths import PathKey
 
 __all__ = [
     "MODES",
     "Authorization",
     "Emit",
+    "NestedGate",
     "PermissionGate",
     "Permissions",
     "Rule",
@@ -103,12 +112,16 @@ class Authorization:
         arguments: the arguments to run it with (a person may have edited them).
         message: when refused, the reason the model sees as the tool's error result.
         decided_by: ``rule``, ``mode``, ``callback``, ``policy``, ``person`` or ``timeout``.
+        file: for an approved write, the file the card showed (path, device and inode, or absent).
     """
 
     allowed: bool
     arguments: dict[str, Any]
     message: str | None = None
     decided_by: str = "rule"
+    #: The file an approval card showed (``guard._paths.FileIdentity``): the write must open that
+    #: same file or none. None when no card showed a file.
+    file: dict[str, Any] | None = None
 
 
 class PermissionGate(Protocol):
@@ -123,12 +136,36 @@ class PermissionGate(Protocol):
 
 _RULE = re.compile(r"^\s*([A-Za-z0-9_.*?\[\]-]+)\s*(?:\((.*)\))?\s*$", re.DOTALL)
 # Bracket escapes ([*], [?], [[]) stand for literal characters, not wildcards.
-_ESCAPED = re.compile(r"\[[*?\[]\]")
+_ESCAPED = re.compile(r"\[[*?\[()]\]")
+
+
+def _pattern_problem(pattern: str | None) -> str | None:
+    """Why a rule's pattern has no one meaning, or None. A rule that could be read two ways is
+    refused when it is given, never guessed at when a call is judged."""
+    if pattern is None:
+        return None
+    if not pattern.strip():
+        return "its parentheses are empty; write the tool name alone (\"bash\") for every call, or a glob inside them"
+    depth = 0
+    unescaped = _ESCAPED.sub("", pattern)
+    for ch in unescaped:
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if depth < 0:
+            break
+    if depth != 0:
+        return ("its parentheses do not pair up, so where the pattern ends is unclear; write a literal parenthesis "
+                "as [(] or [)]")
+    if re.search(r"\[(?![^\]]*\])", unescaped):
+        return "it has a '[' that no ']' closes; write a literal '[' as [[]"
+    return None
 
 
 def _escape(text: str) -> str:
-    """``text`` as a glob pattern that matches only itself."""
-    return re.sub(r"([*?\[])", r"[\1]", text)
+    """``text`` as a glob pattern that matches only itself (parentheses too, when they do not pair up)."""
+    escaped = re.sub(r"([*?\[])", r"[\1]", text)
+    if _pattern_problem(escaped) is not None:
+        escaped = re.sub(r"([()])", r"[\1]", escaped)
+    return escaped
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +194,9 @@ class Rule:
                 f"{text!r} is not a permission rule. Write a tool name (\"read_file\") or a tool name with a "
                 "glob for its key in parentheses (\"bash(git *)\", \"write_file(notebooks/*)\")."
             )
+        problem = _pattern_problem(m.group(2))
+        if problem is not None:
+            raise UserError(f"The permission rule {text!r} cannot be read exactly: {problem}.")
         return cls(text.strip(), m.group(1), m.group(2))
 
     @classmethod
@@ -164,16 +204,25 @@ class Rule:
         """A rule matching exactly this call of ``tool`` (glob characters in ``key`` escaped)."""
         return cls.parse(f"{tool}({_escape(key)})")
 
-    def matches(self, tool: str, key: str, *, shell: bool = False, every: bool = True) -> bool:
+    def matches(self, tool: str, key: str, *, shell: bool = False, every: bool = True, family: str | None = None) -> bool:
         """Whether this rule names the call ``tool(key)``.
 
         For a shell tool the shell-aware matcher (``agent_kernel.guard._shell``) decides: deny and ask
         rules (``every=False``) match if any command of the line matches in any spelling; a wildcard
         allow rule (``every=True``) must match every command, with no substitution, write or escape
         hatch among them.
+
+        ``family`` is the tool's ``category``: a rule naming its family (``write_file`` for an
+        ``edit`` tool, see ``guard._families``) binds it too. A writer whose key is not a path is
+        bound by the family's deny and ask rules (it cannot be shown not to match) and never by
+        its allow rules; a reader whose key is not a path (``grep``'s is its pattern) withholds
+        what the rules cover from its results instead.
         """
         if not fnmatch.fnmatchcase(tool, self.tool):
-            return False
+            if not any(self.tool in family_names(f) for f in judged_families(family, refusing=not every)):
+                return False
+            if self.pattern is not None and not isinstance(key, PathKey):
+                return not every and family == "edit"  # a path rule on a write it cannot read as a path
         if self.pattern is None:
             return True
         if isinstance(key, PathKey):  # a file tool's canonical path: every spelling is one key
@@ -196,10 +245,30 @@ def _unread(key: Any, shell: bool) -> str:
 _JUDGE_IN_THREAD = 64 * 1024
 
 
-@functools.lru_cache(maxsize=1024)
 def _rule(text: str) -> Rule:
-    """``Rule.parse``, cached: rules are parsed on every call so edits to the lists take effect."""
+    """``Rule.parse`` (no shared cache: a parse a tool could edit would outlive the seal's check)."""
     return Rule.parse(text)
+
+
+def _refusing(texts: list[str]) -> list[Rule]:
+    """Deny or ask rules, parsed; one that cannot be read (put into the list after it was checked)
+    matches every call, so it refuses or asks rather than being skipped."""
+    rules = []
+    for text in texts:
+        try:
+            rules.append(Rule.parse(text))
+        except UserError:
+            rules.append(Rule(str(text), "*", None))
+    return rules
+
+
+def _allowing(texts: list[str]) -> list[Rule]:
+    """Allow rules, parsed; one that cannot be read allows nothing."""
+    rules = []
+    for text in texts:
+        with contextlib.suppress(UserError):
+            rules.append(Rule.parse(text))
+    return rules
 
 
 @dataclass
@@ -234,6 +303,10 @@ class Permissions:
             rules = getattr(self, name)
             if isinstance(rules, str):
                 raise UserError(f"Permissions({name}=...) takes a list of rules; wrap it: {name}=[{rules!r}].")
+            for r in rules:
+                if not isinstance(r, (str, Rule)):
+                    raise UserError(f"Permissions({name}=...) holds {r!r}, which is not a rule: write each rule as a string, "
+                                    "a tool name (\"read_file\") or a tool name with a glob (\"bash(git *)\").")
             texts = [str(r) for r in rules]
             for text in texts:
                 _rule(text)  # fail now, at construction, on a malformed rule
@@ -250,15 +323,16 @@ class Permissions:
         if text not in self.allow:
             self.allow.append(text)
 
-    def refuses(self, tool_name: str, key: str, *, asking: bool = False) -> str | None:
+    def refuses(self, tool_name: str, key: str, *, asking: bool = False, family: str | None = None) -> str | None:
         """The deny rule (with ``asking``, also an ask rule) naming ``tool_name(key)``, or None.
 
-        File tools call it with the canonical path they are about to open (a ``PathKey``), so a
-        link re-pointed after the gate judged the call still meets the deny rules; the search
-        tools call it with ``asking`` to withhold what ``read_file`` could not read unasked.
+        File tools call it with the canonical path they are about to open (a ``PathKey``) and
+        their family, so a link re-pointed after the gate judged the call still meets the deny
+        rules of every tool with that effect; the search tools call it with ``asking`` to withhold
+        what ``read_file`` could not read unasked.
         """
-        for rule in map(_rule, self.deny + self.ask if asking else self.deny):
-            if rule.matches(tool_name, key, every=False):
+        for rule in _refusing(self.deny + self.ask if asking else self.deny):
+            if rule.matches(tool_name, key, every=False, family=family):
                 return rule.text
         return None
 
@@ -275,18 +349,19 @@ class Permissions:
         """
         key = call_key(tool, arguments, working_dir)
         shell = tool.category == "shell"
-        for rule in map(_rule, self.deny):
-            if rule.matches(tool.name, key, shell=shell, every=False):
+        family = tool.category
+        for rule in _refusing(self.deny):
+            if rule.matches(tool.name, key, shell=shell, every=False, family=family):
                 return Verdict("deny", rule.text, f"the rule deny {rule.text!r} forbids it{_unread(key, shell)}", "rule")
-        for rule in map(_rule, self.ask):
-            if rule.matches(tool.name, key, shell=shell, every=False):
+        for rule in _refusing(self.ask):
+            if rule.matches(tool.name, key, shell=shell, every=False, family=family):
                 return Verdict("ask", rule.text, f"the rule ask {rule.text!r} asks for approval{_unread(key, shell)}", "rule")
-        for rule in map(_rule, self.allow):
-            if rule.matches(tool.name, key, shell=shell, every=True):
+        for rule in _allowing(self.allow):
+            if rule.matches(tool.name, key, shell=shell, every=True, family=family):
                 return Verdict("allow", rule.text, f"the rule allow {rule.text!r} allows it", "rule")
         if shell and self.allow:
             # ``git log | head`` is allowed by bash(git *) and bash(head *) together.
-            rules = [r for r in map(_rule, self.allow) if r.pattern is not None and fnmatch.fnmatchcase(tool.name, r.tool)]
+            rules = [r for r in _allowing(self.allow) if r.pattern is not None and fnmatch.fnmatchcase(tool.name, r.tool)]
             used = commands.covering([r.pattern for r in rules if r.pattern is not None], key)
             if used:
                 texts = [r.text for r in rules if r.pattern in used]
@@ -422,6 +497,11 @@ class RuleGate:
             verdict = await asyncio.to_thread(self.permissions.evaluate, tool, arguments, request.working_dir)
         else:
             verdict = self.permissions.evaluate(tool, arguments, request.working_dir)
+        return await self.conclude(request, verdict, emit)
+
+    async def conclude(self, request: ToolRequest, verdict: Verdict, emit: Emit) -> Authorization:
+        """Acts on ``verdict`` (from these rules, or stricter ones): runs, refuses, or asks."""
+        tool, arguments = request.tool, request.arguments
         if verdict.action == "allow":
             if verdict.decided_by == "rule":
                 emit(EventType.APPROVAL_DECISION, self._decision(request, "approve", "rule", verdict.reason, 0.0))
@@ -431,16 +511,17 @@ class RuleGate:
             return Authorization(False, arguments, _refusal(tool, self.permissions.mode, verdict), verdict.decided_by)
         return await self._ask(request, verdict, emit)
 
-    async def _ask(self, request: ToolRequest, verdict: Verdict, emit: Emit) -> Authorization:
+    async def _ask(self, request: ToolRequest, verdict: Verdict, emit: Emit, asked: int = 0) -> Authorization:
         tool, arguments = request.tool, request.arguments
         key = call_key(tool, arguments, request.working_dir)
         reason = verdict.reason
+        shown = _file_shown(tool, arguments, request.working_dir)
         warning = getattr(tool, "approval_warning", None)
         if warning:  # what the call can do beyond its arguments (the python tool: anything)
             reason = f"{reason}. Note: {warning}"
         info = ApprovalRequest(
             request.call_id, tool.name, dict(arguments), _one_line(tool.name, key), verdict.rule, reason, request.agent_id,
-            full_key=key, shell=tool.category == "shell",
+            full_key=key, shell=tool.category == "shell", family=tool.category,
         )
         required = p.ApprovalRequired(call_id=info.call_id, tool=info.tool, arguments=info.arguments, key=info.key, rule=info.rule, reason=info.reason)
         # What a tool adds to its approval card (an MCP tool: its server and destructive hint),
@@ -452,6 +533,8 @@ class RuleGate:
             required["preview"] = preview
         if self.policy is not None:
             required["policy"] = self.policy.name
+        if shown is not None:
+            required["file"] = dict(shown)
         timeout = self.timeout
         if timeout is not None:
             required["timeout_s"] = timeout
@@ -486,13 +569,23 @@ class RuleGate:
         if approval.decision == "approve_edited" and approval.arguments is not None:
             run_with = dict(approval.arguments)
             data["arguments"] = run_with
+            shown = _file_shown(tool, run_with, request.working_dir)  # approved as edited: the file it leads to now
+        elif shown is not None and _file_shown(tool, arguments, request.working_dir) != shown:
+            # The file changed while the card waited (a link re-pointed, a file replaced): what was
+            # approved is not what would be written, so the question is asked again.
+            message = f"the file changed while the approval waited ({shown.get('path')!r} is not the file it was)"
+            emit(EventType.APPROVAL_DECISION, self._decision(request, "reject", decided_by, message, wait_s))
+            if asked >= _ASK_AGAIN:
+                return Authorization(False, arguments, f"Refused: {message}, again and again. Nothing was written; try later.", decided_by)
+            again = Verdict("ask", verdict.rule, f"{verdict.reason}; asked again: {message}", verdict.decided_by)
+            return await self._ask(request, again, emit, asked + 1)
         elif approval.decision == "always_allow":
             rule = Rule.parse(approval.rule) if approval.rule else Rule.exact(tool.name, key)
             self.permissions.add_allow(rule)
             self.granted.append(rule.text)
             data["rule_added"] = rule.text
         emit(EventType.APPROVAL_DECISION, data)
-        return Authorization(True, run_with, decided_by=decided_by)
+        return Authorization(True, run_with, decided_by=decided_by, file=None if shown is None else dict(shown))
 
     async def _answer(self, info: ApprovalRequest, deadline: float | None = None) -> tuple[Approval | None, str]:
         """Asks the approver, then the policy, then a person; (None, "") when nobody can answer.
@@ -538,8 +631,79 @@ class RuleGate:
         return p.ApprovalDecision(call_id=request.call_id, tool=request.tool.name, decision=decision, decided_by=decided_by, reason=reason, wait_s=wait_s)
 
 
+#: How many times a write is asked about again when its file keeps changing under the card.
+_ASK_AGAIN = 2
+
+
+def _file_shown(tool: Tool, arguments: dict[str, Any], working_dir: Any) -> dict[str, Any] | None:
+    """For a call that writes a file named by its path argument: which file that is now, else None."""
+    identity = getattr(tool.permission_key, "identity", None)
+    if identity is None or is_read_only(tool, arguments):
+        return None
+    try:
+        return dict(identity(arguments, working_dir))
+    except (TypeError, ValueError, OSError):
+        return None
+
+
 class _Expired(Exception):
     """The approval timeout passed before anyone answered."""
+
+
+# Modes from the most to the least strict.
+_STRICTNESS = {"plan": 0, "default": 1, "accept_edits": 2, "bypass": 3}
+_ACTION = {"deny": 0, "ask": 1, "allow": 2}
+
+
+class NestedGate:
+    """A sub-agent's gate: its own mode and rules apply inside it, never looser than its parent's.
+
+    Every call is judged by both: the parent's gate (its rules, mode and always-allow answers)
+    and the sub-agent's own ``Permissions``; the stricter verdict wins (deny over ask over
+    allow), and asking goes through the parent's approver, policy and live view. So a
+    sub-agent built with ``permissions="plan"`` or ``deny=[...]`` keeps them inside a parent in
+    ``bypass`` mode, and one built in ``bypass`` mode cannot loosen a parent in ``default``.
+
+    Attributes:
+        parent: the parent run's gate.
+        own: the sub-agent's own mode and rules.
+    """
+
+    def __init__(self, parent: PermissionGate, own: Permissions) -> None:
+        self.parent = parent
+        self.own = own
+        # What the run's seal and the file tools read: the parent's (an always-allow answer adds there).
+        self.permissions = getattr(parent, "permissions", None)
+        self.approver = getattr(parent, "approver", None)
+        self.policy = getattr(parent, "policy", None)
+        self.granted = getattr(parent, "granted", [])
+        self.broker = getattr(parent, "broker", None)
+        self.timeout = getattr(parent, "timeout", None)
+
+    def __repr__(self) -> str:
+        return f"NestedGate(own={self.own.mode!r}, parent={self.parent!r})"
+
+    async def authorize(self, request: ToolRequest, emit: Emit) -> Authorization:
+        """The stricter of the parent's and the sub-agent's verdicts, acted on by the parent's gate."""
+        own = self.own.evaluate(request.tool, request.arguments, request.working_dir)
+        rules = getattr(self.parent, "permissions", None)
+        conclude = getattr(self.parent, "conclude", None)
+        if not isinstance(rules, Permissions) or conclude is None:
+            # A gate of the caller's own: it decides, but the sub-agent's refusals still hold.
+            if own.action == "deny":
+                emit(EventType.APPROVAL_DECISION, RuleGate._decision(request, "reject", own.decided_by, own.reason, 0.0))
+                return Authorization(False, request.arguments, _refusal(request.tool, self.own.mode, own), own.decided_by)
+            return await self.parent.authorize(request, emit)
+        theirs = rules.evaluate(request.tool, request.arguments, request.working_dir)
+        verdict = own if _ACTION[own.action] < _ACTION[theirs.action] else theirs
+        if verdict is own and own.decided_by == "mode" and _STRICTNESS.get(self.own.mode, 1) >= _STRICTNESS.get(rules.mode, 1):
+            verdict = theirs  # a mode no stricter than the parent's never decides (it would only repeat it)
+        if verdict is own:
+            verdict = Verdict(own.action, own.rule, f"{own.reason} (the sub-agent's own permissions)", own.decided_by)
+            if verdict.action == "deny":  # refused in the sub-agent's terms (its mode, its rule)
+                emit(EventType.APPROVAL_DECISION, RuleGate._decision(request, "reject", verdict.decided_by, verdict.reason, 0.0))
+                return Authorization(False, request.arguments, _refusal(request.tool, self.own.mode, verdict), verdict.decided_by)
+        return cast(Authorization, await conclude(request, verdict, emit))
 
 
 async def _until(awaitable: Any, deadline: float) -> Any:

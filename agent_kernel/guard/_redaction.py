@@ -11,9 +11,14 @@ What counts as a secret, in the environment:
 * the password of a URL (``postgres://user:PASS@host/db``): the password, and the whole URL.
 
 Each secret is replaced by ``[REDACTED:NAME]`` (the variable's name) wherever it appears, in its
-plain form and in the forms a tool may print it in: JSON-escaped, percent-encoded, hex, and base64
-and base64url at each of the three byte alignments (so a key inside a base64 ``user:key`` blob is
-caught too).
+plain form and in the forms a tool may print it in: JSON-escaped, percent-encoded and
+percent-decoded (a URL password written ``p%40ss`` and printed ``p@ss`` by a tool that decoded
+it), hex, and base64 and base64url at each of the three byte alignments (so a key inside a base64
+``user:key`` blob is caught too). Each form is also found with line breaks inside it, as
+``base64 -w 76`` or ``xxd -p`` wrap long output: the whole wrapped run is replaced.
+
+``Redactor.learn`` adds secrets that are not in the environment (the values an MCP server is
+given in ``env=`` and its ``headers=``).
 
 ``Redactor.from_environ()`` watches ``os.environ``: each call compares the environment with the one
 it last read (a dict comparison, well under a microsecond) and re-reads it when it changed, so a
@@ -46,7 +51,7 @@ import threading
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 __all__ = [
     "MIN_SECRET_LENGTH",
@@ -167,6 +172,10 @@ def _secrets_of_value(name: str, value: str) -> Iterable[str]:
         yield value
         yield password
         yield f"{user}:{password}@"
+        decoded = unquote(password)
+        if decoded != password:  # what a tool that decodes the URL prints
+            yield decoded
+            yield f"{unquote(user)}:{decoded}@"
     if len(value) >= 20:
         for word in _WORD_SPLIT.split(value, _MAX_WORDS)[:_MAX_WORDS]:
             if word != value and (_KNOWN.fullmatch(word) or looks_like_token(word)):
@@ -200,8 +209,12 @@ def _b64_forms(data: bytes, urlsafe: bool) -> list[str]:
 
 
 def _plain_forms(secret: str) -> list[str]:
-    """``secret`` as written, JSON-escaped and percent-encoded: what a model could stream as text."""
-    return [secret, json.dumps(secret)[1:-1], quote(secret, safe="")]
+    """``secret`` as written, JSON-escaped, percent-encoded and percent-decoded: what a model could stream as text."""
+    forms = [secret, json.dumps(secret)[1:-1], quote(secret, safe="")]
+    decoded = unquote(secret)
+    if decoded != secret and len(decoded) >= MIN_SECRET_LENGTH:
+        forms.append(decoded)
+    return forms
 
 
 def _forms(secret: str) -> list[str]:
@@ -286,6 +299,19 @@ class Redactor:
             redactor._add(secrets_in_environ(environ))
         return redactor
 
+    def learn(self, secrets: Mapping[str, str]) -> None:
+        """Adds secrets that are not in the environment: ``{name: value}``, each value redacted as
+        ``[REDACTED:NAME]`` from now on (values shorter than ``MIN_SECRET_LENGTH`` are ignored)."""
+        found: dict[str, str] = {}
+        for name, value in secrets.items():
+            if isinstance(value, str) and len(value) >= MIN_SECRET_LENGTH:
+                found.setdefault(value, name)
+            for secret in _secrets_of_value(name, value) if isinstance(value, str) else ():
+                if len(secret) >= MIN_SECRET_LENGTH:
+                    found.setdefault(secret, name)
+        with self._lock:
+            self._add(found)
+
     def _add(self, found: Mapping[str, str]) -> None:
         new = {secret: name for secret, name in found.items() if secret not in self._known}
         if new:
@@ -344,7 +370,37 @@ def _redact(table: _Table, text: str) -> str:
     if pattern is None or not text:
         return text
     labels = table.labels
-    return pattern.sub(lambda m: f"[REDACTED:{labels[m.group(0)]}]", text)
+    text = pattern.sub(lambda m: f"[REDACTED:{labels[m.group(0)]}]", text)
+    if "\n" in text or "\r" in text:
+        text = _redact_wrapped(table, text)
+    return text
+
+
+_BREAKS = re.compile(r"[\r\n]+")
+# What wrapped encoded output looks like (base64 -w, xxd -p): a whole line of at least eight
+# characters of the encoding's alphabet, or two such lines in a row however short. Text with
+# none (a listing, prose, code) skips the second search. Two plain searches: one alternation
+# with ``^`` costs ten times as much on a long text.
+_LONG_ENCODED_LINE = re.compile(r"(?:\A|\n)[A-Za-z0-9+/=_\-]{8,}\r?(?:\n|\Z)")
+_SHORT_ENCODED_LINES = re.compile(r"\n[A-Za-z0-9+/=_\-]+\r?\n[A-Za-z0-9+/=_\-]+\r?\n")
+
+
+def _redact_wrapped(table: _Table, text: str) -> str:
+    """``text`` with the forms that line breaks split (``base64 -w``, ``xxd -p``) replaced whole."""
+    pattern = table.pattern
+    assert pattern is not None
+    if _LONG_ENCODED_LINE.search(text) is None and _SHORT_ENCODED_LINES.search(text) is None:
+        return text
+    joined = _BREAKS.sub("", text)
+    hits = [m for m in pattern.finditer(joined) if len(m.group(0)) >= MIN_SECRET_LENGTH]
+    if not hits:
+        return text
+    kept = [i for i, ch in enumerate(text) if ch not in "\r\n"]  # joined index -> text index
+    out = text
+    for m in reversed(hits):
+        start, end = kept[m.start()], kept[m.end() - 1] + 1
+        out = out[:start] + f"[REDACTED:{table.labels[m.group(0)]}]" + out[end:]
+    return out
 
 
 def _redact_data(table: _Table, obj: Any) -> Any:

@@ -83,7 +83,7 @@ HELP = (
     ("%agent reset", "a new conversation in the session, same settings"),
     ("%agent undo [RUN_ID]", "revert one run's notebook edits (edit_notebook) in one step; the latest run's by default"),
     ("%agent fix [REQUEST]", "ask the agent about the last failing cell: its source, traceback and the names it uses"),
-    ("%agent mcp", "the session's MCP servers; mcp add NAME [--timeout S] -- COMMAND ... adds one, mcp remove NAME stops one"),
+    ("%agent mcp", "the session's MCP servers; mcp add NAME [--timeout S] [--trusted] -- COMMAND ... adds one, mcp remove NAME stops one"),
 )
 
 
@@ -273,7 +273,8 @@ def cmd_mcp(magics: AgentMagics, rest: str) -> pd.DataFrame | None:
     """``%agent mcp``: the session's MCP servers; ``%agent mcp add NAME -- COMMAND ARGS...`` or
     ``%agent mcp add NAME URL`` adds one (it starts on the next run), ``%agent mcp remove NAME``
     stops one and takes it away. ``--timeout SECONDS`` after the name cancels any of its tool calls
-    that takes longer."""
+    that takes longer; ``--trusted`` believes its tools' annotations (a ``readOnlyHint`` tool then
+    runs unasked)."""
     import shlex
 
     from agent_kernel.mcp import MCPServer
@@ -287,8 +288,9 @@ def cmd_mcp(magics: AgentMagics, rest: str) -> pd.DataFrame | None:
         session = magics.sessions.find()
         hub = session.agent.mcp if session is not None else None
         return pd.DataFrame(hub.status() if hub is not None else [], columns=columns)
-    usage = ("Usage: %agent mcp add NAME [--timeout SECONDS] -- COMMAND ARGS... (a stdio server), "
-             "%agent mcp add NAME [--timeout SECONDS] URL (streamable HTTP), or %agent mcp remove NAME.")
+    usage = ("Usage: %agent mcp add NAME [--timeout SECONDS] [--trusted] -- COMMAND ARGS... (a stdio server), "
+             "%agent mcp add NAME [--timeout SECONDS] [--trusted] URL (streamable HTTP), or %agent mcp remove NAME. "
+             "--trusted believes the server's tool annotations (readOnlyHint).")
     if words[0] == "remove" and len(words) == 2:
         _remove_mcp(magics, words[1])
         return None
@@ -296,7 +298,11 @@ def cmd_mcp(magics: AgentMagics, rest: str) -> pd.DataFrame | None:
         raise UserError(f"%agent mcp {rest}: not understood. {usage}")
     name, target = words[1], words[2:]
     call_timeout = None
-    if target[0] == "--timeout":
+    trusted = False
+    while target and target[0] in ("--timeout", "--trusted"):
+        if target[0] == "--trusted":
+            trusted, target = True, target[1:]
+            continue
         call_timeout = _seconds(f"%agent mcp add {name} --timeout", target[1] if len(target) > 1 else "", usage)
         target = target[2:]
     if target and target[0] == "--":
@@ -305,9 +311,9 @@ def cmd_mcp(magics: AgentMagics, rest: str) -> pd.DataFrame | None:
         # `python` means the kernel's own Python, as %pip means its pip: the system one may lack
         # the server's package.
         command = sys.executable if target[1] in ("python", "python3") and sys.executable else target[1]
-        server = MCPServer.stdio(name, command, *target[2:], call_timeout=call_timeout)
+        server = MCPServer.stdio(name, command, *target[2:], call_timeout=call_timeout, trusted=trusted)
     elif len(target) == 1 and target[0].startswith(("http://", "https://")):
-        server = MCPServer.http(name, target[0], call_timeout=call_timeout)
+        server = MCPServer.http(name, target[0], call_timeout=call_timeout, trusted=trusted)
     else:
         raise UserError(f"%agent mcp add {name}: put -- before a command, or give one http(s):// URL. {usage}")
     session = magics.sessions.find()
@@ -318,7 +324,7 @@ def cmd_mcp(magics: AgentMagics, rest: str) -> pd.DataFrame | None:
         raise UserError(f"%agent mcp add {name}: session {session.name!r} already has a server named {name!r} "
                         f"({hub.servers[name].target}). Remove it first with %agent mcp remove {name}, or pick another name.")
     session.agent.add_mcp(server)
-    limit = "" if call_timeout is None else f", calls cancelled after {call_timeout:g} s"
+    limit = ("" if call_timeout is None else f", calls cancelled after {call_timeout:g} s") + (", trusted" if trusted else "")
     print(f"Added MCP server {name!r} ({server.transport}{limit}) to session {session.name!r}; it starts on the next run.")
     return None
 

@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol, TypeGuard, cast
 
+from agent_kernel._util.text import shown_name, shown_text
 from agent_kernel.events import payloads as p
 from agent_kernel.events._event import AgentEvent, EventType
 from agent_kernel.jupyter._items import (
@@ -226,7 +227,8 @@ class Transcript:
         card = self._tool_card(event, data.get("call_id", ""), data.get("tool"))
         reason = data.get("reason")
         if data.get("server") and data.get("destructive"):  # an MCP tool's destructiveHint
-            reason = f"{reason} · the MCP server {data['server']!r} marks this tool destructive"
+            reason = f"{reason} · the MCP server {shown_name(str(data['server']))!r} marks this tool destructive"
+        reason = shown_text(reason) if isinstance(reason, str) else reason
         preview = data.get("preview")
         if isinstance(preview, str) and preview:  # what the call would change (a cell's new source, a diff)
             reason = f"{reason}\n\n{preview}"
@@ -531,7 +533,7 @@ class Transcript:
             return card
         parent = data.get("parent_agent_id")
         call_id = data.get("parent_call_id")
-        card = SubagentCard(self._new_id(), agent_id, str(data.get("name") or agent_id),
+        card = SubagentCard(self._new_id(), agent_id, shown_name(str(data.get("name") or agent_id)),
                             parent if isinstance(parent, str) else None,
                             parent_call_id=call_id if isinstance(call_id, str) else None)
         self._subagents[agent_id] = card
@@ -608,9 +610,12 @@ class Transcript:
         self._add(Notice(self._new_id(), None, topic, level, message))
 
     def _notice(self, event: AgentEvent, topic: str, level: str, message: str) -> None:
-        self._add(Notice(self._new_id(), event.agent_id, topic, level, message))
+        # Notices quote servers' words (a skipped tool's name, an error): shown as what they are.
+        self._add(Notice(self._new_id(), event.agent_id, topic, level, shown_text(message) if isinstance(message, str) else message))
 
     def _tool_card(self, event: AgentEvent, call_id: str, name: str | None) -> ToolCard:
+        # A name from a model or an MCP server is hostile input: controls and bidi shown as text.
+        name = shown_name(name) if isinstance(name, str) else name
         card = self._cards.get((event.agent_id, call_id))
         if card is None:
             card = ToolCard(self._new_id(), call_id, name or "tool", event.agent_id)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import os
 import time
 import weakref
 from collections.abc import Awaitable, Callable, Iterable
@@ -89,6 +90,35 @@ def _stop(runtime: Runtime, connections: Iterable[Connection]) -> None:
                 runtime.run_on(loop, stop_all(live), timeout=30)
 
 
+class _SamplingBudget:
+    """A server's sampling requests and tokens in one run, against its limits."""
+
+    def __init__(self, server: MCPServer, payer: Any) -> None:
+        self.server = server
+        self.payer = payer  # the run's LoopStats (held so its id is not reused while counted)
+        self.count = 0
+        self.tokens = 0
+
+    @property
+    def tokens_left(self) -> int:
+        return max(0, self.server.max_sampling_tokens - self.tokens)
+
+    def refusal(self) -> str | None:
+        """Why one more request is declined, or None."""
+        name = self.server.name
+        if self.count >= self.server.max_samplings:
+            return (f"this run has answered {self.count} sampling requests of {name!r}, its limit; raise it with "
+                    f"MCPServer.stdio({name!r}, ..., max_samplings=N)")
+        if self.tokens_left <= 0:
+            return (f"this run's sampling for {name!r} has spent {self.tokens} tokens, its limit; raise it with "
+                    f"MCPServer.stdio({name!r}, ..., max_sampling_tokens=N)")
+        return None
+
+    def spend(self, usage: Usage | None, max_tokens: int) -> None:
+        """Counts an answer's tokens: those reported, or all it was allowed when none were."""
+        self.tokens += max_tokens if usage is None else usage.input_tokens + usage.output_tokens
+
+
 class MCPHub:
     """The MCP servers of one agent.
 
@@ -104,11 +134,13 @@ class MCPHub:
         servers: Iterable[MCPServer] = (),
         gate: Callable[[], Any] | None = None,
         model: Callable[[], Any] | None = None,
+        redactor: Callable[[], Any] | None = None,
     ) -> None:
         # A getter follows an agent whose registry is replaced (the notebook magics do that).
         self._registry = tools if callable(tools) and not isinstance(tools, ToolRegistry) else (lambda: tools)
         self._gate = gate
         self._model = model
+        self._redactor = redactor
         self.servers: dict[str, MCPServer] = {}
         self.connections: dict[str, Connection] = {}
         self.runtime = Runtime()
@@ -124,6 +156,8 @@ class MCPHub:
         #: of its model calls (tokens and cost), as a sub-agent's are.
         self._payers: dict[str, LoopStats] = {}
         self._reported: dict[str, int] = {}  # the connection generation whose start was recorded
+        #: Sampling spent per server and run (keyed by the run's totals, whose identity is the run's).
+        self._budgets: dict[tuple[str, int], _SamplingBudget] = {}
         #: Connections left on a loop no caller can reach any more; stopped on ``close``.
         self._abandoned: list[Connection] = []
         self._finalizer = weakref.finalize(self, _shutdown, self.runtime, self.connections, self._abandoned)
@@ -149,6 +183,31 @@ class MCPHub:
             )
         self.servers[server.name] = server
         self.connections[server.name] = Connection(server, _weak(self, "_elicit"), _weak(self, "_sample"))
+        self._learn_secrets(server)
+
+    def _learn_secrets(self, server: MCPServer) -> None:
+        """Has the agent's redactor redact what the server is given in ``env=`` and ``headers=``.
+
+        A value passed through unchanged from this process's environment (``PATH``) is left to
+        the environment's own rules; every other value of ``MIN_SECRET_LENGTH`` or more counts as
+        a secret, named ``<server>.env.<NAME>`` (a header's value also by each of its words, so
+        ``Bearer <token>`` hides the token).
+        """
+        redactor = self._redactor() if self._redactor is not None else None
+        learn = getattr(redactor, "learn", None)
+        if learn is None:
+            return
+        found: dict[str, str] = {}
+        for name, value in (server.env or {}).items():
+            if isinstance(value, str) and os.environ.get(name) != value:
+                found[f"{server.name}.env.{name}"] = value
+        for name, value in (server.headers or {}).items():
+            if isinstance(value, str):
+                found[f"{server.name}.headers.{name}"] = value
+                for i, word in enumerate(value.split()[1:], 1):
+                    found[f"{server.name}.headers.{name}.{i}"] = word
+        if found:
+            learn(found)
 
     def remove(self, name: str) -> MCPServer:
         """Stops server ``name`` if it runs and takes it and its tools away; returns it.
@@ -278,7 +337,7 @@ class MCPHub:
         names: list[str] = []
         for remote in info.tools:
             try:
-                tool = MCPTool(self, server.name, remote, server.permissions, server.call_timeout)
+                tool = MCPTool(self, server.name, remote, server.permissions, server.call_timeout, server.trusted)
             except SchemaProblem as exc:
                 message = f"Skipped tool {remote.name!r} of MCP server {server.name!r}: {exc}. The server must fix it; its other tools work."
                 facts.append((EventType.MCP_WARNING, p.McpWarning(server=server.name, tool=str(remote.name), message=message)))
@@ -522,7 +581,6 @@ class MCPHub:
         """Answers a server's sampling request with the agent's model, when allowed; never waits for a person."""
         from mcp import types
 
-        from agent_kernel.guard._approvals import ApprovalRequest
 
         summary = request_summary(params)
         name = f"{server.prefix}sampling"
@@ -544,24 +602,31 @@ class MCPHub:
         else:
             gate = self._gate() if self._gate is not None else None
             policy = getattr(gate, "policy", None)
-            request = ApprovalRequest(
-                f"sampling-{len(self.samplings) + 1}", name, {"messages": summary}, f"{name}({len(summary)} messages)", None,
-                "the MCP server asks the agent's model for a completion",
-            )
-            decided = policy.decide(request) if policy is not None else None
+            # Only an entry naming this server's sampling itself decides: a glob for its tools
+            # (mcp__srv__*) or auto_approve is about tool calls, not about spending the model.
+            exact = getattr(policy, "decide_exactly", None)
+            decided = exact(name) if callable(exact) else None
             allowed = decided is not None and decided.allowed
             policy_name = getattr(policy, "name", "approval")
             reason = (
                 f"the {policy_name} policy approved it" if allowed
                 else f"the {policy_name} policy declined it" if decided is not None
                 else f"sampling is off for this server: pass sampling=True to MCPServer.stdio({server.name!r}, ...) "
-                f"or let the approval policy approve {name} (AGENT_KERNEL_APPROVAL)"
+                f"or give the approval policy an entry for {name} itself (AGENT_KERNEL_APPROVAL=scripted:{name}=approve)"
             )
+        budget = self._sampling_budget(server)
+        if allowed:
+            refusal = budget.refusal()
+            if refusal is not None:
+                allowed, reason = False, refusal
+            elif getattr(params, "max_tokens", None) is None or int(params.max_tokens) > budget.tokens_left:
+                params = params.model_copy(update={"max_tokens": budget.tokens_left})
         model = self._model() if self._model is not None else None
         answer: Any = None
         if allowed and model is None:
             allowed, reason = False, "this agent has no model to answer with"
         if allowed:
+            budget.count += 1  # counted when asked: a request the model fails on still spent a turn
             started = time.monotonic()
             try:
                 text, stop, usage, served = await self._on_caller(server.name, ask_model(model, params))
@@ -573,6 +638,7 @@ class MCPHub:
                 record.update(p.McpSampling(action="accept", model=model_name or None, text=text, usage=None if usage is None else usage.to_dict(),
                                             cost_usd=cost, stop_reason=stop, duration_s=time.monotonic() - started))
                 self._charge(server.name, usage, cost)
+                budget.spend(usage, int(params.max_tokens))
                 answer = sampling_result(text, model_name, stop)
             except asyncio.CancelledError:
                 raise
@@ -583,6 +649,15 @@ class MCPHub:
         self._report(server.name, EventType.MCP_SAMPLING, record)
         # -1 is what MCP clients answer when the user rejects a sampling request.
         return answer if answer is not None else types.ErrorData(code=-1, message=f"Sampling declined: {reason}.")
+
+    def _sampling_budget(self, server: MCPServer) -> _SamplingBudget:
+        """What ``server`` may still spend on sampling in the run that last called it."""
+        payer = self._payers.get(server.name)
+        key = (server.name, id(payer))
+        budget = self._budgets.get(key)
+        if budget is None or budget.payer is not payer:
+            budget = self._budgets[key] = _SamplingBudget(server, payer)
+        return budget
 
     async def _on_caller(self, server: str, coro: Any, timeout: float = SAMPLING_TIMEOUT_S) -> Any:
         """Runs ``coro`` on the loop of the run that called ``server`` (where the model and the view live), bounded in time."""

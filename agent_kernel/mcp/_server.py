@@ -13,7 +13,10 @@ stays read-only whatever a server's mode says.
 
 Sampling (the server asking the agent's model for a completion) is refused unless
 ``sampling=True`` allows it for that server, or the approval policy (``AGENT_KERNEL_APPROVAL``)
-approves ``mcp__<server>__sampling``; each request is recorded as an ``mcp_sampling`` event.
+has an entry naming ``mcp__<server>__sampling`` itself (a glob such as ``mcp__<server>__*`` is
+about the server's tools and does not approve sampling; neither does ``auto_approve``). Each run
+answers at most ``max_samplings`` requests of a server, spending at most ``max_sampling_tokens``
+tokens on them; each request is recorded as an ``mcp_sampling`` event.
 """
 
 from __future__ import annotations
@@ -58,6 +61,12 @@ class MCPServer:
         call_timeout: seconds one tool call may take; past it the call is cancelled (the server is
             sent the MCP cancellation) and the model reads that it timed out. None: no limit.
         sampling: the server may ask the agent's model for completions without asking anyone.
+        max_samplings: sampling requests of this server one run answers at most (then declined).
+        max_sampling_tokens: tokens (prompt and answer) those requests may spend in one run; a
+            request's ``maxTokens`` is lowered to what is left.
+        trusted: the person vouches for the server's tool annotations: its ``readOnlyHint`` makes a
+            tool read-only (runs unasked in ``default`` mode, allowed in ``plan`` mode). Untrusted
+            (the default), every tool of the server is judged as one that changes things.
     """
 
     name: str
@@ -72,8 +81,15 @@ class MCPServer:
     startup_timeout: float = 60.0
     sampling: bool = False
     call_timeout: float | None = None
+    trusted: bool = False
+    max_samplings: int = 20
+    max_sampling_tokens: int = 50_000
 
     def __post_init__(self) -> None:
+        for limit in ("max_samplings", "max_sampling_tokens"):
+            value = getattr(self, limit)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise UserError(f"{limit}={value!r} for MCP server {self.name!r} must be a whole number, 0 or more (0: none).")
         if not isinstance(self.name, str) or not _NAME.match(self.name):
             raise UserError(
                 f"{self.name!r} is not a valid MCP server name: use 1 to 32 letters, digits, '_' or '-' "
@@ -102,6 +118,9 @@ class MCPServer:
         startup_timeout: float = 60.0,
         sampling: bool = False,
         call_timeout: float | None = None,
+        trusted: bool = False,
+        max_samplings: int = 20,
+        max_sampling_tokens: int = 50_000,
     ) -> MCPServer:
         """A server run as a subprocess, spoken to over its stdin and stdout.
 
@@ -120,6 +139,9 @@ class MCPServer:
             startup_timeout=startup_timeout,
             sampling=sampling,
             call_timeout=call_timeout,
+            trusted=trusted,
+            max_samplings=max_samplings,
+            max_sampling_tokens=max_sampling_tokens,
         )
 
     @classmethod
@@ -133,6 +155,9 @@ class MCPServer:
         startup_timeout: float = 60.0,
         sampling: bool = False,
         call_timeout: float | None = None,
+        trusted: bool = False,
+        max_samplings: int = 20,
+        max_sampling_tokens: int = 50_000,
     ) -> MCPServer:
         """A server reached over streamable HTTP at ``url`` (e.g. ``http://127.0.0.1:3001/mcp``).
 
@@ -142,7 +167,8 @@ class MCPServer:
         """
         return cls(
             name, "http", url=url, headers=dict(headers) if headers is not None else None, permissions=permissions,
-            startup_timeout=startup_timeout, sampling=sampling, call_timeout=call_timeout,
+            startup_timeout=startup_timeout, sampling=sampling, call_timeout=call_timeout, trusted=trusted,
+            max_samplings=max_samplings, max_sampling_tokens=max_sampling_tokens,
         )
 
     @property

@@ -86,6 +86,8 @@ class ToolInvoker:
             )
         try:
             arguments = tool.validate(call.arguments)
+            # The gate judges the call that will run: validated, defaults filled (docs/security.md).
+            judged = tool.judged(call.arguments) if hasattr(tool, "judged") else dict(call.arguments)
         except pydantic.ValidationError as exc:
             return self.answer(call, ToolResult(f"Invalid arguments for {name}: {validation_summary(exc)}", is_error=True))
 
@@ -93,11 +95,13 @@ class ToolInvoker:
         if tampered is not None:
             return self.answer(call, ToolResult(f"{tampered} This call was refused. Do not change the agent's settings from a tool.", is_error=True))
         gate = self.ctx.permissions
+        approved_file = None
         if gate is not None:
-            auth = await gate.authorize(ToolRequest(call.call_id, tool, dict(call.arguments), em.agent_id, self.ctx.working_dir), em.later)
+            auth = await gate.authorize(ToolRequest(call.call_id, self.seal.view(tool), judged, em.agent_id, self.ctx.working_dir), em.later)
             if not auth.allowed:
                 return self.answer(call, ToolResult(auth.message or f"{name} was not allowed to run.", is_error=True))
-            if auth.arguments != call.arguments:
+            approved_file = getattr(auth, "file", None)
+            if auth.arguments != judged:
                 try:
                     arguments = tool.validate(auth.arguments)
                 except pydantic.ValidationError as exc:
@@ -125,7 +129,7 @@ class ToolInvoker:
             # the call as interrupted instead of running it a second time. Such a call runs
             # alone, after the response is whole, so stamping now keeps the stream in seq order.
             em.settle()
-        outcome = await self._run(tool, arguments, call)
+        outcome = await self._run(tool, arguments, call, approved_file)
         tampered = self._tampered(call)
         if tampered is not None:  # this call did it: the model reads that it was undone
             outcome = ToolResult(f"{outcome.content}\n\n{tampered} Do not change the agent's settings from a tool.", is_error=True,
@@ -152,14 +156,14 @@ class ToolInvoker:
         )
         return message
 
-    async def _run(self, tool: Any, arguments: Any, call: PendingCall) -> ToolResult:
+    async def _run(self, tool: Any, arguments: Any, call: PendingCall, approved_file: Any = None) -> ToolResult:
         """The tool itself, its failures turned into results the model can read."""
         em, name = self.em, call.name
 
         def report(message: str, fraction: float | None) -> None:
             em.later(EventType.TOOL_PROGRESS, p.ToolProgress(call_id=call.call_id, name=name, message=message, fraction=fraction))
 
-        tctx = ToolContext(call.call_id, name, self.ctx.working_dir, self.ctx.tool_extras, report, run=self.ctx)
+        tctx = ToolContext(call.call_id, name, self.ctx.working_dir, self.ctx.tool_extras, report, run=self.ctx, approved_file=approved_file)
         try:
             if tool.timeout is not None:
                 content = await asyncio.wait_for(tool.invoke(arguments, tctx), tool.timeout)

@@ -32,7 +32,7 @@ import typing
 import weakref
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from typing_extensions import TypedDict
 
@@ -41,6 +41,7 @@ from agent_kernel.errors import ToolError, UserError
 from agent_kernel.events import payloads as p
 from agent_kernel.events._event import AgentEvent, EventType
 from agent_kernel.events._turn import TurnState, new_id
+from agent_kernel.guard._permissions import NestedGate, Permissions
 from agent_kernel.journal._resume import INTERRUPTED_RESULT, Interrupted, SubagentTurn
 from agent_kernel.messages import Message
 from agent_kernel.models._base import Usage
@@ -106,6 +107,15 @@ class SubagentResult:
     error: str | None = None
 
 
+def _gate_inside(parent_gate: Any, agent: Any) -> Any:
+    """The gate a sub-agent's calls go through: the parent's, and its own mode and rules when it
+    was given any (``Agent(permissions=...)``), the stricter deciding (``guard.NestedGate``)."""
+    own = getattr(agent.permissions, "permissions", None) if getattr(agent, "own_permissions", False) else None
+    if parent_gate is None or not isinstance(own, Permissions) or own is getattr(parent_gate, "permissions", None):
+        return parent_gate
+    return NestedGate(parent_gate, own)
+
+
 async def run_subagent(
     agent: Agent,
     prompt: str,
@@ -157,7 +167,7 @@ async def run_subagent(
         working_dir=parent.working_dir,
         agent_id=agent_id,
         hooks=agent.hooks,
-        permissions=parent.permissions,
+        permissions=_gate_inside(parent.permissions, agent),
         context_manager=agent.context_manager,
         redactor=parent.redactor,
         sinks=parent.sinks,

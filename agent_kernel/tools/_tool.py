@@ -18,6 +18,7 @@ from typing import Any, overload
 
 import docstring_parser
 import pydantic
+import pydantic_core
 
 from agent_kernel.errors import StopRun
 from agent_kernel.messages import ImageBlock
@@ -57,6 +58,8 @@ class ToolContext:
         extras: run-level services (e.g. ``namespace`` for the python tool).
         run: the run making the call (the loop's ``ExecutionContext``: a sub-agent joins it), or None.
             Typed loosely because tools sit below the runtime that defines it.
+        approved_file: for a call a person or policy approved, the file its card showed
+            (``guard._paths.FileIdentity``); a file tool opens that same file or refuses.
     """
 
     call_id: str
@@ -65,6 +68,7 @@ class ToolContext:
     extras: dict[str, Any] = field(default_factory=dict)
     _report: Callable[[str, float | None], None] | None = None
     run: Any = field(default=None, repr=False)
+    approved_file: Any = None
 
     def progress(self, message: str, fraction: float | None = None) -> None:
         """Reports progress; shown live as a ``tool_progress`` event."""
@@ -176,7 +180,9 @@ class Tool:
                 annotation = Any
             default = ... if param.default is inspect.Parameter.empty else param.default
             fields[pname] = (annotation, pydantic.Field(default, description=param_docs.get(pname)))
-        return pydantic.create_model(f"{self.name}_args", **fields)
+        # An argument the function does not take is refused, never dropped: the call that is
+        # judged must be the call that runs (docs/security.md).
+        return pydantic.create_model(f"{self.name}_args", __config__=pydantic.ConfigDict(extra="forbid"), **fields)
 
     @property
     def spec(self) -> ToolSpec:
@@ -187,6 +193,19 @@ class Tool:
         """Validates and converts ``arguments``; raises ``pydantic.ValidationError``."""
         model = self._args_model.model_validate(arguments)
         return {k: getattr(model, k) for k in type(model).model_fields}
+
+    def judged(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """The validated ``arguments`` as JSON values, defaults filled: what rules and approvals see.
+
+        The permission gate judges this, not the model's raw arguments, so a rule about the value
+        a default gives (``deploy(prod)`` when ``target`` defaults to ``"prod"``) holds whether or
+        not the model spelled it; raises ``pydantic.ValidationError`` like ``validate``.
+        """
+        model = self._args_model.model_validate(arguments)
+        try:
+            return model.model_dump(mode="json")
+        except pydantic_core.PydanticSerializationError:  # a value JSON cannot hold: judged by its text
+            return {k: _stringify(getattr(model, k)) for k in type(model).model_fields}
 
     def key(self, arguments: dict[str, Any]) -> str:
         """The text permission patterns match against, e.g. ``git status`` for ``bash``."""

@@ -14,7 +14,7 @@ import io
 import os
 
 from agent_kernel.errors import ToolError
-from agent_kernel.guard._paths import Resolved, path_key
+from agent_kernel.guard._paths import FileIdentity, Resolved, path_key
 from agent_kernel.tools._tool import Tool, ToolContext
 from agent_kernel.tools.builtin._limits import MAX_OUTPUT_CHARS, truncate
 from agent_kernel.tools.builtin._workspace import guard, is_binary, workspace
@@ -25,11 +25,11 @@ MAX_LINE_CHARS = 2_000
 DEFAULT_LINES = 2_000
 
 
-def _open_text_file(ctx: ToolContext, path: str, tool_name: str) -> tuple[int, Resolved]:
+def _open_text_file(ctx: ToolContext, path: str, tool_name: str, expect: FileIdentity | None = None) -> tuple[int, Resolved]:
     """An open descriptor on an existing text file, with its canonical path (the caller closes it)."""
     ws = workspace(ctx)
     try:
-        fd, resolved, _ = ws.open(path, guard=guard(ctx, tool_name))
+        fd, resolved, _ = ws.open(path, guard=guard(ctx, tool_name), expect=expect)
     except ToolError as exc:
         if str(exc).startswith("No such file"):
             parent = os.path.dirname(ws.canonical(path)) or "."
@@ -116,7 +116,8 @@ def _write_file(path: str, content: str, ctx: ToolContext) -> str:
     """
     data = _encoded(content)  # before the file is opened: a failure leaves no file and no descriptor
     try:
-        fd, target, created = workspace(ctx).open(path, write=True, guard=guard(ctx, "write_file"))
+        # An approved write opens the file its card showed, or none (a link re-pointed meanwhile).
+        fd, target, created = workspace(ctx).open(path, write=True, guard=guard(ctx, "write_file"), expect=ctx.approved_file)
     except ToolError as exc:
         if "is a directory" in str(exc):
             raise ToolError(f"{path!r} is a directory; give a file path.") from None
@@ -141,7 +142,7 @@ def _edit_file(path: str, old_string: str, new_string: str, ctx: ToolContext, re
         raise ToolError("old_string is empty; to create or overwrite a whole file use write_file.")
     if old_string == new_string:
         raise ToolError("old_string and new_string are the same; there is nothing to change.")
-    fd, target = _open_text_file(ctx, path, "edit_file")
+    fd, target = _open_text_file(ctx, path, "edit_file", expect=ctx.approved_file)
     # surrogateescape keeps undecodable bytes exactly as they were when the file is written back.
     text = _read_all(fd).decode("utf-8", errors="surrogateescape")
     count = text.count(old_string)
@@ -159,7 +160,7 @@ def _edit_file(path: str, old_string: str, new_string: str, ctx: ToolContext, re
     updated = text.replace(old_string, new_string) if replace_all else text.replace(old_string, new_string, 1)
     data = _encoded(updated)
     # Written through a fresh race-safe open of the same canonical path (the read one was read-only).
-    fd, _, _ = workspace(ctx).open(target.rel, write=True, guard=guard(ctx, "edit_file"))
+    fd, _, _ = workspace(ctx).open(target.rel, write=True, guard=guard(ctx, "edit_file"), expect=ctx.approved_file)
     _replace_contents(fd, data)
     what = f"{count} occurrences" if count > 1 else f"1 occurrence at line {line}"
     return f"Edited {target.rel}: replaced {what}."

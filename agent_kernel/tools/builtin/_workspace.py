@@ -25,15 +25,16 @@ IGNORED_DIRS = frozenset(
 )
 
 
-# The rules each tool's opens are re-checked against (any other tool: its own).
-_READ_RULES = {
-    "read_file": ("read_file",),
-    "edit_file": ("edit_file", "read_file"),
-    "grep": ("read_file",),
-    # A notebook edit is a write: write_file's deny rules hold for it as for write_file.
-    "read_notebook": ("read_notebook", "read_file"),
-    "edit_notebook": ("edit_notebook", "write_file", "read_notebook", "read_file"),
-    "run_cell": ("run_cell", "edit_notebook", "write_file", "read_notebook", "read_file"),
+# The family each built-in tool's opens are re-checked as (any other tool: its own name only). A
+# notebook edit is a write, and so is a cell run, which stores the cell's outputs in the notebook.
+_FAMILY = {
+    "read_file": "read",
+    "grep": "read",
+    "read_notebook": "read",
+    "write_file": "edit",
+    "edit_file": "edit",
+    "edit_notebook": "edit",
+    "run_cell": "edit",
 }
 
 
@@ -61,29 +62,29 @@ def display_path(ctx: ToolContext | None, path: Path) -> str:
     return workspace(ctx).display(path)
 
 
-def guard(ctx: ToolContext | None, tool_name: str) -> Callable[[str], None] | None:
+def guard(ctx: ToolContext | None, tool_name: str, family: str | None = None) -> Callable[[str], None] | None:
     """A check of the run's deny rules on the canonical path a tool is about to open.
 
     The permission gate judged the path as resolved when the call was made; a link inside the
     workspace may have been re-pointed since. Re-checking the deny rules on the path actually
-    opened closes that gap. Every tool that reads honours ``read_file`` rules.
+    opened closes that gap. The rules of the tool's family bind it (``guard._families``): every
+    tool that reads honours ``read_file`` rules, every tool that writes ``write_file`` and
+    ``edit_file`` rules, and a writer the ``read_file`` ones too (``edit_file``'s "0 matches"
+    answer would let a model probe a file it may not read).
     """
     rules = path_rules(ctx)
     if rules is None:
         return None
     root = str(workspace(ctx).root)
-    # Reading is what read_file rules are about, whichever tool reads; edit_file reads too (its
-    # "0 matches" answer would let a model probe a file it may not read).
-    names = _READ_RULES.get(tool_name, (tool_name,))
+    family = family or _FAMILY.get(tool_name)
 
     def check(rel: str) -> None:
-        for name in names:
-            rule = rules.refuses(name, PathKey.of(rel, root))
-            if rule is not None:
-                raise ToolError(
-                    f"Permission denied: the rule deny {rule!r} forbids {name} on {rel!r}. "
-                    "Do not retry this call; use another approach or ask the user."
-                )
+        rule = rules.refuses(tool_name, PathKey.of(rel, root), family=family)
+        if rule is not None:
+            raise ToolError(
+                f"Permission denied: the rule deny {rule!r} forbids {tool_name} on {rel!r}. "
+                "Do not retry this call; use another approach or ask the user."
+            )
 
     return check
 
@@ -98,7 +99,7 @@ def withheld(ctx: ToolContext | None) -> Callable[[str], bool]:
     if rules is None:
         return lambda rel: False
     root = str(workspace(ctx).root)
-    return lambda rel: rules.refuses("read_file", PathKey.of(rel, root), asking=True) is not None
+    return lambda rel: rules.refuses("read_file", PathKey.of(rel, root), asking=True, family="read") is not None
 
 
 def is_binary(path: Path | int, sample: int = 8192) -> bool:
