@@ -75,7 +75,7 @@ from typing import Any
 from agent_kernel.errors import JournalError, JournalWriteError
 from agent_kernel.events._event import AgentEvent, EventType
 from agent_kernel.journal._format import DATA_KEY, FIELD_ORDER, ITEM_SEPARATOR, KEY_SEPARATOR, LINE_END, SEQ_KEY, TS_KEY, id_section
-from agent_kernel.journal._reader import TornLineWarning, parse_header, read_records
+from agent_kernel.journal._reader import JOURNAL_SCHEMA, TornLineWarning, check_schema, parse_header, read_records
 
 try:  # the C encoder, built once: json.dumps rebuilds it on every call
     from json.encoder import c_make_encoder  # type: ignore[attr-defined]  # private, so not in typeshed
@@ -89,7 +89,6 @@ except ImportError:  # pragma: no cover - Windows has no flock; the lock is skip
 
 __all__ = ["JOURNAL_SCHEMA", "SESSIONS_DIR", "Journal", "JournalLostWarning", "event_line", "rewrite_journal", "session_path"]
 
-JOURNAL_SCHEMA = 1
 SESSIONS_DIR = Path(".agent_kernel") / "sessions"
 
 # The only events that wait in the buffer: they come per token (or per progress report).
@@ -362,11 +361,7 @@ class Journal:
                 f"{self.path} is not an agent_kernel journal (its first line is not a header with a "
                 "'schema' field). Choose another path, or move that file away."
             )
-        if header.get("schema") != JOURNAL_SCHEMA:
-            raise JournalError(
-                f"{self.path} uses journal schema {header.get('schema')!r}; this version writes schema "
-                f"{JOURNAL_SCHEMA}. Upgrade agent_kernel, or start a new session."
-            )
+        check_schema(header, self.path)  # a newer agent_kernel's journal is not continued in an older layout
         if session_id is not None and header.get("session_id") != session_id:
             raise JournalError(
                 f"{self.path} holds session {header.get('session_id')!r}, not {session_id!r}. Pass "
