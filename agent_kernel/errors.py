@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
+from typing import Any
 
 __all__ = [
     "AgentKernelError",
@@ -69,7 +70,7 @@ class JournalWriteError(JournalError):
         event: the event whose write found the failure (it is queued), or None.
     """
 
-    def __init__(self, message: str, *, path: object = None, cause: OSError | None = None, event: object = None) -> None:
+    def __init__(self, message: str, *, path: object = None, cause: OSError | None = None, event: Any = None) -> None:
         super().__init__(message)
         self.path = path
         self.cause = cause

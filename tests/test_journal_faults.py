@@ -212,3 +212,65 @@ def test_a_journal_write_cut_short_leaves_no_fragment(small_disk: Path) -> None:
     filler.unlink()
     journal.close()
     assert _seqs(read_events(journal.path)) == [1, 2, 3]
+
+
+# -- what an agent holds is released: dropped without close(), or closed -----------------------
+
+_DROPPED_AGENTS = r"""
+import gc, json, resource, sys, warnings
+from pathlib import Path
+
+resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+from agent_kernel import Agent
+from agent_kernel.models.anthropic import AnthropicModel
+
+url, folder = sys.argv[1], Path(sys.argv[2])
+model = lambda: AnthropicModel("claude-sonnet-4-6", base_url=url, api_key="sk-ant-test")
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    for i in range(300):
+        agent = Agent(model(), working_dir=folder, session_id=f"s_{i}")
+        agent.cycle = agent  # freed only by the cycle collector, as a notebook's agents are
+        assert agent.run_sync("hi").text == "Hello.", i
+        del agent
+    # The last session again, at once, in the same process: its writer was dropped, not closed.
+    again = Agent.resume(folder / ".agent_kernel" / "sessions" / "s_299.jsonl", model=model())
+    assert again.run_sync("again").text == "Hello."
+    again.close()
+    gc.collect()
+unclosed = [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)]
+print(json.dumps({"journals": sum(m.startswith("unclosed journal") for m in unclosed), "other": [m for m in unclosed if not m.startswith("unclosed journal")]}))
+"""
+
+
+def test_300_agents_dropped_without_close_release_their_journals_under_a_low_descriptor_limit(tmp_path: Path, fake_provider) -> None:
+    import json
+    import sys
+
+    fake_provider.script(*[turn("Hello.")] * 301)
+    done = subprocess.run(
+        [sys.executable, "-c", _DROPPED_AGENTS, fake_provider.url, str(tmp_path)],
+        capture_output=True, text=True, timeout=240, env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["journals"] == 300  # each dropped journal said so, as an unclosed file does
+    assert report["other"] == []  # no socket or file of the model left unclosed
+    sessions = tmp_path / ".agent_kernel" / "sessions"
+    assert len(read_events(sessions / "s_299.jsonl")) > len(read_events(sessions / "s_1.jsonl"))  # reopened and continued
+
+
+async def test_close_closes_the_models_pooled_connections(fake_provider) -> None:
+    import weakref
+
+    fake_provider.script(turn("Hello."), turn("Again."))
+    agent = Agent(fake_provider.claude(), journal=None)
+    assert (await agent.run("hi")).text == "Hello."
+    client = weakref.ref(agent.model.client)  # the running loop's SDK client, its connection pooled
+    await agent.aclose()
+    assert client() is None or client().is_closed()  # type: ignore[union-attr]
+    assert (await agent.run("again")).text == "Again."  # a new client opens new connections
+    client = weakref.ref(agent.model.client)
+    agent.close()  # from a running loop: the close is scheduled on it
+    while (c := client()) is not None and not c.is_closed():
+        await asyncio.sleep(0)

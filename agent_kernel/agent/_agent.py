@@ -625,9 +625,14 @@ class Agent:
         self.memory.reset()
 
     def close(self) -> None:
-        """Flushes and closes the journal, and stops the MCP servers this agent started."""
+        """Flushes and closes the journal, closes the models' pooled connections (the next request
+        opens new ones), and stops the MCP servers this agent started."""
         if self.mcp is not None:
             self.mcp.close()
+        for model in self._models():
+            close = getattr(model, "close", None)
+            if callable(close):
+                close()
         if self._journal is not None:
             self._journal.close()
 
@@ -651,7 +656,16 @@ class Agent:
         """
         if self.mcp is not None:
             await self.mcp.aclose()  # stopping servers takes a moment; keep the loop free
+        for model in self._models():
+            aclose = getattr(model, "aclose", None)
+            if callable(aclose):
+                await aclose()  # the running loop's client closes its connections before this returns
         self.close()
+
+    def _models(self) -> list[Any]:
+        """The models this agent calls (its model and its fallback), each once."""
+        models = [self.model, self.fallback_model]
+        return [m for i, m in enumerate(models) if m is not None and all(m is not n for n in models[:i])]
 
     def use_sandbox(self, sandbox: Any = True) -> None:
         """Runs this agent's ``bash`` commands inside an OS sandbox from now on.

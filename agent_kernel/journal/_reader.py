@@ -121,11 +121,11 @@ class LineCount:
         if self.unknown_types:
             total = sum(self.unknown_types.values())
             names = ", ".join(f"{kind!r} ({n})" for kind, n in self.unknown_types.most_common(3))
-            more = len(self.unknown_types) - 3
+            others = len(self.unknown_types) - 3
             verb = "kept" if kept_unknown else "left out"
             parts.append(
                 f"{verb} {total} event{'s' if total != 1 else ''} of types this version does not know "
-                f"({names}{f' and {more} more' if more > 0 else ''}); pip install -U agent_kernel to read them"
+                f"({names}{f' and {others} more' if others > 0 else ''}); pip install -U agent_kernel to read them"
             )
         return parts
 

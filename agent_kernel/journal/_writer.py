@@ -60,6 +60,7 @@ import asyncio
 import contextlib
 import dataclasses
 import errno
+import gc
 import json
 import os
 import re
@@ -317,10 +318,16 @@ class Journal:
         made again): the lock would then guard a file nobody else can find. So the path is checked
         again after locking, and opened anew until the locked file is the one it names.
         """
-        for _ in range(100):
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
+        for attempt in range(100):
             try:
-                self._lock_file(fd)
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
+            except OSError as exc:
+                if exc.errno != errno.EMFILE or attempt:
+                    raise
+                gc.collect()  # agents dropped without close() may hold the descriptors: free them
+                continue
+            try:
+                self._lock_file(fd, retry=not attempt)
                 held = os.fstat(fd)
                 try:
                     named = os.stat(self.path)
@@ -334,17 +341,29 @@ class Journal:
             os.close(fd)  # the path was replaced while we locked: lock the file it names now
         raise JournalError(f"{self.path} keeps being replaced while it is opened; is another program rewriting it?")
 
-    def _lock_file(self, fd: int) -> None:
+    def _lock_file(self, fd: int, retry: bool = True) -> None:
         if fcntl is None:  # pragma: no cover
             return
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
         except BlockingIOError:
-            raise JournalError(
-                f"{self.path} is being written by another agent or kernel (its journal is locked). "
-                "Use another session id, or close the other agent (agent.close()) before resuming "
-                "this session here."
-            ) from None
+            if not retry:
+                raise self._locked() from None
+        # The holder may be a Journal in this process that nobody can reach (an agent dropped
+        # without close(), in a reference cycle): collecting it releases the lock.
+        gc.collect()
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise self._locked() from None
+
+    def _locked(self) -> JournalError:
+        return JournalError(
+            f"{self.path} is being written by another agent or kernel (its journal is locked). "
+            "Use another session id, or close the other agent (agent.close()) before resuming "
+            "this session here."
+        )
 
     def _open_contents(self, session_id: str | None, metadata: Mapping[str, Any] | None) -> tuple[dict[str, Any], int]:
         size = os.fstat(self._fd).st_size

@@ -578,7 +578,7 @@ class _Loop:
                 ending = fault
         if isinstance(ending, JournalWriteError):
             if ending.event is not None:  # the event whose write found the fault: it is queued, and shown
-                yield ending.event  # type: ignore[misc]
+                yield ending.event
             self.ctx.stats.turns += 1
             events = self._failed("journal", str(ending))
         elif isinstance(ending, _Finish):
@@ -667,7 +667,7 @@ class _Loop:
         try:
             ev = self.em.emit(EventType.RUN_FINISH, p.RunFinish(reason=reason.value, text=text, stats=stats.to_dict(), **(data or {})))
         except JournalWriteError as fault:  # the disk filled up just now: the end is queued; the next run reports it
-            ev = fault.event  # type: ignore[assignment]
+            ev = fault.event
         self.em.sync()
         return ev
 
