@@ -21,8 +21,7 @@ import pytest
 from agent_kernel import Agent, tool
 from agent_kernel.errors import JournalWriteError
 from agent_kernel.events import AgentEvent, EventType
-from agent_kernel.journal import Journal, read_events
-from agent_kernel.journal._writer import JournalLostWarning
+from agent_kernel.journal import Journal, JournalLostWarning, read_events
 from tests.fakes.turns import turn
 
 

@@ -19,7 +19,7 @@ from agent_kernel.journal._resume import INTERRUPTED_RESULT, Resumed, list_sessi
 # Eager: a lazy load would leave the submodule, not the function, under the name ``sql``. The
 # module imports neither DuckDB nor pandas until a query runs.
 from agent_kernel.journal._sql import connect, sql
-from agent_kernel.journal._writer import JOURNAL_SCHEMA, SESSIONS_DIR, Journal, rewrite_journal, session_path
+from agent_kernel.journal._writer import JOURNAL_SCHEMA, SESSIONS_DIR, Journal, JournalLostWarning, rewrite_journal, session_path
 
 if TYPE_CHECKING:
     from agent_kernel.journal._export import export_otel, export_parquet
@@ -30,6 +30,7 @@ __all__ = [
     "INTERRUPTED_RESULT",
     "JOURNAL_SCHEMA",
     "Journal",
+    "JournalLostWarning",
     "Resumed",
     "RunDiff",
     "SESSIONS_DIR",
