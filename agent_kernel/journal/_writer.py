@@ -278,6 +278,7 @@ class Journal:
             os.close(self._fd)
             raise
         self._identity = (st.st_dev, st.st_ino)
+        self._path_text = os.fspath(self.path)
         self._size = st.st_size  # the end of the last whole line written: a failed write is cut back here
         self.session_id: str = self.header["session_id"]
         self._flushed_at = clock()
@@ -550,17 +551,18 @@ class Journal:
                 return self._failed(exc, n)
             del buffer[:n]
             self._size += len(data)
-            self._fault = None
-            self._fault_reported = False
+            if self._fault is not None:  # the file takes writes again
+                self._fault = None
+                self._fault_reported = False
             return None
 
     def _still_named(self) -> bool:
         """True if the path still names the file this journal holds open (same device and inode)."""
         try:
-            st = os.stat(self.path)
+            st = os.stat(self._path_text)  # one system call per flush, not per event
         except OSError:
             return False
-        return (st.st_dev, st.st_ino) == self._identity
+        return st.st_ino == self._identity[1] and st.st_dev == self._identity[0]
 
     def _failed(self, cause: OSError | None, queued: int) -> JournalWriteError:
         self._fault = fault = JournalWriteError(_fault_message(self.path, cause, queued), path=self.path, cause=cause)
