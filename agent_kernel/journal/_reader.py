@@ -264,11 +264,12 @@ def read_header(path: str | os.PathLike[str]) -> dict[str, Any] | None:
         raise JournalError(f"no journal at {path}; check the path, or list sessions with list_sessions().") from None
 
 
-def read_events(path: str | os.PathLike[str]) -> list[AgentEvent]:
+def read_events(path: str | os.PathLike[str], count: LineCount | None = None) -> list[AgentEvent]:
     """Every event recorded in the journal at ``path``, in file order.
 
     A torn last line is skipped with a ``TornLineWarning``; damaged lines, and events of types
-    this version does not know, are left out with one ``SkippedLinesWarning`` naming how many.
+    this version does not know, are left out with one ``SkippedLinesWarning`` naming how many (or,
+    given ``count``, counted there instead, for a caller that says so in its own terms).
 
     Raises:
         JournalError: the file is missing, or its schema is newer than this version reads.
@@ -279,7 +280,8 @@ def read_events(path: str | os.PathLike[str]) -> list[AgentEvent]:
         <EventType.RUN_START: 'run_start'>
     """
     path = Path(path)
-    count = LineCount()
-    events = list(events_of(iter_records(_lines(_file_lines(path)), path, count, stacklevel=3), count))
-    count.warn(path, stacklevel=2)
+    counted = count if count is not None else LineCount()
+    events = list(events_of(iter_records(_lines(_file_lines(path)), path, counted, stacklevel=3), counted))
+    if count is None:
+        counted.warn(path, stacklevel=2)
     return events
