@@ -429,7 +429,7 @@ def cmd_replay(magics: AgentMagics, rest: str) -> None:
     """
     from IPython.display import display
 
-    from agent_kernel.journal._reader import LineCount, read_events
+    from agent_kernel.journal._reader import read_events
     from agent_kernel.jupyter._static_view import StaticTranscript
 
     source = _journal_of(magics, rest)
