@@ -121,6 +121,27 @@ def test_a_full_disk_ends_the_run_with_a_journal_error_and_the_same_agent_goes_o
         resumed.close()
 
 
+def test_a_run_that_starts_on_a_full_disk_ends_at_once_and_its_prompt_is_answered_once_space_returns(small_disk: Path, fake_provider) -> None:
+    fake_provider.script(turn("First."), turn("Answered."))
+    agent = Agent(fake_provider.claude(), working_dir=small_disk)
+    agent.run_sync("one")
+    filler = _fill(small_disk)
+    prompt = "Summarise this. " + "words " * 3000  # 18 KB: run_start cannot fit in the last page's slack
+    failed = agent.run_sync(prompt)
+    assert [e.type for e in failed.events] == [EventType.RUN_START, EventType.ERROR, EventType.RUN_FINISH]
+    assert failed.events[1].data["kind"] == "journal" and "ENOSPC" in failed.events[1].data["message"]
+    assert len(fake_provider.requests) == 1  # the model was not asked
+    filler.unlink()
+    assert agent.run_sync("again").text == "Answered."
+    agent.close()
+    recorded = read_events(agent.journal.path)
+    assert _seqs(recorded) == list(range(1, len(recorded) + 1))
+    assert prompt in str(fake_provider.bodies[-1]["messages"])  # the prompt stayed in the conversation, as the journal keeps it
+    resumed = Agent.resume(agent.journal.path, model=fake_provider.claude())
+    assert [m.to_dict() for m in resumed.messages] == [m.to_dict() for m in agent.messages]
+    resumed.close()
+
+
 async def test_the_flush_timer_keeps_deltas_queued_on_a_full_disk_and_never_calls_the_loop_handler(small_disk: Path) -> None:
     handled: list[dict[str, object]] = []
     asyncio.get_running_loop().set_exception_handler(lambda _loop, context: handled.append(context))
