@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
+from typing import Any
 
 __all__ = [
     "AgentKernelError",
     "ApprovalPending",
     "JournalError",
+    "JournalWriteError",
     "MissingAPIKey",
     "ModelError",
     "RunCancelled",
@@ -53,6 +55,26 @@ class MissingAPIKey(UserError):
 
 class JournalError(UserError):
     """A journal cannot be opened or written (for example, a second writer)."""
+
+
+class JournalWriteError(JournalError):
+    """The journal's file cannot take the events written to it (disk full, read-only, deleted).
+
+    The events stay queued in memory, in order, and nothing already in the file is damaged: a
+    failed write is cut back to the last whole line. The message names the file, the cause and
+    what to do.
+
+    Attributes:
+        path: the journal file.
+        cause: the ``OSError`` behind it, or None when the file was deleted or replaced.
+        event: the event whose write found the failure (it is queued), or None.
+    """
+
+    def __init__(self, message: str, *, path: object = None, cause: OSError | None = None, event: Any = None) -> None:
+        super().__init__(message)
+        self.path = path
+        self.cause = cause
+        self.event = event
 
 
 class ApprovalPending(UserError):

@@ -12,7 +12,7 @@ import pytest
 from agent_kernel import Agent, tool
 from agent_kernel.errors import JournalError, UserError
 from agent_kernel.events._event import AgentEvent, EventType
-from agent_kernel.journal import Journal, TornLineWarning, list_sessions, read_events, read_header, resolve_journal_path, session_path
+from agent_kernel.journal import Journal, SkippedLinesWarning, TornLineWarning, list_sessions, read_events, read_header, resolve_journal_path, session_path
 from agent_kernel.journal._writer import CANONICAL_FIELDS
 from agent_kernel.models.scripted import ScriptedModel, text, thinking, tool_call
 
@@ -233,7 +233,7 @@ def test_a_last_line_missing_only_its_newline_is_kept(tmp_path: Path) -> None:
     assert [e.seq for e in read_events(path)] == [1, 2, 3]
 
 
-def test_a_damaged_line_before_the_end_is_an_error_naming_the_line(tmp_path: Path) -> None:
+def test_a_damaged_line_before_the_end_is_skipped_with_a_warning_naming_the_line(tmp_path: Path) -> None:
     path = tmp_path / "j.jsonl"
     with Journal(path, session_id="s_bad") as journal:
         for seq in range(1, 4):
@@ -241,8 +241,8 @@ def test_a_damaged_line_before_the_end_is_an_error_naming_the_line(tmp_path: Pat
     rows = lines(path)
     rows[2] = rows[2][:20]
     path.write_text("\n".join(rows) + "\n")
-    with pytest.raises(JournalError, match="line 3"):
-        read_events(path)
+    with pytest.warns(SkippedLinesWarning, match=r"skipped 1 damaged line \(line 3\)"):
+        assert [e.seq for e in read_events(path)] == [1, 3]
 
 
 def test_data_json_cannot_hold_is_written_as_text_not_a_failure(tmp_path: Path) -> None:

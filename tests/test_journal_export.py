@@ -97,7 +97,7 @@ def test_bad_lines_are_skipped_with_a_count(tmp_path: Path) -> None:
     path = write(tmp_path / "a.jsonl", recorded_run())
     with open(path, "a") as f:
         f.write("garbage\n[1, 2]\n" + '{"seq":99,"ts":17')
-    with pytest.warns(SkippedLinesWarning, match="skipped 3 lines"):
+    with pytest.warns(SkippedLinesWarning, match="skipped 3 damaged lines"):
         result = export_parquet(path, tmp_path / "lake")
     assert result.skipped_lines == 3 and result.events == 31
     assert json.loads((tmp_path / "lake" / "_manifest.json").read_text())["journals"][str(path.resolve())]["skipped_lines"] == 3

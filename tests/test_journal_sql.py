@@ -146,17 +146,25 @@ def test_garbage_lines_and_a_torn_last_line_are_skipped_with_a_count(tmp_path: P
     lines.insert(5, "this is not json\n")
     lines.insert(9, '{"not": "an event"}\n')
     path.write_text("".join(lines) + '{"seq":99,"ts":17')
-    with pytest.warns(SkippedLinesWarning, match="skipped 3 lines"):
+    with pytest.warns(SkippedLinesWarning, match="skipped 3 damaged lines"):
         got = sql("SELECT count(*) AS n, max(seq) AS last FROM events", path)
     assert (got["n"][0], got["last"][0]) == (31, 31)
 
 
-def test_a_journal_of_an_unknown_schema_is_skipped_and_named(tmp_path: Path) -> None:
+def test_a_journal_of_a_newer_schema_is_refused_with_both_versions_and_the_upgrade(tmp_path: Path) -> None:
     write(tmp_path / "a.jsonl", recorded_run())
     (tmp_path / "future.jsonl").write_text('{"schema": 99, "session_id": "s_future", "created": 1.0}\n{"seq": 1}\n')
-    with pytest.warns(SkippedLinesWarning, match=r"future.jsonl \(schema 99\).*upgrade agent_kernel"):
-        got = sql("SELECT DISTINCT session_id FROM events", tmp_path / "*.jsonl")
-    assert got["session_id"].tolist() == ["s_frames"]
+    with pytest.raises(JournalError, match=r"future.jsonl is a journal of schema 99.*reads schema 1.*pip install -U agent_kernel"):
+        sql("SELECT DISTINCT session_id FROM events", tmp_path / "*.jsonl")
+
+
+def test_events_of_an_unknown_type_are_kept_and_counted(tmp_path: Path) -> None:
+    path = write(tmp_path / "a.jsonl", recorded_run())
+    with open(path, "a") as f:
+        f.write('{"seq":32,"ts":1.0,"session_id":"s_frames","run_id":"r_1","type":"from_the_future","data":{"x":1}}\n')
+    with pytest.warns(SkippedLinesWarning, match=r"kept 1 event of types this version does not know \('from_the_future' \(1\)\)"):
+        got = sql("SELECT count(*) AS n FROM events WHERE type = 'from_the_future'", path)
+    assert got["n"][0] == 1
 
 
 def test_an_empty_glob_names_the_pattern(tmp_path: Path) -> None:

@@ -243,6 +243,7 @@ def test_no_interpolate_sends_braces_as_written(cells: Cells) -> None:
     cells.run("rows = 42")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
+        warnings.filterwarnings("ignore", "unclosed", ResourceWarning)  # an earlier test's agent, collected meanwhile
         cells.run("%%agent -m model --no-interpolate\nKeep {rows} and {{this}}")
 
     assert cells.ns["model"].requests[-1].messages[-1].content[0].text == "Keep {rows} and {{this}}"

@@ -13,10 +13,10 @@ import pytest
 
 from agent_kernel import Agent, ToolContext, tool
 from agent_kernel.context import ContextManager
-from agent_kernel.errors import UserError
+from agent_kernel.errors import JournalError, UserError
 from agent_kernel.events._event import AgentEvent, EventType
 from agent_kernel.events._turn import TurnState
-from agent_kernel.journal import INTERRUPTED_RESULT, read_events, rebuild, turn_history
+from agent_kernel.journal import INTERRUPTED_RESULT, SkippedLinesWarning, read_events, rebuild, turn_history
 from agent_kernel.messages import Message, TextBlock, ToolResultBlock
 from agent_kernel.models.scripted import FunctionModel, ScriptedModel, fail, text, thinking, tool_call
 
@@ -298,3 +298,62 @@ def test_a_resume_that_fails_on_a_setting_can_be_tried_again_at_once(tmp_path: P
         Agent.resume(42)
     resumed = Agent.resume(path, model=ScriptedModel(["Again."]))  # the failed tries left the journal unlocked
     assert resumed.run_sync("once more").text == "Again." and len(resumed.messages) == 4
+
+
+# -- one reader policy: damaged lines, unknown types, a newer schema ----------------------------
+
+
+def _two_runs(tmp_path: Path) -> tuple[Path, list[Message]]:
+    path = tmp_path / "s.jsonl"
+    agent = Agent(ScriptedModel(["First.", "Second."]), journal=path)
+    agent.run_sync("one")
+    agent.run_sync("two")
+    agent.close()
+    return path, list(agent.messages)
+
+
+def test_a_resumed_journal_with_a_damaged_middle_line_skips_it_with_a_count_and_goes_on(tmp_path: Path) -> None:
+    path, messages = _two_runs(tmp_path)
+    lines = path.read_bytes().splitlines(keepends=True)
+    # A fragment an older version left after a disk-full write, then the next record appended to it.
+    at = next(i for i, line in enumerate(lines) if b'"type":"text_delta"' in line)
+    lines[at] = lines[at][: len(lines[at]) // 2] + b"\n"
+    path.write_bytes(b"".join(lines))
+    with pytest.warns(SkippedLinesWarning, match=rf"skipped 1 damaged line \(line {at + 1}\)"):
+        resumed = Agent.resume(path, model=ScriptedModel(["Third."]))
+    assert [m.to_dict() for m in resumed.messages] == [m.to_dict() for m in messages]
+    assert resumed.run_sync("three").text == "Third."
+    resumed.close()
+    with pytest.warns(SkippedLinesWarning, match="skipped 1 damaged line"):
+        assert [e.type for e in read_events(path)][-1] is EventType.RUN_FINISH
+
+
+def test_a_journal_of_a_newer_schema_is_refused_by_every_reader_with_both_versions_and_the_upgrade(tmp_path: Path) -> None:
+    from agent_kernel.journal import Journal, diff_runs, events_df, export_parquet, sql
+
+    path, _ = _two_runs(tmp_path)
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines[0] = lines[0].replace(b'"schema":1', b'"schema":2')
+    path.write_bytes(b"".join(lines))
+    refusal = r"schema 2, written by a newer agent_kernel; this version reads schema 1\. Upgrade to read it: pip install -U agent_kernel"
+    for read in (lambda: Agent.resume(path, model=ScriptedModel([])), lambda: read_events(path), lambda: events_df(path),
+                 lambda: sql("SELECT count(*) FROM events", path), lambda: export_parquet(path, tmp_path / "out"),
+                 lambda: diff_runs(path, path), lambda: Journal(path)):
+        with pytest.raises(JournalError, match=refusal):
+            read()
+
+
+def test_events_of_an_unknown_type_are_counted_not_called_corruption(tmp_path: Path) -> None:
+    from agent_kernel.journal import events_df
+
+    path, messages = _two_runs(tmp_path)
+    with open(path, "ab") as f:  # what a newer version might write between two runs
+        f.write(b'{"seq":99,"ts":1.0,"session_id":"s","run_id":"r_new","turn_id":null,"parent_turn_id":null,'
+                b'"iteration":0,"agent_id":null,"type":"plan_revised","data":{"plan":"x"}}\n')
+    counted = r"left out 1 event of types this version does not know \('plan_revised' \(1\)\)"
+    with pytest.warns(SkippedLinesWarning, match=counted):
+        resumed = Agent.resume(path, model=ScriptedModel(["Third."]))
+    assert [m.to_dict() for m in resumed.messages] == [m.to_dict() for m in messages]
+    resumed.close()
+    with pytest.warns(SkippedLinesWarning, match=counted):
+        assert "plan_revised" not in set(events_df(path)["type"].astype(str))

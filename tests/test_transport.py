@@ -95,7 +95,9 @@ async def test_an_agent_dropped_while_its_loop_runs_closes_its_pooled_connection
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             gc.collect()
-        assert [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)] == []
+        # Only the warning that the agent was not closed, as a file's; never a socket torn down unclosed.
+        resource = [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)]
+        assert len(resource) == 1 and resource[0].startswith("unclosed model client"), resource
         for _ in range(1_000):  # the loop closes the client in a task of its own
             if (c := client()) is None or c.is_closed():
                 break

@@ -22,7 +22,7 @@ from agent_kernel.agent._memory import AgentMemory
 from agent_kernel.agent._parts import DEFAULT, LoopSetting, build_context_manager, build_permissions, is_journal_folder, journal_path, open_journal, otel_sink, resolve_model_arg
 from agent_kernel.agent._result import RunResult
 from agent_kernel.agent._settings import check_known_settings, check_settings
-from agent_kernel.errors import UserError
+from agent_kernel.errors import JournalWriteError, UserError
 from agent_kernel.events import payloads as p
 from agent_kernel.events._event import AgentEvent, EventType, Payload
 from agent_kernel.events._sink import EventRecorder, EventSink
@@ -372,7 +372,11 @@ class Agent(metaclass=_RefusesUnknownSettings):
         interrupted = self._interrupted if prompt is None else None
         if prompt is None and interrupted is None and (not self.messages or self.messages[-1].role != "user"):
             raise UserError("There is nothing to continue: the conversation does not end with a user message. Pass a prompt.")
-        _ = self.journal  # open it before the emitter copies the sinks
+        unwritable: JournalWriteError | None = None
+        try:
+            _ = self.journal  # open it before the emitter copies the sinks
+        except JournalWriteError as exc:  # a read-only folder, a full disk: the run says so and ends
+            unwritable = exc
         # Session memory takes in the last run's events before the log may let them go.
         self.memory.session.catch_up()
         self.events.begin_run()  # memory holds this run and the keep_events before it
@@ -414,7 +418,18 @@ class Agent(metaclass=_RefusesUnknownSettings):
             if interrupted is not None:
                 uses = interrupted.message.tool_uses
                 start["continues"] = p.Continues(run_id=interrupted.run_id, call_ids=[use.id for use in uses])
-            yield em.emit(EventType.RUN_START, start)
+            try:
+                yield em.emit(EventType.RUN_START, start)
+            except JournalWriteError as exc:  # the journal's file cannot take it (it is queued)
+                unwritable = exc
+                yield exc.event
+            if unwritable is not None:
+                # Nothing of this run can be kept: it ends before its prompt is answered, and says
+                # why. The prompt stays in the conversation, as the journal records it.
+                loop_started = True
+                for event in self._journal_failed(em, ctx, unwritable):
+                    yield event
+                return
             if interrupted is not None:
                 self._interrupted = None  # from here on the run owns the turn
                 for result in interrupted.unfinished_results():
@@ -458,6 +473,18 @@ class Agent(metaclass=_RefusesUnknownSettings):
             self._context = None
             self.memory.session.background = None
             self.stats.merge(ctx.stats)
+
+    def _journal_failed(self, em: Any, ctx: ExecutionContext, fault: JournalWriteError) -> list[AgentEvent]:
+        """The ``error`` (kind ``journal``) and ``run_finish`` of a run whose journal cannot be written."""
+        message = str(fault)
+        events = [em.emit(EventType.ERROR, p.Error(message=message, kind="journal", status_code=None))]
+        ctx.stats.end = time.time()
+        try:
+            events.append(em.emit(EventType.RUN_FINISH, p.RunFinish(reason=TerminationReason.ERROR.value, text="", stats=ctx.stats.to_dict(), error=message)))
+        except JournalWriteError as again:  # the fault cleared and came back between two writes: queued all the same
+            events.append(again.event)
+        em.sync()
+        return events
 
     async def run(self, prompt: str | None) -> RunResult:
         """Runs the agent on ``prompt`` to the end and returns the ``RunResult`` (None: see ``stream``)."""
@@ -668,9 +695,14 @@ class Agent(metaclass=_RefusesUnknownSettings):
         self.memory.reset()
 
     def close(self) -> None:
-        """Flushes and closes the journal, and stops the MCP servers this agent started."""
+        """Flushes and closes the journal, closes the models' pooled connections (the next request
+        opens new ones), and stops the MCP servers this agent started."""
         if self.mcp is not None:
             self.mcp.close()
+        for model in self._models():
+            close = getattr(model, "close", None)
+            if callable(close):
+                close()
         if self._journal is not None:
             self._journal.close()
 
@@ -694,7 +726,16 @@ class Agent(metaclass=_RefusesUnknownSettings):
         """
         if self.mcp is not None:
             await self.mcp.aclose()  # stopping servers takes a moment; keep the loop free
+        for model in self._models():
+            aclose = getattr(model, "aclose", None)
+            if callable(aclose):
+                await aclose()  # the running loop's client closes its connections before this returns
         self.close()
+
+    def _models(self) -> list[Any]:
+        """The models this agent calls (its model and its fallback), each once."""
+        models = [self.model, self.fallback_model]
+        return [m for i, m in enumerate(models) if m is not None and all(m is not n for n in models[:i])]
 
     def use_sandbox(self, sandbox: Any = True) -> None:
         """Runs this agent's ``bash`` commands inside an OS sandbox from now on.

@@ -221,7 +221,7 @@ class Error(TypedDict):
     """
 
     message: str  # what went wrong, for a person
-    kind: str  # a short label: rate_limit, context_length, auth, stream_cut, crew, mcp, hook, approver, tampering, ...
+    kind: str  # a short label: rate_limit, context_length, auth, stream_cut, crew, mcp, hook, approver, tampering, journal (its file cannot be written), ...
     status_code: int | None  # the provider's HTTP status, when there was one
     server: NotRequired[str]  # kind mcp: the MCP server that failed
     fatal: NotRequired[bool]  # False: the run goes on (absent: the run ends with reason error)

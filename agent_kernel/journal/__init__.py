@@ -12,15 +12,14 @@ from typing import TYPE_CHECKING, Any
 
 from agent_kernel.journal._diff import diff_runs
 from agent_kernel.journal._html_diff import RunDiff, diff_view
-from agent_kernel.journal._reader import TornLineWarning, read_events, read_header
+from agent_kernel.journal._reader import SkippedLinesWarning, TornLineWarning, read_events, read_header
 from agent_kernel.journal._replay import replay
 from agent_kernel.journal._resume import INTERRUPTED_RESULT, Resumed, list_sessions, rebuild, resolve_journal_path, turn_history
-from agent_kernel.journal._sources import SkippedLinesWarning
 
 # Eager: a lazy load would leave the submodule, not the function, under the name ``sql``. The
 # module imports neither DuckDB nor pandas until a query runs.
 from agent_kernel.journal._sql import connect, sql
-from agent_kernel.journal._writer import JOURNAL_SCHEMA, SESSIONS_DIR, Journal, rewrite_journal, session_path
+from agent_kernel.journal._writer import JOURNAL_SCHEMA, SESSIONS_DIR, Journal, JournalLostWarning, rewrite_journal, session_path
 
 if TYPE_CHECKING:
     from agent_kernel.journal._export import export_otel, export_parquet
@@ -31,6 +30,7 @@ __all__ = [
     "INTERRUPTED_RESULT",
     "JOURNAL_SCHEMA",
     "Journal",
+    "JournalLostWarning",
     "Resumed",
     "RunDiff",
     "SESSIONS_DIR",

@@ -202,8 +202,8 @@ def export_parquet(paths: PathsLike, out_dir: str | os.PathLike[str], partition_
     (``date=2026-11-25/``), the Hive layout every engine reads:
     ``duckdb.sql("SELECT * FROM read_parquet('out/**/*.parquet', hive_partitioning=true)")``.
     Journals exported before and unchanged since (same path, size and modification time) are
-    skipped; a changed journal's files are replaced. Lines that are not records, and journals of
-    an unknown schema, are skipped with a ``SkippedLinesWarning``.
+    skipped; a changed journal's files are replaced. Lines that are not records are skipped
+    with a ``SkippedLinesWarning``; a journal of a newer schema is refused (``journal.reader``).
 
     Args:
         paths: a journal path, a folder, a glob (``**`` recurses) or a list of them.

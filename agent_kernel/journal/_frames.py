@@ -29,6 +29,7 @@ from agent_kernel.errors import JournalError
 from agent_kernel.events._event import AgentEvent, EventType
 from agent_kernel.journal._event_frame import AGENT_COLUMNS, EVENT_COLUMNS, STRING, TIME, TYPE_DTYPE, events_frame, objects, utc
 from agent_kernel.journal._fast.columns import columns_from_events, columns_from_file, records_from_file, small_pages
+from agent_kernel.journal._reader import KNOWN_TYPES, LineCount, events_of
 from agent_kernel.journal._resume import Conversation
 from agent_kernel.journal._writer import Journal
 
@@ -153,7 +154,11 @@ def source_events(source: Any, *, skip_deltas: bool = True) -> list[AgentEvent]:
     source = _session_source(source)
     if _is_path(source):
         records = records_from_file(source, _DELTAS if skip_deltas else ())
-        return [AgentEvent.from_dict(r) for r in records]
+        count = LineCount()
+        events = list(events_of(records, count))
+        count.unknown_types.update(str(r["type"]) for r in records if r["type"] not in KNOWN_TYPES)
+        count.warn(source, stacklevel=3)
+        return events
     if isinstance(source, Journal):
         source.flush()
         return source_events(source.path, skip_deltas=skip_deltas)

@@ -42,7 +42,6 @@ from __future__ import annotations
 import copy
 import json
 import os
-import warnings
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -53,7 +52,7 @@ from agent_kernel.errors import JournalError, UserError, did_you_mean
 from agent_kernel.events import payloads as p
 from agent_kernel.events._event import AgentEvent, EventType
 from agent_kernel.events._turn import TurnState
-from agent_kernel.journal._reader import TornLineWarning, parse_header
+from agent_kernel.journal._reader import LineCount, events_of, iter_records
 from agent_kernel.journal._writer import SESSIONS_DIR, session_path
 from agent_kernel.messages import ImageBlock, Message, ToolResultBlock, block_from_dict, message_from_dict
 from agent_kernel.models._response import ResponseBuilder
@@ -623,29 +622,21 @@ class _Subagents:
 def iter_events(path: str | os.PathLike[str]) -> Iterator[AgentEvent]:
     """The events of the journal at ``path``, one line at a time (``reader.read_events`` reads all).
 
-    A torn last line is skipped with a ``TornLineWarning``, as ``read_events`` does.
+    Read by the journal's one line policy (``journal.reader``): a torn last line is skipped with a
+    ``TornLineWarning``; damaged lines and events of unknown types are left out, and counted in one
+    ``SkippedLinesWarning`` once the file is read.
 
     Raises:
-        JournalError: no such file, or a line other than the last is not an event.
+        JournalError: no such file, or its schema is newer than this version reads.
     """
     try:
         f = open(path, "rb")  # closed by the ``with`` below; opened here so a missing file is named
     except FileNotFoundError:
         raise JournalError(f"no journal at {path}; check the path, or list sessions with list_sessions().") from None
+    count = LineCount()
     with f:
-        for number, line in enumerate(f, 1):
-            if number == 1 and parse_header(line) is not None:
-                continue
-            if not line.strip():
-                continue
-            try:
-                event = AgentEvent.from_dict(json.loads(line))
-            except (ValueError, KeyError, TypeError) as exc:
-                if not line.endswith(b"\n"):  # the last line, cut by a crash mid-write
-                    warnings.warn(TornLineWarning(f"{path}: skipped a torn last line ({len(line)} bytes), left by a crash mid-write; every complete record before it was read."), stacklevel=3)
-                    return
-                raise JournalError(f"{path}, line {number}: not an agent event ({exc!r}); the file was edited or corrupted, repair or remove that line.") from None
-            yield event
+        yield from events_of(iter_records(f, path, count, stacklevel=4), count)
+    count.warn(path, stacklevel=4)
 
 
 def list_sessions(working_dir: str | os.PathLike[str] | None = None) -> list[str]:

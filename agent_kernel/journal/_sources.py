@@ -1,9 +1,10 @@
 """journal.sources — many journals named at once: paths and globs resolved, headers checked.
 
 ``sql``, ``export_parquet`` and ``export_otel`` take a path, a glob (``**`` recurses) or a list
-of them. A journal whose header names a schema this version does not read is left out with a
-``SkippedLinesWarning``, as are garbage lines and a torn last line: a fleet of journals always
-holds a few damaged ones, and one of them must not stop the query over the rest.
+of them. Lines are read by the journal's one policy (``journal.reader``): a journal of a newer
+schema is refused, naming it and the upgrade; garbage lines and a torn last line are skipped with
+a ``SkippedLinesWarning`` (a fleet of journals always holds a few damaged ones, and one of them
+must not stop the query over the rest); events of unknown types are kept and counted.
 """
 
 from __future__ import annotations
@@ -12,28 +13,22 @@ import glob as globbing
 import os
 import warnings
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from agent_kernel.errors import JournalError
-from agent_kernel.journal._reader import parse_header
-from agent_kernel.journal._writer import JOURNAL_SCHEMA
+from agent_kernel.journal._reader import LineCount, SkippedLinesWarning, check_schema, iter_records, parse_header
 
 __all__ = ["JournalFiles", "SkippedLinesWarning", "journal_files", "read_tolerant", "warn_skipped"]
 
 PathsLike = str | os.PathLike[str] | Iterable[str | os.PathLike[str]]
 
 
-class SkippedLinesWarning(UserWarning):
-    """Some lines (or whole journals) could not be read and were left out; the count says how many."""
-
-
 @dataclass
 class JournalFiles:
-    """The journals a call reads, and those it left out for an unknown schema (path -> schema)."""
+    """The journals a call reads, each checked to be of a schema this version reads."""
 
     paths: list[str]
-    unknown_schema: dict[str, object] = field(default_factory=dict)
 
 
 def _expand(item: str | os.PathLike[str]) -> list[str]:
@@ -58,11 +53,11 @@ def journal_files(paths: PathsLike) -> JournalFiles:
     """Resolves ``paths`` (a path, a folder, a glob, or a list of them) to journal files.
 
     Files are absolute, deduplicated and in order (sorted within each glob). Each file's first line
-    is read: a header with another ``schema`` than this version writes sends the file to
-    ``unknown_schema``; a file without a header is read as events.
+    is read and checked (``reader.check_schema``); a file without a header is read as events.
 
     Raises:
-        JournalError: a path does not exist, a glob matches nothing, or nothing was given.
+        JournalError: a path does not exist, a glob matches nothing, nothing was given, or a
+            journal's schema is newer than this version reads (named, with the upgrade).
     """
     if not isinstance(paths, (str, os.PathLike, Iterable)) or isinstance(paths, bytes):
         raise JournalError(f"cannot read journals from {type(paths).__name__}; pass a path, a glob such as 'runs/*.jsonl', or a list of them.")
@@ -79,63 +74,30 @@ def journal_files(paths: PathsLike) -> JournalFiles:
     for path in seen:
         with open(path, "rb") as f:
             header = parse_header(f.readline())
-        if header is not None and header.get("schema") != JOURNAL_SCHEMA:
-            out.unknown_schema[path] = header.get("schema")
-        else:
-            out.paths.append(path)
+        check_schema(header, path)
+        out.paths.append(path)
     return out
 
 
-def warn_skipped(bad_lines: int, files: JournalFiles, *, stacklevel: int = 3) -> None:
-    """Warns once about what a call left out: unreadable lines and journals of an unknown schema."""
-    parts = []
-    if bad_lines:
-        parts.append(
-            f"skipped {bad_lines} line{'s' if bad_lines != 1 else ''} that are not journal records "
-            "(garbage, or a last line torn by a crash)"
-        )
-    if files.unknown_schema:
-        listed = ", ".join(f"{Path(p).name} (schema {s!r})" for p, s in list(files.unknown_schema.items())[:3])
-        more = len(files.unknown_schema) - 3
-        parts.append(
-            f"skipped {len(files.unknown_schema)} journal{'s' if len(files.unknown_schema) != 1 else ''} of a schema this "
-            f"version does not read ({listed}{f' and {more} more' if more > 0 else ''}); this version reads schema "
-            f"{JOURNAL_SCHEMA}, so upgrade agent_kernel to read them"
-        )
+def warn_skipped(bad_lines: int, files: JournalFiles, *, stacklevel: int = 3, unknown_types: LineCount | None = None) -> None:
+    """Warns once about what a call over ``files`` left out (damaged lines) or could not name (unknown types)."""
+    count = LineCount(bad_lines)
+    if unknown_types is not None:
+        count += unknown_types
+    parts = count.describe(kept_unknown=True)
     if parts:
         warnings.warn(SkippedLinesWarning("; ".join(parts) + ". Everything else was read."), stacklevel=stacklevel)
 
 
 def read_tolerant(path: str | os.PathLike[str], skip_types: Iterable[str] = ()) -> tuple[list[dict[str, object]], int]:
-    """The event records of one journal, and how many of its lines were not records.
+    """The event records of one journal (unknown types kept), and how many of its lines were damaged.
 
-    The header (a first line with ``schema``) is not a record; garbage, a JSON value that is not
+    Read by ``reader.iter_records``: the header is not a record; garbage, a JSON value that is not
     an object with ``seq``, ``ts`` and ``type``, and a torn last line are counted, not raised.
-    Lines of ``skip_types`` in the writer's canonical shape are left out without being parsed
-    (the per-token deltas are most of a journal).
+    Lines of ``skip_types`` in the writer's canonical shape are left out without being parsed.
     """
-    import json
-
-    from agent_kernel.journal._reader import _skipped
-
     with open(path, "rb") as f:
         raw = f.read()
-    records: list[dict[str, object]] = []
-    bad = 0
-    loads = json.loads
-    skip = [b',"type":"' + str(kind).encode() + b'","data":' for kind in skip_types]
-    for number, line in enumerate(raw.split(b"\n")):
-        if not line.strip() or (skip and _skipped(line, skip)):
-            continue
-        try:
-            record = loads(line)
-        except ValueError:
-            bad += 1
-            continue
-        if not isinstance(record, dict):
-            bad += 1
-        elif "seq" in record and "ts" in record and "type" in record:
-            records.append(record)
-        elif not (number == 0 and "schema" in record):
-            bad += 1
-    return records, bad
+    count = LineCount()
+    records: list[dict[str, object]] = list(iter_records(raw.splitlines(keepends=True), path, count, skip_types=skip_types, count_torn=True))
+    return records, count.damaged

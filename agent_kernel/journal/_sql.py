@@ -24,6 +24,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from agent_kernel.errors import UserError
+from agent_kernel.journal._reader import KNOWN_TYPES, LineCount
 from agent_kernel.journal._sources import JournalFiles, PathsLike, journal_files, warn_skipped
 
 if TYPE_CHECKING:
@@ -114,6 +115,15 @@ def _load(con: duckdb.DuckDBPyConnection, files: JournalFiles, with_deltas: bool
         "SELECT count(*) FROM _all WHERE (seq IS NULL OR ts IS NULL OR type IS NULL) AND NOT (_schema IS NOT NULL AND type IS NULL)"
     ).fetchall()[0]
     return int(row[0]) if row else 0
+
+
+def _unknown_types(con: duckdb.DuckDBPyConnection) -> LineCount:
+    """Events of types this version does not know: kept in the tables, counted for the warning."""
+    known = ", ".join(_quote(kind) for kind in sorted(KNOWN_TYPES))
+    rows = con.execute(f"SELECT type, count(*) FROM _all WHERE type IS NOT NULL AND seq IS NOT NULL AND type NOT IN ({known}) GROUP BY type").fetchall()
+    count = LineCount()
+    count.unknown_types.update({str(kind): int(n) for kind, n in rows})
+    return count
 
 
 def _common_columns() -> str:
@@ -370,12 +380,13 @@ def connect(paths: PathsLike, *, views: tuple[str, ...] | set[str] = VIEWS) -> d
 
     For several queries over the same journals: the files are read once. ``views`` limits what
     is prepared (``events`` keeps the per-token deltas in memory; ``messages`` is built in
-    Python). Lines that are not records, and journals of an unknown schema, are skipped with a
-    ``SkippedLinesWarning``.
+    Python). Lines that are not records are skipped, and events of unknown types kept, with one
+    ``SkippedLinesWarning`` counting them.
 
     Raises:
         UserError: DuckDB is not installed (the message says how to install it).
-        JournalError: a path does not exist, or a glob matches nothing.
+        JournalError: a path does not exist, a glob matches nothing, or a journal's schema is
+            newer than this version reads.
     """
     duckdb = _duckdb()
     files = journal_files(paths)
@@ -384,13 +395,14 @@ def connect(paths: PathsLike, *, views: tuple[str, ...] | set[str] = VIEWS) -> d
         con.execute("SET TimeZone = 'UTC'")
         con.execute("SET preserve_insertion_order = false")  # lets the load stream in parallel with less memory
         bad = _load(con, files, with_deltas="events" in views)
+        unknown = _unknown_types(con)
         con.execute(_VIEWS_SQL)
         if "messages" in views:
             _register_messages(con)
     except BaseException:
         con.close()
         raise
-    warn_skipped(bad, files)
+    warn_skipped(bad, files, unknown_types=unknown)
     return con
 
 
@@ -418,9 +430,10 @@ def sql(query: str, paths: PathsLike) -> pd.DataFrame:
       one; it is only built when the query names it.
 
     Times are TIMESTAMPTZ in UTC (microseconds; the frames keep nanoseconds). Rows come in no
-    particular order: say ``ORDER BY``. Journals are told apart by ``session_id``. Garbage lines,
-    a torn last line and journals of an unknown schema are skipped with a ``SkippedLinesWarning``
-    that counts them. For several queries over the same journals, ``connect`` (``from
+    particular order: say ``ORDER BY``. Journals are told apart by ``session_id``. Garbage lines
+    and a torn last line are skipped, and events of unknown types kept, with a
+    ``SkippedLinesWarning`` that counts them; a journal of a newer schema is refused, naming it
+    and the upgrade (``journal.reader``). For several queries over the same journals, ``connect`` (``from
     agent_kernel.journal._sql import connect``) reads them once.
 
     Args:

@@ -36,28 +36,48 @@ and the folders made for it ``0700`` (readable by their owner only).
 
 One writer per file: the open file holds an exclusive ``flock`` so a second ``Journal`` on the same
 path (in this process or another) is refused with a ``JournalError`` instead of interleaving lines.
+The lock is taken on the file the path names at that moment (checked again once it is held), and
+every flush checks that the path still names that file (same device and inode), so a journal
+whose folder was deleted or whose file was replaced stops rather than writing into a file nobody
+can read, and a second writer on the new file cannot interleave with it.
+
+Storage faults. A flush is all or nothing: the buffered lines leave the buffer only once they are
+all in the file. A write that fails (disk full, a read-only or vanished file) is cut back to the
+last whole line, the lines stay queued in order, and a ``JournalWriteError`` names the file, the
+cause and what to do. It is raised once per fault (by the write that found it, and again by the
+first ``run_start`` written while the fault lasts, and by ``flush()``), so the loop can end the run
+with an ``error`` of kind ``journal``; the writes that follow queue quietly. The flush timer never
+raises (the next write reports). Once the file takes writes again, the next flush writes
+everything queued, so the journal holds every event, in order, with no fragment in between.
+
+An unreachable ``Journal`` (an agent dropped without ``close()``) releases its descriptor and lock
+when it is collected, with a ``ResourceWarning`` as an unclosed file gives.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
+import errno
+import gc
 import json
 import os
 import re
 import threading
 import time
 import warnings
+import weakref
 from collections.abc import Callable, Mapping
 from json.encoder import encode_basestring_ascii
 from pathlib import Path
 from typing import Any
 
-from agent_kernel.errors import JournalError, UserError
+from agent_kernel.errors import JournalError, JournalWriteError, UserError
 from agent_kernel.events._event import AgentEvent, EventType
 from agent_kernel.guard._signing import SIGNATURE_FIELD, sign_header
 from agent_kernel.journal._format import DATA_KEY, FIELD_ORDER, ITEM_SEPARATOR, KEY_SEPARATOR, LINE_END, SEQ_KEY, TS_KEY, id_section
-from agent_kernel.journal._reader import TornLineWarning, parse_header, read_records
+from agent_kernel.journal._reader import JOURNAL_SCHEMA, TornLineWarning, check_schema, parse_header, read_records
 
 try:  # the C encoder, built once: json.dumps rebuilds it on every call
     from json.encoder import c_make_encoder  # type: ignore[attr-defined]  # private, so not in typeshed
@@ -69,9 +89,8 @@ try:
 except ImportError:  # pragma: no cover - Windows has no flock; the lock is skipped there
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["JOURNAL_SCHEMA", "SESSIONS_DIR", "Journal", "event_line", "rewrite_journal", "session_path"]
+__all__ = ["JOURNAL_SCHEMA", "SESSIONS_DIR", "Journal", "JournalLostWarning", "event_line", "rewrite_journal", "session_path"]
 
-JOURNAL_SCHEMA = 1
 SESSIONS_DIR = Path(".agent_kernel") / "sessions"
 
 # The only events that wait in the buffer: they come per token (or per progress report).
@@ -252,17 +271,30 @@ class Journal:
         self._timer: asyncio.TimerHandle | None = None
         self._timer_loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
+        self._fault: JournalWriteError | None = None  # the write failure not yet cleared by a flush
+        self._fault_reported = False  # raised once already: later writes queue quietly
         # A journal holds prompts, tool output and file contents: only its owner may read it.
-        _make_private_dirs(self.path.parent)
-        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
         try:
-            self._lock_file()
+            _make_private_dirs(self.path.parent)
+            self._fd = self._open_locked()
+        except OSError as exc:
+            raise _open_failure(self.path, exc) from None
+        try:
             self.header, self.last_seq = self._open_contents(session_id, metadata)
+            st = os.fstat(self._fd)
+        except OSError as exc:
+            os.close(self._fd)
+            raise _open_failure(self.path, exc) from None
         except BaseException:
             os.close(self._fd)
             raise
+        self._identity = (st.st_dev, st.st_ino)
+        self._path_text = os.fspath(self.path)
+        self._size = st.st_size  # the end of the last whole line written: a failed write is cut back here
         self.session_id: str = self.header["session_id"]
         self._flushed_at = clock()
+        # Dropped without close(): the descriptor (and with it the lock) is released on collection.
+        self._finalizer = weakref.finalize(self, _release_unclosed, self._fd, str(self.path), self._buffer)
 
     @classmethod
     def for_session(
@@ -291,17 +323,59 @@ class Journal:
         """True once ``close`` has been called."""
         return self._closed
 
-    def _lock_file(self) -> None:
+    def _open_locked(self) -> int:
+        """Opens the path and takes its lock, on the file the path still names once the lock is held.
+
+        Between ``open`` and ``flock`` another process may replace the file (its folder deleted and
+        made again): the lock would then guard a file nobody else can find. So the path is checked
+        again after locking, and opened anew until the locked file is the one it names.
+        """
+        for attempt in range(100):
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
+            except OSError as exc:
+                if exc.errno != errno.EMFILE or attempt:
+                    raise
+                gc.collect()  # agents dropped without close() may hold the descriptors: free them
+                continue
+            try:
+                self._lock_file(fd, retry=not attempt)
+                held = os.fstat(fd)
+                try:
+                    named = os.stat(self.path)
+                except FileNotFoundError:
+                    named = None
+            except BaseException:
+                os.close(fd)
+                raise
+            if named is not None and (named.st_dev, named.st_ino) == (held.st_dev, held.st_ino):
+                return fd
+            os.close(fd)  # the path was replaced while we locked: lock the file it names now
+        raise JournalError(f"{self.path} keeps being replaced while it is opened; is another program rewriting it?")
+
+    def _lock_file(self, fd: int, retry: bool = True) -> None:
         if fcntl is None:  # pragma: no cover
             return
         try:
-            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
         except BlockingIOError:
-            raise JournalError(
-                f"{self.path} is being written by another agent or kernel (its journal is locked). "
-                "Use another session id, or close the other agent (agent.close()) before resuming "
-                "this session here."
-            ) from None
+            if not retry:
+                raise self._locked() from None
+        # The holder may be a Journal in this process that nobody can reach (an agent dropped
+        # without close(), in a reference cycle): collecting it releases the lock.
+        gc.collect()
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise self._locked() from None
+
+    def _locked(self) -> JournalError:
+        return JournalError(
+            f"{self.path} is being written by another agent or kernel (its journal is locked). "
+            "Use another session id, or close the other agent (agent.close()) before resuming "
+            "this session here."
+        )
 
     def _open_contents(self, session_id: str | None, metadata: Mapping[str, Any] | None) -> tuple[dict[str, Any], int]:
         size = os.fstat(self._fd).st_size
@@ -318,11 +392,7 @@ class Journal:
                 f"{self.path} is not an agent_kernel journal (its first line is not a header with a "
                 "'schema' field). Choose another path, or move that file away."
             )
-        if header.get("schema") != JOURNAL_SCHEMA:
-            raise JournalError(
-                f"{self.path} uses journal schema {header.get('schema')!r}; this version writes schema "
-                f"{JOURNAL_SCHEMA}. Upgrade agent_kernel, or start a new session."
-            )
+        check_schema(header, self.path)  # a newer agent_kernel's journal is not continued in an older layout
         if session_id is not None and header.get("session_id") != session_id:
             raise JournalError(
                 f"{self.path} holds session {header.get('session_id')!r}, not {session_id!r}. Pass "
@@ -412,6 +482,8 @@ class Journal:
 
         Raises:
             JournalError: the journal is closed.
+            JournalWriteError: the file cannot take the events (the first write to find it out,
+                or a ``run_start`` while the fault lasts); ``event`` is queued all the same.
         """
         if self._closed:
             raise JournalError(f"{self.path} is closed; open a new Journal to keep writing this session.")
@@ -440,7 +512,12 @@ class Journal:
         self._buffer.append(line)
         self.last_seq = event.seq
         if kind not in _BUFFERED or self._clock() - self._flushed_at >= self.flush_interval:
-            self.flush()
+            fault = self._write_buffer()
+            if fault is not None and (not self._fault_reported or kind is EventType.RUN_START):
+                # Raised once per fault (and again to each run that starts while it lasts): the
+                # loop ends the run with an error; the events after it queue quietly.
+                self._fault_reported = True
+                raise JournalWriteError(str(fault), path=fault.path, cause=fault.cause, event=event)
         else:
             loop = _get_running_loop()
             # A timer armed in another loop (one run_sync closed, say) will never fire here.
@@ -455,10 +532,16 @@ class Journal:
     def _on_timer(self) -> None:
         self._timer = None
         if not self._closed:
-            self.flush()
+            # Never raises: an error here would go to the event loop's handler. A failure stays
+            # queued with its lines, and the next write or flush reports it.
+            self._write_buffer()
 
-    def flush(self) -> None:
-        """Writes the buffered lines to the file (one system call)."""
+    def _write_buffer(self) -> JournalWriteError | None:
+        """Writes the buffered lines (one system call); returns the failure, if any, instead of raising.
+
+        All or nothing: the lines leave the buffer only once all of them are in the file. A write
+        cut short is truncated back to the last whole line, so the file never holds a fragment.
+        """
         with self._lock:
             self._flushed_at = self._clock()
             buffer = self._buffer
@@ -466,26 +549,144 @@ class Journal:
             # thread while this runs land after index n and stay for the next flush.
             n = len(buffer)
             if not n or self._closed:
-                return
+                return None
+            if not self._still_named():
+                return self._failed(None, n)
             data = "".join(buffer[:n]).encode("ascii")
+            try:
+                if self._fault is not None and os.fstat(self._fd).st_size != self._size:
+                    os.ftruncate(self._fd, self._size)  # a fragment a failed cut-back left behind
+                self._write_bytes(data)
+            except OSError as exc:
+                with contextlib.suppress(OSError):
+                    os.ftruncate(self._fd, self._size)
+                return self._failed(exc, n)
             del buffer[:n]
-            self._write_bytes(data)
+            self._size += len(data)
+            if self._fault is not None:  # the file takes writes again
+                self._fault = None
+                self._fault_reported = False
+            return None
+
+    def _still_named(self) -> bool:
+        """True if the path still names the file this journal holds open (same device and inode)."""
+        try:
+            st = os.stat(self._path_text)  # one system call per flush, not per event
+        except OSError:
+            return False
+        return st.st_ino == self._identity[1] and st.st_dev == self._identity[0]
+
+    def _failed(self, cause: OSError | None, queued: int) -> JournalWriteError:
+        self._fault = fault = JournalWriteError(_fault_message(self.path, cause, queued), path=self.path, cause=cause)
+        return fault
+
+    @property
+    def fault(self) -> JournalWriteError | None:
+        """The write failure the journal is in (its events wait in memory), or None when healthy."""
+        return self._fault
+
+    def flush(self) -> None:
+        """Writes the buffered lines to the file (one system call).
+
+        Raises:
+            JournalWriteError: the file cannot take them; they stay queued (see the module docstring).
+        """
+        fault = self._write_buffer()
+        if fault is not None:
+            self._fault_reported = True
+            raise fault
 
     def sync(self) -> None:
-        """Flushes, then asks the OS to put the file on disk (``fsync``): the end-of-run guarantee."""
-        self.flush()
+        """Flushes, then asks the OS to put the file on disk (``fsync``): the end-of-run guarantee.
+
+        A write failure is not raised here (the run's end is being recorded; the lines stay queued
+        and the failure was, or will be, reported by a write or ``flush``).
+        """
+        if self._write_buffer() is not None:
+            return
         with self._lock:
             if not self._closed:
-                os.fsync(self._fd)
+                try:
+                    os.fsync(self._fd)
+                except OSError as exc:
+                    self._fault = JournalWriteError(_fault_message(self.path, exc, 0), path=self.path, cause=exc)
 
     def close(self) -> None:
-        """Flushes and releases the file (and its lock). Safe to call twice."""
+        """Flushes and releases the file (and its lock). Safe to call twice.
+
+        Events still queued by a write failure cannot be kept once the file is released: they are
+        named in a ``JournalLostWarning``.
+        """
         if self._closed:
             return
-        self.flush()
+        fault = self._write_buffer()
         if self._timer is not None and self._timer_loop is _get_running_loop():
             self._timer.cancel()  # a handle belongs to its loop's thread; others just find it closed
         self._timer = None
         with self._lock:
             self._closed = True
+            self._finalizer.detach()
             os.close(self._fd)  # closing the descriptor releases the flock
+        if fault is not None:
+            lost = len(self._buffer)
+            self._buffer.clear()
+            warnings.warn(
+                JournalLostWarning(
+                    f"{self.path} was closed with {lost} event{'s' if lost != 1 else ''} it could not write "
+                    f"({fault.cause.strerror if fault.cause is not None else 'the file was deleted or replaced'}); "
+                    "they are in agent.events only. Close the agent once the file can be written to keep them."
+                ),
+                stacklevel=2,
+            )
+
+
+class JournalLostWarning(UserWarning):
+    """A journal was closed while events it could not write were queued; they are not in the file."""
+
+
+def _release_unclosed(fd: int, path: str, buffer: list[str]) -> None:
+    """Writes what a ``Journal`` collected without ``close()`` still buffered, then closes its
+    descriptor (which releases its lock)."""
+    with contextlib.suppress(OSError):
+        if buffer:
+            data = memoryview("".join(buffer).encode("ascii"))
+            while data:
+                data = data[os.write(fd, data):]
+    with contextlib.suppress(OSError):
+        os.close(fd)
+    warnings.warn(f"unclosed journal {path!r}; call agent.close() (or use 'with Agent(...)') to release it", ResourceWarning, stacklevel=2)
+
+
+def _fault_message(path: Path, cause: OSError | None, queued: int) -> str:
+    waiting = f"{queued} event{'s' if queued != 1 else ''} wait{'s' if queued == 1 else ''} in memory"
+    if cause is None:
+        return (
+            f"the journal {path} was deleted or replaced while this agent was writing it, so {waiting} with "
+            "nowhere to go. Keep the folder in place while agents run; start a new session (agent.reset()) "
+            "to record in a new file."
+        )
+    if cause.errno in (errno.ENOSPC, errno.EDQUOT):
+        todo = "free space on that disk (or raise the quota)"
+    elif cause.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+        todo = "make the file and its folder writable (or remount the disk read-write)"
+    else:
+        todo = "fix the storage"
+    return (
+        f"cannot write the journal {path}: {cause.strerror or cause} [{errno.errorcode.get(cause.errno or 0, cause.errno)}]. "
+        f"Nothing already recorded was damaged and {waiting}; {todo}, then run the agent again: it writes "
+        "them first and goes on."
+    )
+
+
+def _open_failure(path: Path, cause: OSError) -> JournalWriteError:
+    if cause.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+        todo = "make the file and its folder writable, or pass journal= another folder (journal=None records nothing)"
+    elif cause.errno in (errno.ENOSPC, errno.EDQUOT):
+        todo = "free space on that disk, or pass journal= a folder on another disk"
+    else:
+        todo = "check the path, or pass journal= another folder"
+    return JournalWriteError(
+        f"cannot open the journal {path}: {cause.strerror or cause} [{errno.errorcode.get(cause.errno or 0, cause.errno)}]; {todo}.",
+        path=path,
+        cause=cause,
+    )

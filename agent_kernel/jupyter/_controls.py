@@ -496,7 +496,7 @@ def cmd_show(magics: AgentMagics, rest: str) -> None:
     """
     from IPython.display import display
 
-    from agent_kernel.journal._reader import read_events
+    from agent_kernel.journal._reader import LineCount, read_events
     from agent_kernel.jupyter._static_view import StaticTranscript
 
     wanted = rest.strip() or "last"
@@ -505,8 +505,11 @@ def cmd_show(magics: AgentMagics, rest: str) -> None:
         if isinstance(source, Path):
             if wanted != "last" and wanted not in source.read_text(encoding="utf-8", errors="replace"):
                 continue  # cheaper than parsing every journal
+            count = LineCount()
             try:
-                events, complete = read_events(source), True
+                events, complete = read_events(source, count), True
+                if not events and count.damaged:
+                    raise JournalError("; ".join(count.describe(kept_unknown=False)))
             except JournalError as error:  # another .jsonl in the folder, or a damaged journal: the older ones still count
                 unreadable.append(source.name)
                 print(f"%agent show: skipped {source.name}, which cannot be read as a journal ({error})")

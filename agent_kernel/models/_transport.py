@@ -16,7 +16,9 @@ runs the finalizers of everything it frees at once: the pooled sockets would be 
 unclosed, before the client could close them. So the generators are not held by the adapter
 alone: a ``weakref.finalize`` holds them until the adapter is gone and then lets go, outside the
 garbage, and each running loop closes its abandoned generator (and with it the client) as it
-closes any other.
+closes any other. A client still open then (its loop still runs: a notebook's) gets a
+``ResourceWarning``, as an unclosed file does; ``close()`` (``Agent.close``) closes the clients
+an adapter made, each on its own loop, so none is left for the collector.
 
 **Stream activity.** The SDKs swallow keep-alive traffic (Anthropic's ``ping`` events, SSE
 comment lines), so an adapter never sees it, yet a server that sends it is alive. Adapters hook
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import warnings
 import weakref
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, Generic, TypeVar
@@ -60,7 +63,7 @@ class LoopBound(Generic[C]):
         # Keeps each client's closing generator out of this object's garbage (see the module's
         # docstring); released when this object is freed.
         self._closers: list[Any] = []
-        weakref.finalize(self, self._closers.clear).atexit = False
+        weakref.finalize(self, _release_closers, self._closers).atexit = False
 
     def get(self) -> C:
         """The client of the running loop (or, outside any loop, the last one handed out)."""
@@ -81,6 +84,63 @@ class LoopBound(Generic[C]):
             self._closers[:] = [g for g in self._closers if g.ag_frame is not None] + [entry[1]]
         self._last = entry[0]
         return entry[0]
+
+
+    def close(self) -> None:
+        """Closes the clients this object made (a client it was given is its owner's), each on its loop.
+
+        On the running loop the close is scheduled (a sync call cannot wait there; ``aclose``
+        can); on a loop running in another thread it is handed to that loop; a loop that has shut
+        down closed its client already, and one that is stopped closes it at its shutdown.
+        """
+        self._close(None)
+
+    async def aclose(self) -> None:
+        """``close``, waiting for the running loop's client to finish closing."""
+        mine = self._close(asyncio.get_running_loop())
+        if mine is not None:
+            await mine.aclose()
+
+    def _close(self, awaited: asyncio.AbstractEventLoop | None) -> Any:
+        if self._make is None:
+            return None
+        self._last = None
+        try:
+            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        mine = None
+        for loop, (_, closer) in list(self._clients.items()):
+            self._clients.pop(loop, None)
+            if closer.ag_frame is None or loop.is_closed():
+                continue  # closed at its loop's shutdown
+            if loop is awaited:
+                mine = closer
+            elif loop is running:
+                _closing_tasks.add(task := loop.create_task(closer.aclose()))
+                task.add_done_callback(_closing_tasks.discard)
+            elif loop.is_running():
+                asyncio.run_coroutine_threadsafe(closer.aclose(), loop)
+            # else: a loop that is neither running nor closed closes it at its shutdown
+        self._closers[:] = [g for g in self._closers if g.ag_frame is not None and g is not mine]
+        return mine
+
+
+_closing_tasks: set[asyncio.Task[Any]] = set()  # the loop holds tasks weakly: these must finish
+
+
+def _release_closers(closers: list[Any]) -> None:
+    """Lets go of a dropped adapter's closing generators (their loops close them and the clients),
+    warning as an unclosed file does if a client was still open."""
+    still_open = sum(1 for g in closers if g.ag_frame is not None)
+    closers.clear()
+    if still_open:
+        warnings.warn(
+            f"unclosed model client ({still_open} pooled HTTP client{'s' if still_open != 1 else ''}); "
+            "call agent.close() (or use 'with Agent(...)') to close its connections",
+            ResourceWarning,
+            stacklevel=2,
+        )
 
 
 def _closed_at_shutdown(client: Any) -> Any:

@@ -120,6 +120,15 @@ class AnthropicModel:
         else:
             self._clients = LoopBound(given=client)
 
+    def close(self) -> None:
+        """Closes the pooled connections of the SDK clients this model made (a ``client`` you
+        passed stays open: it is yours). The next request opens new ones."""
+        self._clients.close()
+
+    async def aclose(self) -> None:
+        """``close``, returning once the running loop's client has closed its connections."""
+        await self._clients.aclose()
+
     @property
     def client(self) -> anthropic.AsyncAnthropic:
         """The SDK client of the running event loop (one per loop: see ``models.transport``)."""

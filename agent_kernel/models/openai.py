@@ -121,6 +121,15 @@ class OpenAIModel:
         #: The wire this model speaks: ``"responses"`` or ``"chat"``.
         self.api: str = api or _default_api(str(client.base_url) if client is not None else base_url or os.environ.get("OPENAI_BASE_URL"))
 
+    def close(self) -> None:
+        """Closes the pooled connections of the SDK clients this model made (a ``client`` you
+        passed stays open: it is yours). The next request opens new ones."""
+        self._clients.close()
+
+    async def aclose(self) -> None:
+        """``close``, returning once the running loop's client has closed its connections."""
+        await self._clients.aclose()
+
     @property
     def client(self) -> openai.AsyncOpenAI:
         """The SDK client of the running event loop (one per loop: see ``models.transport``)."""

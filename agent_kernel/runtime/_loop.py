@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 from typing_extensions import TypedDict
 
 from agent_kernel._util.text import encodable
-from agent_kernel.errors import ModelError, StopRun, UserError
+from agent_kernel.errors import JournalWriteError, ModelError, StopRun, UserError
 from agent_kernel.events import payloads as p
 from agent_kernel.events._event import AgentEvent, EventType
 from agent_kernel.events._turn import TurnState
@@ -253,7 +253,8 @@ class _Loop:
                     self._left_running = await ctx.background.cancel()
                 em.drain()  # journals what the settling queued; the stream itself is gone
                 why = self.token.reason or "the run was stopped from outside (task cancelled or stream closed)"
-                em.emit(EventType.CANCELLED, self._cancelled_data(why))
+                with contextlib.suppress(JournalWriteError):  # queued; the exception on its way out wins
+                    em.emit(EventType.CANCELLED, self._cancelled_data(why))
                 ctx.stats.turns += 1  # the turn it stopped in counts, as for a cancel from inside
                 self._record_finish(TerminationReason.USER_INTERRUPT, self.last_text)
                 ctx.state.set(LoopState.COMPLETED)
@@ -541,54 +542,57 @@ class _Loop:
             with on_stream_activity(watchdog.touch) if watchdog is not None else contextlib.nullcontext():
                 token.arm()
                 stream = model.stream(request)
-                async for sev in stream:
-                    token.disarm()
-                    if em.holding_text and not isinstance(sev, TextDelta):
-                        yield em.release()  # text held back for redaction: its block has ended
-                    # A lone surrogate (JSON may escape one) would break every later request: out.
-                    if isinstance(sev, TextDelta):  # the common case first
-                        text = encodable(sev.text)
-                        builder.text(text)
-                        delta: p.TextDelta = {"text": text}  # a literal: the hottest line of the loop
-                        yield em.emit(EventType.TEXT_DELTA, delta)
-                    elif isinstance(sev, ThinkingDelta):
-                        text = encodable(sev.text)
-                        builder.thinking(text, sev.signature)
-                        yield em.emit(EventType.THINKING_DELTA, p.ThinkingDelta(text=text, signature=sev.signature))
-                    elif isinstance(sev, ToolCallStart):
-                        name = encodable(sev.name or NAMELESS_TOOL)
-                        call_id = builder.tool_start(sev.index, encodable(sev.id), name)
-                        yield em.emit(EventType.TOOL_CALL_START, p.ToolCallStart(call_id=call_id, name=name, index=sev.index))
-                    elif isinstance(sev, ToolCallDelta):
-                        yield em.emit(EventType.TOOL_CALL_DELTA, p.ToolCallDelta(call_id=builder.call_id(sev.index), index=sev.index, delta=sev.arguments))
-                    elif isinstance(sev, ToolCallEnd):
-                        name = encodable(sev.name or NAMELESS_TOOL)
-                        call_id = builder.call_id(sev.index) or builder.tool_start(sev.index, encodable(sev.id), name)
-                        arguments, parse_error = parse_arguments(sev.arguments)
-                        builder.tool_use(call_id, name, arguments)
-                        ready = p.ToolCallReady(call_id=call_id, name=name, arguments=arguments, index=sev.index)
-                        if parse_error:
-                            ready["parse_error"] = parse_error
-                        yield em.emit(EventType.TOOL_CALL_READY, ready)
-                        if not final:
-                            tool = tools.get(name)
-                            # An unknown name runs nothing: it is answered at once, as its own call,
-                            # and holds back none of the calls beside it.
-                            if tool is not None and (self._held or not tool.concurrency_safe):
-                                self._held.append(PendingCall(call_id, name, arguments, sev.index, False, parse_error))
-                            else:
-                                executor.submit(call_id, name, arguments, parse_error=parse_error)
-                    elif isinstance(sev, MessageEnd):
-                        self._end = sev
-                    if em.has_pending:
-                        for ev in em.drain():
-                            yield ev
-                    if token.reason is not None:
-                        raise _Interrupted
-                    if watchdog is not None:
-                        # Back from the consumer: the model's silence is measured from now.
-                        watchdog.touch()
-                    token.arm()
+                # aclosing: a run that ends mid-stream (an interrupt, a journal that cannot be
+                # written) closes the response here, on this loop, not when it is collected.
+                async with _closing(stream):
+                    async for sev in stream:
+                        token.disarm()
+                        if em.holding_text and not isinstance(sev, TextDelta):
+                            yield em.release()  # text held back for redaction: its block has ended
+                        # A lone surrogate (JSON may escape one) would break every later request: out.
+                        if isinstance(sev, TextDelta):  # the common case first
+                            text = encodable(sev.text)
+                            builder.text(text)
+                            delta: p.TextDelta = {"text": text}  # a literal: the hottest line of the loop
+                            yield em.emit(EventType.TEXT_DELTA, delta)
+                        elif isinstance(sev, ThinkingDelta):
+                            text = encodable(sev.text)
+                            builder.thinking(text, sev.signature)
+                            yield em.emit(EventType.THINKING_DELTA, p.ThinkingDelta(text=text, signature=sev.signature))
+                        elif isinstance(sev, ToolCallStart):
+                            name = encodable(sev.name or NAMELESS_TOOL)
+                            call_id = builder.tool_start(sev.index, encodable(sev.id), name)
+                            yield em.emit(EventType.TOOL_CALL_START, p.ToolCallStart(call_id=call_id, name=name, index=sev.index))
+                        elif isinstance(sev, ToolCallDelta):
+                            yield em.emit(EventType.TOOL_CALL_DELTA, p.ToolCallDelta(call_id=builder.call_id(sev.index), index=sev.index, delta=sev.arguments))
+                        elif isinstance(sev, ToolCallEnd):
+                            name = encodable(sev.name or NAMELESS_TOOL)
+                            call_id = builder.call_id(sev.index) or builder.tool_start(sev.index, encodable(sev.id), name)
+                            arguments, parse_error = parse_arguments(sev.arguments)
+                            builder.tool_use(call_id, name, arguments)
+                            ready = p.ToolCallReady(call_id=call_id, name=name, arguments=arguments, index=sev.index)
+                            if parse_error:
+                                ready["parse_error"] = parse_error
+                            yield em.emit(EventType.TOOL_CALL_READY, ready)
+                            if not final:
+                                tool = tools.get(name)
+                                # An unknown name runs nothing: it is answered at once, as its own call,
+                                # and holds back none of the calls beside it.
+                                if tool is not None and (self._held or not tool.concurrency_safe):
+                                    self._held.append(PendingCall(call_id, name, arguments, sev.index, False, parse_error))
+                                else:
+                                    executor.submit(call_id, name, arguments, parse_error=parse_error)
+                        elif isinstance(sev, MessageEnd):
+                            self._end = sev
+                        if em.has_pending:
+                            for ev in em.drain():
+                                yield ev
+                        if token.reason is not None:
+                            raise _Interrupted
+                        if watchdog is not None:
+                            # Back from the consumer: the model's silence is measured from now.
+                            watchdog.touch()
+                        token.arm()
                 token.disarm()
         except asyncio.CancelledError:
             token.disarm()
@@ -642,7 +646,17 @@ class _Loop:
 
     async def _ending_events(self, ending: Exception) -> AsyncIterator[AgentEvent]:
         """The run's last events, for whatever ended it."""
-        if isinstance(ending, _Finish):
+        if not isinstance(ending, JournalWriteError):
+            try:  # what the run recorded is in the journal, or its end says why not
+                self.em.flush()
+            except JournalWriteError as fault:
+                ending = fault
+        if isinstance(ending, JournalWriteError):
+            if ending.event is not None:  # the event whose write found the fault: it is queued, and shown
+                yield ending.event
+            self.ctx.stats.turns += 1
+            events = self._failed("journal", str(ending))
+        elif isinstance(ending, _Finish):
             self.ctx.stats.turns += 1
             events = self._finish(ending)
         elif isinstance(ending, _Interrupted):
@@ -766,7 +780,10 @@ class _Loop:
         data = data or {}
         if self._left_running:
             data = {**data, "background_cancelled": self._left_running}
-        ev = self.em.emit(EventType.RUN_FINISH, p.RunFinish(reason=reason.value, text=text, stats=stats.to_dict(), **data))
+        try:
+            ev = self.em.emit(EventType.RUN_FINISH, p.RunFinish(reason=reason.value, text=text, stats=stats.to_dict(), **data))
+        except JournalWriteError as fault:  # the disk filled up just now: the end is queued; the next run reports it
+            ev = fault.event
         self.em.sync()
         return ev
 
@@ -910,6 +927,11 @@ def _limit(turn: TurnState) -> int:
     """The turn limit of a final turn (one that has a limit, or it would not be final)."""
     assert turn.max_iterations is not None
     return turn.max_iterations
+
+
+def _closing(stream: Any) -> contextlib.AbstractAsyncContextManager[Any]:
+    """Closes ``stream`` on the way out when it can be closed (an async generator can)."""
+    return contextlib.aclosing(stream) if hasattr(stream, "aclose") else contextlib.nullcontext()
 
 
 def _result_dict(block: ToolResultBlock) -> p.BlockDict:

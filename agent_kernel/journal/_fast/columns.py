@@ -31,7 +31,7 @@ import json
 import os
 import sys
 import threading
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
@@ -49,6 +49,7 @@ from agent_kernel.journal._fast.data_pieces import DataPiece, arrow_kind, data_k
 from agent_kernel.journal._fast.line_scan import EVENT_TYPES, NotCanonical, blocks, complete_tail, locate, padded
 from agent_kernel.journal._fast.slow import SlowJournalWarning, Unparsed, any_layout_chunks, layout_problems, line_by_line_records, warn_slow
 from agent_kernel.journal._format import GROUP_FIELDS
+from agent_kernel.journal._reader import LineCount, check_schema, read_header
 
 __all__ = [
     "EVENT_TYPES",
@@ -109,6 +110,7 @@ class _Builder:
         self.group_index: dict[Any, int] = {}
         self.groups: list[dict[str, Any]] = []
         self.data: dict[str, list[DataPiece]] = {}
+        self.unknown: Counter[str] = Counter()  # events of types this version does not know, left out
 
     def group_of(self, key: Any, fields: dict[str, Any]) -> int:
         code = self.group_index.get(key)
@@ -165,11 +167,18 @@ class _Builder:
             return
         if not envelopes:
             return
-        n = len(records)
         seqs, times, kinds, payloads = zip(*envelopes)
         codes = list(map(_TYPE_CODE.get, map(str, kinds)))
-        if None in codes:
-            raise JournalError(f"unknown event type {kinds[codes.index(None)]!r}; is this journal from a newer agent_kernel?")
+        if None in codes:  # a newer version's events: left out of the columns, and counted
+            known = [i for i, code in enumerate(codes) if code is not None]
+            self.unknown.update(str(kinds[i]) for i, code in enumerate(codes) if code is None)
+            records = [records[i] for i in known]
+            if not records:
+                return
+            seqs, times, kinds, payloads = zip(*(envelopes[i] for i in known))
+            ids = [ids[i] for i in known]
+            codes = [codes[i] for i in known]
+        n = len(records)
         parents = [record.get("parent_agent_id") for record in records]  # never in a file; kept like add_events
         keys = list(zip(ids, parents))
         index = self.group_index
@@ -195,10 +204,11 @@ class _Builder:
             if code is None:
                 code = self.group_of(ids, dict(zip(_ROW_GROUP_FIELDS, ids)))
             kind = _field(record, "type")
-            try:
-                type_code.append(_TYPE_CODE[str(kind)])
-            except KeyError:
-                raise JournalError(f"unknown event type {kind!r}; is this journal from a newer agent_kernel?") from None
+            code_of_type = _TYPE_CODE.get(str(kind))
+            if code_of_type is None:  # a newer version's event: left out, and counted
+                self.unknown[str(kind)] += 1
+                continue
+            type_code.append(code_of_type)
             seq.append(int(_field(record, "seq")))
             ts.append(float(_field(record, "ts")))
             group.append(code)
@@ -299,16 +309,19 @@ def columns_from_file(path: str | os.PathLike[str]) -> EventColumns:
 
 
 def _columns_from_file(path: Path) -> EventColumns:
+    check_schema(read_header(path), path)
     try:
         return _read_canonical(path)
     except NotCanonical:
-        columns = _read_any_layout(path)  # an unknown event type raises here, before any warning
-        warn_slow(path, stacklevel=4)  # events_df's caller
+        columns, unknown = _read_any_layout(path)  # a newer version's event types are not canonical
+        LineCount(unknown_types=unknown).warn(path, stacklevel=4)
+        if not unknown or layout_problems(path):  # not when only a newer version's event types sent it here
+            warn_slow(path, stacklevel=4)  # events_df's caller
         return columns
 
 
-def _read_any_layout(path: Path) -> EventColumns:
-    """Columns of a journal in any layout, read with ``json``."""
+def _read_any_layout(path: Path) -> tuple[EventColumns, Counter[str]]:
+    """Columns of a journal in any layout, read with ``json``, and the unknown event types left out."""
     builder = _Builder()
     try:
         for records in any_layout_chunks(path, stacklevel=5):
@@ -316,7 +329,7 @@ def _read_any_layout(path: Path) -> EventColumns:
     except Unparsed:
         builder = _Builder()
         builder.add_records(line_by_line_records(path))
-    return builder.finish()
+    return builder.finish(), builder.unknown
 
 
 def _read_canonical(path: Path) -> EventColumns:
@@ -368,6 +381,7 @@ def records_from_file(path: str | os.PathLike[str], skip_types: Iterable[str] = 
     the per-token deltas, nine in ten lines of a long session, cost next to nothing. Other files
     go through ``reader.read_records``. A torn last line is skipped with a ``TornLineWarning``.
     """
+    check_schema(read_header(path), path)
     skip = np.asarray(sorted(_TYPE_CODE[str(kind)] for kind in skip_types), np.int16)
     with paused_gc():
         try:

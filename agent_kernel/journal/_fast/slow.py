@@ -20,7 +20,7 @@ from typing import Any
 from agent_kernel.errors import JournalError
 from agent_kernel.journal._fast.line_scan import blocks, complete_tail
 from agent_kernel.journal._format import FIELD_ORDER, ITEM_SEPARATOR, KEY_SEPARATOR
-from agent_kernel.journal._reader import read_records
+from agent_kernel.journal._reader import LineCount, iter_records
 
 __all__ = ["SlowJournalWarning", "Unparsed", "any_layout_chunks", "layout_problems", "line_by_line_records", "warn_slow"]
 
@@ -95,8 +95,8 @@ def any_layout_chunks(path: Path, stacklevel: int) -> Iterator[list[Any]]:
     skipped with a ``TornLineWarning``.
 
     Raises:
-        Unparsed: a chunk holds a blank or damaged line; ``reader.read_records`` reads the file
-            then (it skips blank lines and names a damaged one).
+        Unparsed: a chunk holds a blank or damaged line; ``line_by_line_records`` reads the file
+            then (it skips blank lines and counts damaged ones).
         JournalError: the file is missing.
     """
     try:
@@ -120,5 +120,10 @@ def any_layout_chunks(path: Path, stacklevel: int) -> Iterator[list[Any]]:
 
 def line_by_line_records(path: Path, skip_types: Iterable[str] = ()) -> list[Any]:
     """The event records of the journal at ``path`` but ``skip_types``, each line parsed on its own
-    (``reader.read_records``)."""
-    return read_records(path, skip_types=skip_types)[1]
+    (``reader.iter_records``): damaged lines are skipped with a ``SkippedLinesWarning``; events of
+    unknown types are kept, for the caller to count as it leaves them out."""
+    count = LineCount()
+    with open(path, "rb") as f:
+        records = list(iter_records(f.read().splitlines(keepends=True), path, count, skip_types=skip_types, stacklevel=5))
+    LineCount(count.damaged).warn(path, stacklevel=5)
+    return records
