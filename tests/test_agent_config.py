@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_kernel import Agent
+from agent_kernel import Agent, EventType, TerminationReason
 from agent_kernel.errors import UserError
 from agent_kernel.models.scripted import ScriptedModel
 
@@ -78,8 +78,11 @@ def test_a_journal_under_a_file_is_refused_at_once_and_one_that_cannot_be_opened
     agent = Agent(ScriptedModel(["Hi."]), journal=tmp_path / "locked" / "sub" / "run.jsonl")
     if os.geteuid() == 0:  # root writes anywhere: a path under /proc cannot be made by anyone
         agent = Agent(ScriptedModel(["Hi."]), journal="/proc/agent-kernel-test/run.jsonl")
-    with pytest.raises(UserError, match="cannot be opened at .*journal=None to keep no journal"):
-        agent.run_sync("hello")
+    # The run says so and ends (no bare OSError escapes run_sync), naming the way out.
+    result = agent.run_sync("hello")
+    assert result.termination_reason == TerminationReason.ERROR
+    [error] = [e.data for e in result.events if e.type is EventType.ERROR]
+    assert error["kind"] == "journal" and "cannot open the journal" in error["message"] and "journal=None" in error["message"]
 
 
 @pytest.mark.parametrize(

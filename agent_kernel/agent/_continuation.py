@@ -32,6 +32,7 @@ from agent_kernel.guard._sandbox import Sandbox
 from agent_kernel.guard._signing import header_problem
 from agent_kernel.journal import Journal, read_header, resolve_journal_path
 from agent_kernel.journal._event_log import DEFAULT_KEEP_EVENTS
+from agent_kernel.journal._reader import check_schema
 from agent_kernel.journal._resume import fork_point, rebuild, replace_tool_results, scan, turn_history
 from agent_kernel.memory._trail import SessionTrail
 
@@ -58,6 +59,7 @@ def recorded_settings(agent: Agent) -> dict[str, Any]:
 def _trusted_header(path: Path, trust: bool) -> dict[str, Any] | None:
     """The journal's header, once it is known to be this install's (or ``trust`` says so)."""
     header = read_header(path)
+    check_schema(header, path)  # a newer version's journal: say which upgrade reads it, before trust
     problem = None if trust else header_problem(header)
     if problem is not None:
         raise UserError(

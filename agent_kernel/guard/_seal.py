@@ -65,6 +65,12 @@ class SealedTool:
         """The text a ``Tool(pattern)`` rule matches for this call (the tool's own ``key``)."""
         return self._key(arguments)
 
+    def describe_call(self, arguments: dict[str, Any], working_dir: Any = None) -> str | None:
+        """What the call would change, for its approval card (the tool's own ``describe_call``):
+        shown to the person, never read by a rule, so it comes from the tool itself."""
+        describe = getattr(self.tool, "describe_call", None)
+        return describe(arguments, working_dir) if describe is not None else None
+
 
 class _ToolSeal:
     """One tool's sealed attributes, and the frozen view the gate reads."""

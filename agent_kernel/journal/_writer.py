@@ -684,7 +684,7 @@ def _open_failure(path: Path, cause: OSError) -> JournalWriteError:
     elif cause.errno in (errno.ENOSPC, errno.EDQUOT):
         todo = "free space on that disk, or pass journal= a folder on another disk"
     else:
-        todo = "check the path, or pass journal= another folder"
+        todo = "check the path, or pass journal= another folder (journal=None records nothing)"
     return JournalWriteError(
         f"cannot open the journal {path}: {cause.strerror or cause} [{errno.errorcode.get(cause.errno or 0, cause.errno)}]; {todo}.",
         path=path,
