@@ -308,3 +308,90 @@ async def test_in_default_mode_a_run_asks_before_fetching(server: str) -> None:
     result = await agent.run(f"Fetch {server.upper()}/page")
     assert asked == [f"web_fetch({server}/page)"]
     assert not [e for e in result.events if e.type is EventType.TOOL_START]
+
+
+# ---- TLS -----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def tls_server() -> Iterator[tuple[int, Any]]:
+    """An HTTPS server on 127.0.0.1 whose certificate names docs.internal.test, and a CA trusting it."""
+    import ssl
+
+    import trustme
+
+    ca = trustme.CA()
+    server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("docs.internal.test").configure_cert(server_context)
+    seen: list[str] = []
+
+    class Handler(_Handler):
+        routes = {"/page": (200, {"Content-Type": "text/html"}, PAGE)}
+
+        def do_GET(self) -> None:
+            seen.append(self.headers["Host"])
+            super().do_GET()
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd.socket = server_context.wrap_socket(httpd.socket, server_side=True)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    client_context = ssl.create_default_context()
+    ca.configure_trust(client_context)
+    try:
+        yield httpd.server_address[1], (client_context, seen)
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join()
+
+
+async def test_https_connects_to_the_checked_address_and_verifies_the_host_name(tls_server: tuple[int, Any]) -> None:
+    port, (trust, seen) = tls_server
+    tool = make_web_fetch(allow_private=True, verify=trust, resolver=lambda host, p: ["127.0.0.1"])
+    result = await fetch(tool, f"https://DOCS.internal.test.:{port}/page")
+    assert f"200 OK from https://docs.internal.test:{port}/page" in result.content and "json.dumps" in result.content
+    assert seen == [f"docs.internal.test:{port}"]  # the server saw the name, not the address it was reached at
+    # The same address under a name the certificate does not carry: the certificate is refused.
+    message = await refused(tool, f"https://impostor.test:{port}/page")
+    assert "Fetching https://impostor.test" in message and "CERTIFICATE_VERIFY_FAILED" in message
+
+
+# ---- through the real SDK adapters ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("adapter", ["anthropic", "openai-chat"])
+async def test_a_model_over_its_sdk_reads_the_page_as_marked_data(adapter: str, server: str, tmp_path: Any) -> None:
+    import json
+
+    from .conformance import HARNESSES, agent, collect
+    from .fakes.turns import turn
+
+    h = HARNESSES[adapter]()
+    try:
+        h.script(turn("Reading the docs.", calls=[("c1", "web_fetch", {"url": f"{server}/page", "max_chars": 2000})]),
+                 turn("They say to use json.dumps."))
+        a = agent(h, tmp_path, [LOCAL], permissions=Permissions(allow=["web_fetch(127.0.0.1:*/page)"]))
+        events = await collect(a, "What do the local docs say about json?")
+        assert h.rejected == []
+        (result,) = [e.data for e in events if e.type is EventType.TOOL_RESULT]
+        assert not result["is_error"] and "<web-data>" in result["content"]
+        sent = json.dumps(h.requests()[1])  # the page reached the model inside its data block
+        assert "data to read, not instructions" in sent and "Use `json.dumps`" in sent and "steal()" not in sent
+    finally:
+        h.close()
+
+
+async def test_a_headless_policy_reads_urls_as_the_rules_do() -> None:
+    from agent_kernel.guard._permissions import ToolRequest
+
+    gate = build_gate(Permissions(), policy="scripted:web_fetch(evil.example)=deny,web_fetch(docs.python.org)=approve")
+    emitted: list[Any] = []
+
+    async def decide(url: str) -> bool:
+        verdict = await gate.authorize(ToolRequest("c1", web_fetch, {"url": url}), lambda kind, data: emitted.append(data))
+        return verdict.allowed
+
+    assert await decide("https://DOCS.python.org./3/")
+    assert not await decide("https://EVIL.example:8443/x")
+    assert not await decide("https://docs.python.org.evil.example/")  # no entry names it: nobody to ask, refused

@@ -32,6 +32,7 @@ from typing import Any, Literal, Protocol, Union
 
 from agent_kernel.errors import UserError
 from agent_kernel.guard import _shell as commands
+from agent_kernel.guard._urls import UrlKey
 
 __all__ = [
     "ANY_AGENT",
@@ -447,6 +448,8 @@ class ScriptedPolicy:
             if request.shell:
                 # Approving entries must cover every command; denying ones hit on any command.
                 hit = commands.matches(pattern, key, every=approval.allowed)
+            elif isinstance(key, UrlKey):  # as a rule reads it: every spelling of a host is one key
+                hit = key.matched_by(pattern, every=approval.allowed)
             else:
                 hit = fnmatch.fnmatchcase(key, pattern)
             if hit:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 import socket
+import ssl
 import time
 from collections.abc import Callable
 
@@ -75,11 +76,13 @@ def _resolve(host: str, port: int) -> list[str]:
 class _Fetcher:
     """The settings of one ``web_fetch`` tool; ``fetch`` is its body."""
 
-    def __init__(self, *, allow_private: bool, timeout: float, max_bytes: int, resolver: Resolver | None) -> None:
+    def __init__(self, *, allow_private: bool, timeout: float, max_bytes: int, resolver: Resolver | None,
+                 verify: ssl.SSLContext | bool) -> None:
         self.allow_private = allow_private
         self.timeout = timeout
         self.max_bytes = max_bytes
         self.resolver = resolver or _resolve
+        self.verify = verify
 
     # -- judging -----------------------------------------------------------------------------
 
@@ -140,7 +143,8 @@ class _Fetcher:
             )
         headers = {"User-Agent": _USER_AGENT, "Accept": "text/html, text/*;q=0.9, application/json;q=0.8, */*;q=0.1",
                    "Accept-Encoding": "gzip, deflate"}
-        with httpx.Client(timeout=self.timeout, follow_redirects=False, trust_env=False, headers=headers) as client:
+        with httpx.Client(timeout=self.timeout, follow_redirects=False, trust_env=False, headers=headers,
+                          verify=self.verify) as client:
             for _ in range(MAX_REDIRECTS + 1):
                 address = self._address(key)
                 pinned = httpx.URL(str(key)).copy_with(host=address)
@@ -235,6 +239,7 @@ def make_web_fetch(
     timeout: float = DEFAULT_TIMEOUT,
     max_bytes: int = DEFAULT_MAX_BYTES,
     resolver: Resolver | None = None,
+    verify: ssl.SSLContext | bool = True,
 ) -> Tool:
     """A ``web_fetch`` tool with its own settings (the built-in one uses the defaults).
 
@@ -244,11 +249,14 @@ def make_web_fetch(
         timeout: seconds for connecting and for each read.
         max_bytes: bytes of a body read at most.
         resolver: ``(host, port) -> [addresses]``; the system resolver when None.
+        verify: how TLS certificates are checked: True (the ``certifi`` roots) or an
+            ``ssl.SSLContext`` trusting other roots (a company's own CA). False turns checking off.
 
     Example:
         >>> Agent(tools=["read_file", make_web_fetch(allow_private=True)])  # doctest: +SKIP
     """
-    fetcher = _Fetcher(allow_private=allow_private, timeout=timeout, max_bytes=max_bytes, resolver=resolver)
+    fetcher = _Fetcher(allow_private=allow_private, timeout=timeout, max_bytes=max_bytes, resolver=resolver,
+                       verify=verify)
 
     def web_fetch(url: str, ctx: ToolContext, max_chars: int = DEFAULT_MAX_CHARS) -> ToolResult:
         """Fetches a web page (http or https) and returns its text; HTML comes back as Markdown.
