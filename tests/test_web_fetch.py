@@ -184,7 +184,7 @@ async def test_a_redirect_on_the_same_host_is_followed(server: str) -> None:
 async def test_a_redirect_to_another_host_is_reported_not_followed(server: str) -> None:
     result = await fetch(LOCAL, f"{server}/to-other-host")
     assert not result.is_error
-    assert "redirects to another host: https://elsewhere.example/doc" in result.content
+    assert "redirects to another site: https://elsewhere.example/doc" in result.content
     assert "call web_fetch with url='https://elsewhere.example/doc'" in result.content
 
 
@@ -230,15 +230,28 @@ def test_the_gate_asks_in_default_mode_refuses_in_plan_mode_and_runs_in_bypass()
     assert allowed.evaluate(web_fetch, {"url": "https://docs.python.org.evil.example/3/"}).action == "ask"
 
 
+def test_an_allow_rule_does_not_stretch_to_another_host_port_or_scheme() -> None:
+    permissions = Permissions(allow=["web_fetch(docs.python.org)", "web_fetch(https://peps.python.org/pep-0*)"])
+    assert permissions.evaluate(web_fetch, {"url": "https://DOCS.python.org./3/"}).action == "allow"
+    assert permissions.evaluate(web_fetch, {"url": "https://peps.python.org/pep-0008/"}).action == "allow"
+    for url in ("https://docs.python.org.evil.example/", "https://evil.example/docs.python.org", "https://docs.python.org:8080/",
+                "https://docs.python.org@evil.example/", "https://evil.example/?docs.python.org", "http://peps.python.org/pep-0008/",
+                "https://peps.python.org/pep-1000/", "https://peps.python.org/x/../pep-1/"):
+        assert permissions.evaluate(web_fetch, {"url": url}).action == "ask", url
+
+
 SPELLINGS = [
     "https://evil.example/x", "https://EVIL.Example/x", "https://evil.example./x", "https://evil.example:8443/x",
     "HTTPS://evil.example:443/x", "http://evil.example/a/../x", "https://evil@evil.example/x",
     "https://good.example@evil.example/x", "https://evil.example\\@good.example/x", "https://evil.example/x#frag",
+    "https://ev%69l.example/x", "https://evil.example%2e/x", "https://evil。example/x", "https://ｅｖｉｌ.example/x",
+    "https://evil.example:0443/x", "https://evil.example:/x",
 ]
 
 
 @pytest.mark.parametrize("rule", ["web_fetch(evil.example)", "web_fetch(evil.example*)", "web_fetch(evil.example/*)",
-                                  "web_fetch(EVIL.EXAMPLE.)", "web_fetch(*://evil.example/*)"])
+                                  "web_fetch(EVIL.EXAMPLE.)", "web_fetch(*://evil.example/*)", "web_fetch(*.example)",
+                                  "web_fetch(HTTP*://EVIL.example./*)", "web_fetch(evil.example:*)"])
 @pytest.mark.parametrize("url", SPELLINGS)
 def test_a_deny_rule_holds_for_every_spelling_of_the_host(rule: str, url: str) -> None:
     allow_all = Permissions(deny=[rule], allow=["web_fetch"], mode="bypass")
@@ -249,6 +262,17 @@ def test_a_deny_rule_holds_for_an_idn_host_in_either_spelling() -> None:
     for rule in ("web_fetch(bücher.example)", "web_fetch(xn--bcher-kva.example)"):
         permissions = Permissions(deny=[rule], mode="bypass")
         for url in ("https://bücher.example/", "https://xn--bcher-kva.example/", "https://BÜCHER.example./a"):
+            assert permissions.evaluate(web_fetch, {"url": url}).action == "deny", (rule, url)
+
+
+def test_an_address_rule_holds_for_every_way_of_writing_the_address() -> None:
+    for rule in ("web_fetch(127.0.0.1)", "web_fetch(127.1)", "web_fetch(2130706433)"):
+        permissions = Permissions(deny=[rule], mode="bypass")
+        for url in ("http://127.0.0.1/", "http://2130706433/", "http://0x7f.1:8080/", "http://127.0.0.1./", "http://0177.0.0.1/"):
+            assert permissions.evaluate(web_fetch, {"url": url}).action == "deny", (rule, url)
+    for rule in ("web_fetch([::1])", "web_fetch([0:0::1]/*)", "web_fetch([::1]:*)"):
+        permissions = Permissions(deny=[rule], mode="bypass")
+        for url in ("http://[::1]/", "http://[0:0:0:0:0:0:0:1]:8080/x"):
             assert permissions.evaluate(web_fetch, {"url": url}).action == "deny", (rule, url)
 
 
@@ -266,10 +290,14 @@ _LABEL = st.from_regex(r"[a-z][a-z0-9-]{0,10}[a-z0-9]", fullmatch=True)
 
 
 @given(host=st.lists(_LABEL, min_size=1, max_size=3).map(".".join), upper=st.booleans(), dot=st.booleans(),
-       port=st.sampled_from(["", ":443", ":8443"]), user=st.sampled_from(["", "me@", "evil.example@"]))
-def test_every_spelling_of_a_denied_host_is_denied(host: str, upper: bool, dot: bool, port: str, user: str) -> None:
+       port=st.sampled_from(["", ":443", ":8443"]), user=st.sampled_from(["", "me@", "evil.example@"]),
+       rule=st.sampled_from(["{h}", "{H}.", "{h}/*", "*.{h}", "https://{H}/*", "*://{h}*"]))
+def test_every_spelling_of_a_denied_host_is_denied(host: str, upper: bool, dot: bool, port: str, user: str, rule: str) -> None:
     written = f"{host.upper() if upper else host}.test{'.' if dot else ''}"
-    permissions = Permissions(deny=[f"web_fetch({host}.test)"], allow=["web_fetch"], mode="bypass")
+    named = rule.format(h=f"{host}.test", H=f"{host}.test".upper())
+    if named.startswith("*."):  # *.x.test names the hosts below x.test: fetch one
+        written = f"www.{written}"
+    permissions = Permissions(deny=[f"web_fetch({named})"], allow=["web_fetch"], mode="bypass")
     spelled = f"https://{user}{written}{port}/page"
     assert permissions.evaluate(web_fetch, {"url": spelled}).action == "deny"
 
@@ -395,3 +423,14 @@ async def test_a_headless_policy_reads_urls_as_the_rules_do() -> None:
     assert await decide("https://DOCS.python.org./3/")
     assert not await decide("https://EVIL.example:8443/x")
     assert not await decide("https://docs.python.org.evil.example/")  # no entry names it: nobody to ask, refused
+
+
+def test_html_keeps_code_blocks_lists_and_links_and_drops_what_is_not_text() -> None:
+    from agent_kernel.tools.builtin._htmltext import html_to_text
+
+    page = ("<html><head><title>T</title><style>p{}</style></head><body><svg><title>icon</title></svg>"
+            "<pre>def f():\n    return 1</pre><ol><li>a<ul><li>b</li></ul></li></ol>"
+            "<p>x &lt; y &amp;&amp; <a href='../up'>up</a> <a href='javascript:go()'>js</a><img alt='chart'></p></body></html>")
+    assert html_to_text(page, "https://e.org/a/b/c") == (
+        "Title: T\n\n```\ndef f():\n    return 1\n```\n\n1. a\n  - b\n\nx < y && [up](https://e.org/a/up) js[image: chart]"
+    )

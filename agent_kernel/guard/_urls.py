@@ -33,6 +33,7 @@ __all__ = ["UrlArgument", "UrlKey", "refused_address", "url_key"]
 _SCHEMES = {"http": 80, "https": 443}
 # Characters parsers disagree about (a backslash is "/" to a browser, userinfo to others).
 _AMBIGUOUS = re.compile(r"[\s\\\x00-\x1f\x7f]")
+_GLOB = re.compile(r"[*?\[]")
 _NUMERIC_LABEL = re.compile(r"(?:0x[0-9a-f]*|[0-9]+)", re.IGNORECASE)
 
 
@@ -68,15 +69,19 @@ class UrlKey(str):
         A pattern without ``/`` names hosts (``example.com``, ``*.example.com``, ``example.com*``);
         one with a path names URLs (``docs.python.org/3/*``); a pattern starting ``https://``
         names only that scheme. Deny and ask rules (``every=False``) also match the URL with its
-        port left out, so ``evil.com/*`` holds for ``evil.com:8443``; an allow rule must name the
-        port.
+        port left out, so ``evil.com/*`` holds for ``evil.com:8443``; an allow rule must name a
+        port other than the default (``host:*`` names every port, the default included).
         """
         if not self.exact:
             return not every
         scheme, host_pattern, rest_pattern = _split_pattern(pattern)
         if scheme is not None and not fnmatch.fnmatchcase(self.scheme, scheme):
             return False
-        hosts = [self.hostport] if every or self.port is None else [self.hostport, _bracketed(self.host)]
+        host = _bracketed(self.host)
+        if self.port is None:  # the default port, left out or written: "evil.com:*" names it too
+            hosts = [host, f"{host}:{_SCHEMES[self.scheme]}"]
+        else:
+            hosts = [self.hostport] if every else [self.hostport, host]
         if not rest_pattern:
             return any(fnmatch.fnmatchcase(h, host_pattern) for h in hosts)
         return any(fnmatch.fnmatchcase(h + self.rest, host_pattern + rest_pattern) for h in hosts)
@@ -87,7 +92,11 @@ def _bracketed(host: str) -> str:
 
 
 def _split_pattern(pattern: str) -> tuple[str | None, str, str]:
-    """A rule pattern as (scheme or None, host pattern, path pattern), the host made canonical."""
+    """A rule pattern as (scheme or None, host pattern, path pattern), its host written canonically.
+
+    A host without wildcards is read as a URL's host is (``EVIL.com.`` → ``evil.com``, ``127.1`` →
+    ``127.0.0.1``, Unicode → punycode); with wildcards, each label without one is.
+    """
     text = pattern.strip()
     scheme: str | None = None
     if "://" in text:
@@ -95,18 +104,33 @@ def _split_pattern(pattern: str) -> tuple[str | None, str, str]:
         scheme = scheme.lower()
     cut = min((i for i in (text.find("/"), text.find("?")) if i >= 0), default=len(text))
     host, rest = text[:cut], text[cut:]
-    host = host.lower()
     port = ""
-    if not host.startswith("[") and host.count(":") == 1:
+    if host.startswith("[") and "]" in host:  # [IPv6] or [IPv6]:port
+        host, port = host[1:].split("]", 1)
+    elif host.count(":") == 1:
         host, port = host.split(":")
         port = ":" + port
-    host = host.rstrip(".") if host not in ("", ".") else host
-    if not host.isascii() and not any(c in host for c in "*?["):
-        try:
-            host = idna.encode(host, uts46=True).decode("ascii")
-        except idna.IDNAError:
-            pass  # left as written: it then names no canonical host
-    return scheme, host + port, rest
+    if not _GLOB.search(host):
+        canonical = _canonical_host(_idna(host))
+        if canonical is not None:
+            return scheme, _glob_bracketed(canonical) + port, rest
+    labels = [label if _GLOB.search(label) else _idna(label) for label in host.lower().rstrip(".").split(".")]
+    return scheme, _glob_bracketed(".".join(labels)) + port, rest
+
+
+def _glob_bracketed(host: str) -> str:
+    """An IPv6 host in brackets, as a glob matching them literally (``[[]::1]``)."""
+    return f"[[]{host}]" if ":" in host else host
+
+
+def _idna(host: str) -> str:
+    """``host`` in ASCII (punycode for Unicode labels), or as written when it cannot be encoded."""
+    if host.isascii():
+        return host.lower()
+    try:
+        return idna.encode(host.lower(), uts46=True).decode("ascii")
+    except idna.IDNAError:
+        return host.lower()
 
 
 def _inexact(text: str) -> UrlKey:

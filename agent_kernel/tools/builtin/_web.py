@@ -13,7 +13,8 @@ A model's URL is hostile input, and so is the page it gets back:
   verifies the certificate against the host name.
 * **Redirects.** At most five, each re-judged: a deny or ask rule naming the target, or a refused
   address, ends the fetch. A redirect to another host is not followed: the result names the
-  target, so fetching it is a new call the permission gate judges.
+  target, so fetching it is a new call the permission gate judges (likewise another port, or
+  ``https`` to ``http``).
 * **How much.** The body is streamed and reading stops at ``max_bytes``; the text is cut to
   ``max_chars``; the run's cap on tool results then keeps what the model sees small and writes the
   whole result to the session's tool-output folder.
@@ -114,7 +115,10 @@ class _Fetcher:
 
     @staticmethod
     def _follows(ctx: ToolContext | None, target: UrlKey, source: UrlKey) -> bool:
-        """Whether the redirect from ``source`` to ``target`` is followed (False: another host).
+        """Whether the redirect from ``source`` to ``target`` is followed.
+
+        Only a redirect on the same host and port is followed (``http`` to ``https`` too, never
+        back); any other is reported to the model, so fetching it is a call the gate judges.
 
         Raises:
             ToolError: the target cannot be read exactly, or a deny or ask rule names it.
@@ -127,7 +131,8 @@ class _Fetcher:
         if rule is not None:
             raise ToolError(f"Permission denied: {source} redirected to {target}, which the rule {rule!r} names, so "
                             "it was not followed. Do not retry it; use another source or ask the user.")
-        return target.host == source.host
+        downgrade = source.scheme == "https" and target.scheme == "http"
+        return target.host == source.host and target.port == source.port and not downgrade
 
     # -- fetching ----------------------------------------------------------------------------
 
@@ -164,7 +169,7 @@ class _Fetcher:
                         target = url_key(str(httpx.URL(str(key)).join(location))) if location else url_key(location)
                         if not self._follows(ctx, target, key):
                             return ToolResult(
-                                f"{key} redirects to another host: {target}. It was not followed; to read it, call "
+                                f"{key} redirects to another site: {target}. It was not followed; to read it, call "
                                 f"web_fetch with url={str(target)!r}."
                             )
                         key = target
