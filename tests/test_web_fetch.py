@@ -322,6 +322,7 @@ async def test_the_offline_model_fetches_a_url_named_in_the_prompt(server: str) 
     assert [s["name"] for s in starts] == ["web_fetch"]
     results = [e.data for e in result.events if e.type is EventType.TOOL_RESULT]
     assert "json.dumps" in str(results[0])
+    assert f"{server}/page says:\nTitle: Local docs\n\n# json\n\nUse `json.dumps`" in result.text
 
 
 async def test_in_default_mode_a_run_asks_before_fetching(server: str) -> None:
@@ -434,3 +435,12 @@ def test_html_keeps_code_blocks_lists_and_links_and_drops_what_is_not_text() -> 
     assert html_to_text(page, "https://e.org/a/b/c") == (
         "Title: T\n\n```\ndef f():\n    return 1\n```\n\n1. a\n  - b\n\nx < y && [up](https://e.org/a/up) js[image: chart]"
     )
+
+
+async def test_in_a_run_a_redirect_meets_the_run_s_deny_rules(server: str) -> None:
+    rules = Permissions(allow=["web_fetch(127.0.0.1*)"], deny=["web_fetch(evil.example)"])
+    agent = Agent("offline", tools=[LOCAL], permissions=rules, journal=None)
+    agent.model.delay = 0
+    result = await agent.run(f"Fetch {server}/to-evil please")
+    (outcome,) = [e.data for e in result.events if e.type is EventType.TOOL_RESULT]
+    assert outcome["is_error"] and "Permission denied" in outcome["content"] and "evil.example:8080" in outcome["content"]

@@ -65,6 +65,7 @@ _STOP_WORDS = frozenset("a an the of in on to is it and or for my me i you your 
                         "its it's do does please can could would".split())
 _PATH = re.compile(r"(?<![\w/.-])((?:\.{1,2}/|/)?[\w.-]+(?:/[\w.-]+)*/?)(?![\w/-])")
 _URL = re.compile(r"\bhttps?://[^\s<>\"'`]+", re.I)
+_WEB_DATA = re.compile(r"<web-data>\n(.*?)\n</web-data>", re.S)
 _QUOTED = re.compile(r"""["'“‘]([^"'”’\n]+)["'”’]""")
 _BACKTICKED = re.compile(r"```(?:\w+\n)?(.+?)```|`([^`\n]+)`", re.S)
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w.]*[a-zA-Z/])")
@@ -506,7 +507,7 @@ def _brief(step: _Step) -> str:
 
 
 def _target(step: _Step) -> str:
-    for key in ("path", "pattern", "command", "code"):
+    for key in ("path", "pattern", "command", "code", "url"):
         if key in step.args:
             return _shorten(str(step.args[key]), 40)
     return ""
@@ -538,6 +539,9 @@ def _describe(step: _Step) -> str:
         return f"{step.name} gave:\n{_shorten_lines(result, _RESULT_PREVIEW)}" if result.strip() else f"{step.name} printed nothing."
     if step.name in ("write_file", "edit_file"):
         return f"{step.name}: {_shorten(result, _RESULT_PREVIEW)}"
+    page = _WEB_DATA.search(result)
+    if step.name == "web_fetch" and page is not None:  # the page, not the note that wraps it
+        return f"{step.args.get('url', 'the page')} says:\n{_shorten_lines(page.group(1), _RESULT_PREVIEW)}"
     return f"{step.name} returned: {_shorten(result, _RESULT_PREVIEW)}"
 
 
