@@ -65,6 +65,7 @@ def test_builtins_declare_read_only_concurrency_and_category() -> None:
         "read_notebook": (True, True, "read"),
         "edit_notebook": (False, False, "edit"),
         "run_cell": (False, False, "execute"),
+        "web_fetch": (False, True, "network"),
     }
 
 

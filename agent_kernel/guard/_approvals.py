@@ -34,6 +34,7 @@ from agent_kernel.errors import UserError
 from agent_kernel.guard import _shell as commands
 from agent_kernel.guard._families import family_names, judged_families
 from agent_kernel.guard._paths import PathKey
+from agent_kernel.guard._urls import UrlKey
 
 __all__ = [
     "ANY_AGENT",
@@ -470,6 +471,8 @@ class ScriptedPolicy:
             elif request.shell:
                 # Approving entries must cover every command; denying ones hit on any command.
                 hit = commands.matches(pattern, key, every=approval.allowed)
+            elif isinstance(key, UrlKey):  # as a rule reads it: every spelling of a host is one key
+                hit = key.matched_by(pattern, every=approval.allowed)
             else:
                 hit = fnmatch.fnmatchcase(key, pattern)
             if hit:

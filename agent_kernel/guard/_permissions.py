@@ -19,7 +19,8 @@ A call is decided in this order:
 
 Rules are ``Tool`` or ``Tool(pattern)``; the pattern is a glob (``*`` matches anything, ``/``
 included) on the call's key, e.g. the command for ``bash`` or the path for the file tools: so
-``bash(git *)``, ``write_file(notebooks/*)``. For shell tools (``category="shell"``) a wildcard
+``bash(git *)``, ``write_file(notebooks/*)``, ``web_fetch(docs.python.org)`` (the canonical URL,
+``agent_kernel.guard._urls``: every spelling of a host is one key). For shell tools (``category="shell"``) a wildcard
 pattern must match every command of a compound line (``git add . && git commit``), so
 ``bash(git *)`` does not allow ``git status; rm -rf ~``. One principle decides the rest: what the
 shell reader (``agent_kernel.guard._shell``) cannot read exactly is treated as matching a deny or
@@ -57,6 +58,7 @@ from agent_kernel.guard import _shell as commands
 from agent_kernel.guard._approvals import APPROVAL_ENV, Approval, ApprovalBroker, ApprovalRequest, Approver, Policy, parse_policy, policy_from_env
 from agent_kernel.guard._families import family_names, judged_families
 from agent_kernel.guard._paths import PathKey
+from agent_kernel.guard._urls import UrlKey
 
 __all__ = [
     "MODES",
@@ -227,6 +229,8 @@ class Rule:
             return True
         if isinstance(key, PathKey):  # a file tool's canonical path: every spelling is one key
             return key.matched_by(self.pattern)
+        if isinstance(key, UrlKey):  # a URL's canonical form: every spelling of a host is one key
+            return key.matched_by(self.pattern, every=every)
         if not shell:
             return fnmatch.fnmatchcase(key, self.pattern)
         return commands.matches(self.pattern, key, every=every)
@@ -379,7 +383,7 @@ class Permissions:
             return Verdict("allow", None, "bypass mode runs every tool", "mode")
         if is_read_only(tool, arguments):
             return Verdict("allow", None, f"{tool.name} is read-only", "mode")
-        what = "changes files" if tool.category == "edit" else "is not read-only"
+        what = _effect(tool)
         if mode == "plan":
             return Verdict("deny", None, f"{tool.name} {what}; plan mode runs only read-only tools", "mode")
         if mode == "accept_edits" and tool.category == "edit":
@@ -747,13 +751,17 @@ def _short_repr(value: Any, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _effect(tool: Tool) -> str:
+    """What a tool that is not read-only does, as a verdict says it."""
+    return {"edit": "changes files", "network": "reaches the network"}.get(tool.category or "", "is not read-only")
+
+
 def _refusal(tool: Tool, mode: str, verdict: Verdict) -> str:
     if verdict.decided_by == "mode":
-        what = "changes files" if tool.category == "edit" else "is not read-only"
-        return (
-            f"Refused in {mode} mode: {tool.name} {what}; only read-only tools may run. "
-            "Describe the change in your plan instead of making it."
-        )
+        what = _effect(tool)
+        instead = ("Plan without it, or say in your plan what you would fetch and why." if tool.category == "network"
+                   else "Describe the change in your plan instead of making it.")
+        return f"Refused in {mode} mode: {tool.name} {what}; only read-only tools may run. {instead}"
     return f"Permission denied: {verdict.reason}. Do not retry this call; use another approach or ask the user."
 
 

@@ -8,7 +8,7 @@ shows the loop doing real work.
   and description, and a few verbs (``read``, ``list``, ``run``, ``compute``...). The best tool
   whose arguments the prompt can fill is called; with no match it answers in text and says which
   tools it has and how to ask for them.
-* **Filling arguments.** From the prompt and the schema: paths (``notes/todo.md``), numbers,
+* **Filling arguments.** From the prompt and the schema: URLs for a ``url``, paths (``notes/todo.md``), numbers,
   quoted strings, ```code``` and arithmetic for ``code``/``command`` arguments, enum values the
   prompt names; optional arguments keep their schema defaults. A required argument the prompt
   does not give is not invented: the answer names it instead.
@@ -59,10 +59,13 @@ _INTENTS: dict[str, tuple[str, ...]] = {
     "run": ("run", "execute", "command", "shell", "bash"),
     "python": ("compute", "calculate", "evaluate", "python", "code", "sum", "plus", "times", "add"),
     "search": ("search", "find", "grep", "where", "occurrences", "mentions"),
+    "fetch": ("fetch", "web", "page", "website", "url", "link", "download", "docs"),
 }
 _STOP_WORDS = frozenset("a an the of in on to is it and or for my me i you your with this that be are at by from as "
                         "its it's do does please can could would".split())
 _PATH = re.compile(r"(?<![\w/.-])((?:\.{1,2}/|/)?[\w.-]+(?:/[\w.-]+)*/?)(?![\w/-])")
+_URL = re.compile(r"\bhttps?://[^\s<>\"'`]+", re.I)
+_WEB_DATA = re.compile(r"<web-data>\n(.*?)\n</web-data>", re.S)
 _QUOTED = re.compile(r"""["'“‘]([^"'”’\n]+)["'”’]""")
 _BACKTICKED = re.compile(r"```(?:\w+\n)?(.+?)```|`([^`\n]+)`", re.S)
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w.]*[a-zA-Z/])")
@@ -205,6 +208,8 @@ def _score(prompt_words: set[str], mentions: _Mentions, spec: ToolSpec) -> float
     properties = spec.parameters.get("properties", {}) if isinstance(spec.parameters, dict) else {}
     if (mentions.arithmetic or mentions.code) and "code" in properties:
         score += 4.0
+    if mentions.urls and "url" in properties:
+        score += 8.0  # a URL in the prompt points at the tool that takes one
     if mentions.arithmetic and _does(spec, mentions.arithmetic):
         score += 6.0  # "What is 2 + 3?" and a tool that adds its two numbers
     score += 3.0 * len(name_parts & prompt_words)
@@ -302,7 +307,9 @@ class _Mentions:
 
     def __init__(self, prompt: str) -> None:
         code = [a or b for a, b in _BACKTICKED.findall(prompt)]
-        plain = _BACKTICKED.sub(" ", prompt)
+        # A URL is one value (never a path, number or quote): "fetch https://docs.python.org/3/".
+        self.urls = [u.rstrip(".,;:!?)]'\"") for u in _URL.findall(prompt)]
+        plain = _BACKTICKED.sub(" ", _URL.sub(" ", prompt))
         self.code = [c.strip() for c in code if c.strip()]
         self.quoted = [q.strip() for q in _QUOTED.findall(plain) if q.strip()]
         # A quoted value after a word that names its role ("to 'notes.md'", "content 'hi'").
@@ -371,6 +378,8 @@ def _value_for(name: str, prop: dict[str, Any], pool: _Mentions) -> Any:
         named = [v for v in prop["enum"] if str(v).lower() in pool.words]
         return named[0] if named else prop.get("default", prop["enum"][0])
     kind = _kind(prop)
+    if kind == "string" and lowered in ("url", "uri", "link", "href"):
+        return pool.urls.pop(0) if pool.urls else prop.get("default", _NOTHING)
     if kind in ("integer", "number"):
         numbers = [n for n in pool.numbers if kind == "number" or isinstance(n, int)]
         if numbers:
@@ -498,7 +507,7 @@ def _brief(step: _Step) -> str:
 
 
 def _target(step: _Step) -> str:
-    for key in ("path", "pattern", "command", "code"):
+    for key in ("path", "pattern", "command", "code", "url"):
         if key in step.args:
             return _shorten(str(step.args[key]), 40)
     return ""
@@ -530,6 +539,9 @@ def _describe(step: _Step) -> str:
         return f"{step.name} gave:\n{_shorten_lines(result, _RESULT_PREVIEW)}" if result.strip() else f"{step.name} printed nothing."
     if step.name in ("write_file", "edit_file"):
         return f"{step.name}: {_shorten(result, _RESULT_PREVIEW)}"
+    page = _WEB_DATA.search(result)
+    if step.name == "web_fetch" and page is not None:  # the page, not the note that wraps it
+        return f"{step.args.get('url', 'the page')} says:\n{_shorten_lines(page.group(1), _RESULT_PREVIEW)}"
     return f"{step.name} returned: {_shorten(result, _RESULT_PREVIEW)}"
 
 

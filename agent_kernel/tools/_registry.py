@@ -25,6 +25,7 @@ BUILTIN_TOOLS: dict[str, str] = {
     "read_notebook": "agent_kernel.tools.builtin._notebook:read_notebook",
     "edit_notebook": "agent_kernel.tools.builtin._notebook:edit_notebook",
     "run_cell": "agent_kernel.tools.builtin._notebook:run_cell",
+    "web_fetch": "agent_kernel.tools.builtin._web:web_fetch",
 }
 
 

@@ -1,4 +1,4 @@
-"""tools.builtin — file, search, shell, python and notebook tools, named by string in ``tools=[...]``.
+"""tools.builtin — file, search, shell, python, notebook and web tools, named by string in ``tools=[...]``.
 
 Each tool is also an attribute here (``from agent_kernel.tools.builtin import todo_write``),
 imported on first use so that naming one does not load the others.
@@ -10,8 +10,8 @@ import importlib
 from typing import Any
 
 __all__ = [
-    "bash", "edit_file", "edit_notebook", "glob", "grep", "list_files", "memory", "python", "read_file", "read_notebook",
-    "run_cell", "todo_write", "write_file",
+    "bash", "edit_file", "edit_notebook", "glob", "grep", "list_files", "make_web_fetch", "memory", "python", "read_file",
+    "read_notebook", "run_cell", "todo_write", "web_fetch", "write_file",
 ]
 
 _HOMES = {
@@ -28,6 +28,8 @@ _HOMES = {
     "read_notebook": "_notebook",
     "edit_notebook": "_notebook",
     "run_cell": "_notebook",
+    "web_fetch": "_web",
+    "make_web_fetch": "_web",
 }
 
 
