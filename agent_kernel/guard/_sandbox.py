@@ -61,7 +61,7 @@ from agent_kernel.guard._signing import key_path
 
 __all__ = [
     "ALWAYS_PROTECTED", "ENV_ALLOWED", "HIDDEN", "INSTALL_HINT", "PROTECTED", "PROTECTIONS", "Launch",
-    "Sandbox", "SandboxUnavailable", "check", "limit_note", "protected_note", "sandbox_from",
+    "Sandbox", "SandboxUnavailable", "check", "limit_note", "protected_note", "restored_note", "sandbox_from",
 ]
 
 INSTALL_HINT = (
@@ -74,6 +74,9 @@ INSTALL_HINT = (
 HIDDEN = (
     ".ssh", ".aws", ".gnupg", ".azure", ".kube", ".docker", ".config/gcloud", ".config/gh", ".netrc",
     ".git-credentials", ".pypirc", ".npmrc",
+    # Jupyter's kernel connection files (each kernel's HMAC key) and servers' tokens: with them a
+    # command could run code in a kernel or server outside the sandbox.
+    ".local/share/jupyter/runtime",
 )
 
 #: Environment variables a sandboxed command sees (globs allowed); ``Sandbox.env`` adds to them.
@@ -118,6 +121,11 @@ class Launch:
         supervisor_options: options for the supervisor (``_reaper``): resource limits and the
             cgroup to hold the command.
         placeholders: mount points made for protected entries that did not exist.
+        links: symlinks on the way to protected entries, with their targets: a read-only bind
+            lands on a link's target, and the link itself stays in the writable folder, so it is
+            put back after the command if the command changed it (``restore_links``).
+        restored: what ``restore_links`` found and put back: (link, where the command's
+            replacement was moved, or None when there was nothing there).
     """
 
     argv: list[str]
@@ -126,10 +134,34 @@ class Launch:
     supervisor_options: list[str] = field(default_factory=list)
     placeholders: list[Path] = field(default_factory=list)
     cgroup: Path | None = None
+    links: list[tuple[Path, str]] = field(default_factory=list)
+    restored: list[tuple[Path, Path | None]] = field(default_factory=list)
+
+    def restore_links(self) -> list[tuple[Path, Path | None]]:
+        """Puts back every protected symlink the command removed or re-pointed; what the command
+        left in its place is moved aside (never deleted). Called once the command and everything
+        it started have ended, so nothing inside can race it. Returns what it put back."""
+        done: list[tuple[Path, Path | None]] = []
+        for link, target in self.links:
+            try:
+                if link.is_symlink() and os.readlink(link) == target:
+                    continue
+                aside: Path | None = None
+                if os.path.lexists(link):
+                    aside = _free_name(link)
+                    os.rename(link, aside)
+                os.symlink(target, link)
+            except OSError:
+                continue
+            done.append((link, aside))
+        self.links = []
+        self.restored += done
+        return done
 
     def close(self) -> None:
-        """Closes the descriptors, removes placeholders the command left as they were made, and
-        the cgroup (the supervisor removes it too, unless it was killed)."""
+        """Puts back protected symlinks, closes the descriptors, removes placeholders the command
+        left as they were made, and the cgroup (the supervisor removes it too, unless it was killed)."""
+        self.restore_links()
         if self.cgroup is not None:
             _remove_cgroup(self.cgroup)
         for fd in self.pass_fds:
@@ -214,9 +246,12 @@ class Sandbox:
         """Host paths replaced by empty ones inside: runtime folders and sockets ``environ`` names."""
         found: list[Path] = []
         candidates: list[str] = [*_RUNTIME_DIRS, "/tmp/.X11-unix"]
-        for name in ("XDG_RUNTIME_DIR", "GNUPGHOME"):
+        for name in ("XDG_RUNTIME_DIR", "GNUPGHOME", "JUPYTER_RUNTIME_DIR"):
             if environ.get(name):
                 candidates.append(environ[name])
+        for name, below in (("JUPYTER_DATA_DIR", "runtime"), ("XDG_DATA_HOME", "jupyter/runtime")):
+            if environ.get(name):
+                candidates.append(os.path.join(environ[name], below))
         for value in environ.values():
             for path in _PATH_IN_VALUE.findall(value):
                 try:
@@ -245,6 +280,7 @@ class Sandbox:
         seccomp_fd: int | None = None,
         placeholders: list[Path] | None = None,
         keep: Iterable[Path] = (),
+        links: list[tuple[Path, str]] | None = None,
     ) -> list[str]:
         """The ``bwrap`` command line that runs ``argv`` in ``workdir`` inside this sandbox.
 
@@ -253,10 +289,23 @@ class Sandbox:
             seccomp_fd: an inherited descriptor holding the unix-socket filter, if one is loaded.
             placeholders: filled with the mount points made for protected entries that did not exist.
             keep: more files kept read-only, wherever they are (the run's journal).
+            links: filled with the symlinks on the way to protected entries (see ``Launch.links``).
+
+        Raises:
+            SandboxUnavailable: a writable folder is, or holds, the home folder, whose startup
+                files (``.bashrc``, ``.gitconfig``, ``.local/lib/.../*.pth``) run later outside.
         """
         environ = os.environ if environ is None else environ
         work = Path(workdir).resolve()
         roots = [work, *(Path(p).expanduser().resolve() for p in self.writable)]
+        home = Path.home().resolve()
+        for root in roots:
+            if home.is_relative_to(root) and home != Path("/"):
+                raise SandboxUnavailable(
+                    f"the writable folder {root} is (or holds) the home folder {home}, where shell, git and Python "
+                    "startup files (.bashrc, .gitconfig, .local/...) run later outside the sandbox. Run the agent in "
+                    "a project folder (working_dir=...), not in the home folder."
+                )
         args = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
         if os.path.isdir("/var/tmp"):
             args += ["--tmpfs", "/var/tmp"]
@@ -276,7 +325,6 @@ class Sandbox:
         resolv = Path(os.path.realpath("/etc/resolv.conf"))
         if self.network and resolv.is_file() and any(resolv.is_relative_to(m) for m in masks):
             args += ["--ro-bind", str(resolv), str(resolv)]  # a resolver file kept under /run
-        home = Path.home()
         # The key that signs journal headers, always: with it a command could forge a session.
         for entry in (*self.hidden, str(key_path().parent)):
             path = (Path(entry) if os.path.isabs(entry) else home / entry).resolve()
@@ -284,10 +332,20 @@ class Sandbox:
                 continue
             # An empty folder over a folder, /dev/null over a file: the secret is not readable.
             args += ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
+        kept = [Path(p) for p in keep]
+        guarded = [*(p for root in roots for p in self.protected_paths(root)), *kept]
+        # A read-only bind stops writes to the entry, not the rename of a folder above it (``mv logs
+        # logs.old; mkdir logs``, then a file of the command's own where the entry was): each
+        # folder between a writable root and a guarded entry is bound onto itself first, which
+        # makes it a mount point, and a mount point cannot be renamed or removed.
+        args += _pin_args(guarded, roots)
+        for path in guarded:
+            if links is not None:
+                links += _links_on_the_way(path, roots)
         for root in roots:
             args += _protect_args(self.protected_paths(root), root, roots, placeholders)
-        for path in keep:
-            path = Path(path).resolve()
+        for path in kept:
+            path = path.resolve()
             if path.exists() and any(path.is_relative_to(r) for r in roots):
                 args += ["--ro-bind", str(path), str(path)]
         # No capabilities, even for root: with CAP_SYS_ADMIN in the sandbox's user namespace a
@@ -350,10 +408,11 @@ class Sandbox:
         if "unix_sockets" not in self.missing():
             fds.append(_program_fd())
         placeholders: list[Path] = []
-        launch = Launch([], self.environment(environ), tuple(fds), placeholders=placeholders)
+        links: list[tuple[Path, str]] = []
+        launch = Launch([], self.environment(environ), tuple(fds), placeholders=placeholders, links=links)
         try:
             launch.argv = self.wrap(argv, workdir, bwrap=bwrap, environ=environ, seccomp_fd=fds[0] if fds else None,
-                                    placeholders=placeholders, keep=keep)
+                                    placeholders=placeholders, keep=keep, links=links)
         except BaseException:
             launch.close()
             raise
@@ -384,6 +443,55 @@ def _remove_cgroup(folder: Path) -> None:
             except OSError:
                 return
             time.sleep(0.005)
+
+
+def _free_name(path: Path) -> Path:
+    """A name beside ``path`` that nothing uses yet: ``NAME.sandbox-1``, ``NAME.sandbox-2``, ..."""
+    for n in itertools.count(1):
+        candidate = path.with_name(f"{path.name}.sandbox-{n}")
+        if not os.path.lexists(candidate):
+            return candidate
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _within(path: Path, roots: list[Path]) -> Path | None:
+    return next((r for r in roots if path != r and path.is_relative_to(r)), None)
+
+
+def _pin_args(paths: Iterable[Path], roots: list[Path]) -> list[str]:
+    """Binds onto itself every existing folder between a writable root and each of ``paths``
+    (where the read-only bind really lands: links followed), so none of them can be renamed."""
+    pinned: set[Path] = set()
+    for path in paths:
+        for where in {Path(os.path.realpath(path)), Path(os.path.abspath(path))}:
+            root = _within(where, roots)
+            if root is None:
+                continue
+            folder = where.parent
+            while folder != root and folder.is_relative_to(root):
+                real = Path(os.path.realpath(folder))
+                if real.is_dir() and _within(real, roots) is not None:
+                    pinned.add(real)
+                folder = folder.parent
+    # Outer folders first: a bind over an outer folder must not hide the binds below it.
+    ordered: list[str] = []
+    for real in sorted(pinned, key=lambda p: len(p.parts)):
+        ordered += ["--bind", str(real), str(real)]
+    return ordered
+
+
+def _links_on_the_way(path: Path, roots: list[Path]) -> list[tuple[Path, str]]:
+    """The symlinks, inside the writable ``roots``, among ``path`` and the folders above it."""
+    found: list[tuple[Path, str]] = []
+    current = Path(os.path.abspath(path))
+    while _within(current, roots) is not None:
+        if current.is_symlink():
+            try:
+                found.append((current, os.readlink(current)))
+            except OSError:
+                pass
+        current = current.parent
+    return found
 
 
 def _mask_args(paths: Iterable[Path]) -> list[str]:
@@ -501,6 +609,16 @@ def _pids_cgroup_parent() -> Path | None:
         if ok:
             return folder
     return None
+
+
+def restored_note(restored: list[tuple[Path, Path | None]]) -> str | None:
+    """A line saying which protected symlinks a command changed and were put back, or None."""
+    if not restored:
+        return None
+    parts = [f"{link.name} (what the command put there is now {aside.name})" if aside is not None else link.name
+             for link, aside in restored]
+    return (f"[sandbox: the command removed or re-pointed {', '.join(parts)}, kept read-only because what is there runs "
+            "or is read later outside the sandbox; the link was put back as it was.]")
 
 
 def protected_note(output: str, sandbox: Sandbox, workdir: Path) -> str | None:
