@@ -9,7 +9,11 @@
   (its config and hooks run on the person's next ``git status``), ``.agent_kernel`` (journals and
   memory), ``AGENTS.md`` (the next session obeys it) and ``Sandbox.protected`` (virtualenvs,
   ``.envrc``). A missing one is held by an empty read-only folder for the call, so it cannot be
-  created either; the placeholder is removed afterwards;
+  created either; the placeholder is removed afterwards. The folders between a writable folder
+  and a protected entry are made mount points, so they cannot be renamed to put another file in
+  its place, and a protected symlink the command removes or re-points is put back afterwards;
+- a writable folder that is, or holds, the home folder is refused: its startup files
+  (``.bashrc``, ``.gitconfig``, ``.local/lib/.../*.pth``) run later outside;
 - the host's runtime directories (``/run``, ``$XDG_RUNTIME_DIR``, any socket an environment
   variable names: the ssh and gpg agents, D-Bus, Docker) are replaced by empty ones, and a
   seccomp filter makes ``socket(AF_UNIX, …)`` fail (``_seccomp``): a read-only mount does not
