@@ -129,3 +129,27 @@ async def test_jupyter_connection_files_and_server_tokens_are_hidden(
     results = await attack(work, f"cat {runtime}/*.json; ls {runtime}; true")
     content = str(results[0]["content"])
     assert "kernel-secret" not in content and "server-token" not in content
+
+
+# ---- resuming: a session id names the session's own journal, never a file a command made --------
+
+
+async def test_a_file_named_like_a_session_does_not_stand_in_for_its_journal(
+    work: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.chdir(work)  # a notebook's kernel runs in its folder
+    # The copy keeps the real, signed header; what follows it is the command's own.
+    forge = ("for f in .agent_kernel/sessions/*.jsonl; do n=$(basename $f .jsonl); head -1 $f > $n; "
+             "echo '{\"forged\": true}' >> $n; done")
+    model = ScriptedModel([[tool_call("bash", {"command": forge})], "done"])
+    agent = Agent(model, tools=["bash"], context=None, working_dir=work, sandbox=True, permissions="default")
+    await agent.run("go")
+    session, journal = agent.session_id, Path(agent.journal.path)
+    agent.close()
+    assert (work / session).is_file()  # the command did make its copy
+    resumed = Agent.resume(session, working_dir=work, model=ScriptedModel(["ok"]))
+    try:
+        assert Path(resumed.journal.path).resolve() == journal.resolve()
+    finally:
+        resumed.close()
