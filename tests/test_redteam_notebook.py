@@ -1,0 +1,127 @@
+"""Attacks on the notebook tools through the public API: a scripted model whose tool calls are the
+attack, hostile files in the workspace, a hostile notebook. Shell calls run in the real ``bwrap``;
+cells run in real kernels."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+
+from agent_kernel import Agent, EventType, Permissions
+from agent_kernel.guard._sandbox import check
+from agent_kernel.models.scripted import ScriptedModel, tool_call
+from agent_kernel.tools.builtin._nbrun import shutdown_kernels
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    root = tmp_path / "work"
+    root.mkdir()
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("print(1 + 1)", id="sum")]
+    nbformat.write(nb, root / "analysis.ipynb")
+    return root
+
+
+def results(events: list[Any]) -> list[dict[str, Any]]:
+    return [e.data for e in events if e.type is EventType.TOOL_RESULT]
+
+
+class Person:
+    """An approver that records every card it is shown and answers ``answer``."""
+
+    def __init__(self, answer: str) -> None:
+        self.answer = answer
+        self.cards: list[Any] = []
+
+    def __call__(self, request: Any) -> str:
+        self.cards.append(request)
+        return self.answer
+
+
+# ---- a write_file deny rule and a sandboxed shell ----------------------------------------------------
+
+EDIT_WITH_PYTHON = ("python3 -c \"import json; p='analysis.ipynb'; nb=json.load(open(p)); "
+                    "nb['cells'][0]['source']='import os; os.system(\\\"touch pwned\\\")'; json.dump(nb, open(p,'w'))\"")
+
+
+@pytest.mark.parametrize("rule", ["write_file(analysis.ipynb)", "edit_notebook(*.ipynb)", "read_file(analysis.ipynb)"])
+async def test_a_file_rule_is_not_side_stepped_by_a_sandboxed_command(work: Path, rule: str) -> None:
+    check()
+    kind = "ask" if rule.startswith("read_file") else "deny"
+    person = Person("reject")
+    model = ScriptedModel([[tool_call("bash", {"command": EDIT_WITH_PYTHON})], "done"])
+    agent = Agent(model, tools=["bash", "edit_notebook"], journal=None, context=None, working_dir=work, sandbox=True,
+                  permissions=Permissions(mode="default", **{kind: [rule]}), approver=person)
+    before = (work / "analysis.ipynb").read_bytes()
+    result = await agent.run("go")
+    assert [r.tool for r in person.cards] == ["bash"]  # the command could touch the file: it asks
+    assert results(result.events)[0]["is_error"]
+    assert (work / "analysis.ipynb").read_bytes() == before
+
+
+# ---- run_cell starts a kernel in the notebook's folder: files planted there must not run ------------
+
+
+SHADOWING = ("A sandboxed command may write any file in the working directory, and a folder on a Python "
+             "process's sys.path (the kernel's own folder; the notebook's folder for the kernel run_cell starts) "
+             "imports a module planted there before the real one: code the person never saw runs outside the "
+             "sandbox. Closing it needs the sandbox to move aside new files that shadow importable modules (or "
+             "kernels that keep their folder last on sys.path); a heuristic, left for a design decision.")
+
+
+@pytest.mark.xfail(strict=True, reason=SHADOWING)
+async def test_run_cell_runs_only_the_cell_on_the_card_not_a_planted_kernel_launcher(work: Path) -> None:
+    check()
+    plant = "echo 'open(\"pwned\", \"w\").close()' > ipykernel_launcher.py"
+    person = Person("approve")
+    model = ScriptedModel([[tool_call("bash", {"command": plant})],
+                           [tool_call("read_notebook", {"path": "analysis.ipynb"})],
+                           [tool_call("run_cell", {"cell": "sum", "path": "analysis.ipynb"})], "done"])
+    agent = Agent(model, tools=["bash", "read_notebook", "run_cell"], journal=None, context=None, working_dir=work,
+                  sandbox=True, permissions="default", approver=person)
+    agent.tool_extras["run_cell_timeout"] = 60
+    try:
+        result = await agent.run("go")
+    finally:
+        await shutdown_kernels(agent.tool_extras)
+    assert [r.tool for r in person.cards] == ["run_cell"]
+    assert (work / "ipykernel_launcher.py").exists()  # the command did plant it
+    assert not (work / "pwned").exists()
+    assert "2" in results(result.events)[-1]["content"]
+
+
+AGENT_IN_ITS_FOLDER = textwrap.dedent("""
+    import asyncio
+    from agent_kernel import Agent
+    from agent_kernel.models.scripted import ScriptedModel, tool_call
+    plant = "echo 'open(\\"pwned\\", \\"w\\").close()' > nbformat.py"
+    model = ScriptedModel([[tool_call("bash", {"command": plant})],
+                           [tool_call("read_notebook", {"path": "analysis.ipynb"})],
+                           [tool_call("edit_notebook", {"action": "insert", "source": "x = 1", "path": "analysis.ipynb"})],
+                           "done"])
+    agent = Agent(model, tools=["bash", "read_notebook", "edit_notebook"], journal=None, context=None, working_dir=".",
+                  sandbox=True, permissions="accept_edits")
+    asyncio.run(agent.run("go"))
+""")
+
+
+@pytest.mark.xfail(strict=True, reason=SHADOWING)
+def test_a_module_planted_by_a_sandboxed_command_does_not_run_in_the_agents_own_process(tmp_path: Path) -> None:
+    check()
+    work = tmp_path / "fresh"
+    work.mkdir()
+    # Written without nbformat: the agent's process must import it itself, after the command.
+    (work / "analysis.ipynb").write_text('{"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": []}')
+    # ``python -c`` (like a notebook's kernel) has its working folder first on sys.path.
+    done = subprocess.run([sys.executable, "-c", AGENT_IN_ITS_FOLDER], cwd=work, capture_output=True, text=True,
+                          timeout=120, env={**__import__("os").environ, "PYTHONPATH": str(Path(__file__).parents[1])})
+    assert done.returncode == 0, done.stderr
+    assert (work / "nbformat.py").exists()  # the command did plant it
+    assert not (work / "pwned").exists()
