@@ -125,3 +125,57 @@ def test_a_module_planted_by_a_sandboxed_command_does_not_run_in_the_agents_own_
     assert done.returncode == 0, done.stderr
     assert (work / "nbformat.py").exists()  # the command did plant it
     assert not (work / "pwned").exists()
+
+
+# ---- what the person approves is what they see: no characters that hide or reorder text ----------
+
+# "Trojan Source": right-to-left overrides and isolates make code read differently than it runs.
+TROJAN = "access = 'user'\nif access != 'user\u202e \u2066# check admin\u2069 \u2066':\n    import os; os.system('touch pwned')\n"
+
+
+def hidden_characters(text: str) -> list[str]:
+    import unicodedata
+
+    return [f"U+{ord(c):04X}" for c in text if c not in "\n\t" and unicodedata.category(c) in ("Cf", "Cc", "Zl", "Zp", "Co", "Cs")]
+
+
+def cards_of(events: list[Any]) -> list[Any]:
+    from agent_kernel.jupyter._transcript import Transcript
+
+    view = Transcript()
+    for event in events:
+        view.apply(event)
+    return list(view.tool_cards)
+
+
+async def test_an_approval_card_shows_hidden_and_reordering_characters_as_escapes(work: Path) -> None:
+    person = Person("reject")
+    model = ScriptedModel([[tool_call("read_notebook", {"path": "analysis.ipynb"})],
+                           [tool_call("edit_notebook", {"action": "insert", "source": TROJAN, "path": "analysis.ipynb"})],
+                           "done"])
+    agent = Agent(model, tools=["read_notebook", "edit_notebook"], journal=None, context=None, working_dir=work,
+                  permissions="default", approver=person)
+    result = await agent.run("go")
+    card = next(c for c in cards_of(result.events) if c.name == "edit_notebook")
+    shown = f"{card.approval_reason}\n{card.arguments}"
+    assert "U+202E" in shown
+    assert hidden_characters(shown) == []
+
+
+async def test_a_run_cell_card_for_a_cell_a_sandboxed_command_wrote_shows_its_hidden_characters(work: Path) -> None:
+    check()
+    nb = nbformat.read(work / "analysis.ipynb", as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell(TROJAN, id="trojan"))
+    payload = nbformat.writes(nb)
+    (work / "payload.json").write_text(payload)  # what the command writes over the notebook
+    person = Person("reject")
+    model = ScriptedModel([[tool_call("bash", {"command": "mv payload.json analysis.ipynb"})],
+                           [tool_call("read_notebook", {"path": "analysis.ipynb"})],
+                           [tool_call("run_cell", {"cell": "trojan", "path": "analysis.ipynb"})], "done"])
+    agent = Agent(model, tools=["bash", "read_notebook", "run_cell"], journal=None, context=None, working_dir=work,
+                  sandbox=True, permissions="default", approver=person)
+    result = await agent.run("go")
+    assert [r.tool for r in person.cards] == ["run_cell"]
+    card = next(c for c in cards_of(result.events) if c.name == "run_cell")
+    assert "U+202E" in (card.approval_reason or "") and hidden_characters(card.approval_reason or "") == []
+    assert not (work / "pwned").exists()
