@@ -153,3 +153,21 @@ async def test_a_file_named_like_a_session_does_not_stand_in_for_its_journal(
         assert Path(resumed.journal.path).resolve() == journal.resolve()
     finally:
         resumed.close()
+
+
+# ---- memory the address-space limit does not count: files in the sandbox's tmpfs ------------------
+
+
+async def test_the_sandboxs_memory_backed_folders_are_bounded(work: Path) -> None:
+    from agent_kernel.tools._tool import ToolContext
+    from agent_kernel.tools.builtin._shell import bash
+
+    mib = 1024 * 1024
+    sandbox = Sandbox(max_tmp=mib)
+    writes = ("/tmp/f", "/var/tmp/f", "/dev/shm/f", "/dev/f", "/run/f", f"{Path.home()}/.ssh/f")
+    command = "; ".join(f"head -c {2 * mib} /dev/zero > {target} 2>/dev/null && echo wrote {target}" for target in writes)
+    said = await bash.invoke(bash.validate({"command": command + "; true"}), ToolContext("c1", "bash", work, {"sandbox": sandbox}))
+    assert "wrote" not in said
+    sizes = await bash.invoke(bash.validate({"command": "df -B1 --output=size /tmp /dev/shm | tail -n +2"}),
+                              ToolContext("c2", "bash", work, {"sandbox": Sandbox()}))
+    assert all(int(size) <= Sandbox().max_tmp for size in sizes.split())  # type: ignore[operator]

@@ -25,7 +25,9 @@
 - new PID, IPC, UTS and user namespaces, ``--die-with-parent`` and ``--new-session``: when the
   command ends, is stopped or its supervisor dies, every process it started dies with it;
 - limits on processes, memory and CPU time (``max_processes``, ``max_memory``,
-  ``max_cpu_seconds``), so a fork bomb stays inside. The process count is set inside the
+  ``max_cpu_seconds``), so a fork bomb stays inside; every tmpfs has a size (``max_tmp`` for
+  ``/tmp``, ``/var/tmp`` and ``/dev/shm``), since its files are memory ``max_memory`` does not
+  count, and ``/dev`` is read-only. The process count is set inside the
   sandbox's user namespace, where the kernel counts only the sandbox's own processes; root is
   exempt from that limit, so for root the supervisor puts the command in a ``pids`` cgroup.
 
@@ -106,6 +108,9 @@ _RUNTIME_DIRS = ("/run", "/var/run", "/var/lock")
 # DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/1000/bus,guid=…).
 _PATH_IN_VALUE = re.compile(r"/[^\s:;,=]+")
 _GiB = 1024**3
+# The size of a tmpfs that only holds the name of something hidden (and the folders bubblewrap
+# makes in it to mount a writable folder back): it stays next to empty.
+_EMPTY = ("--size", str(1024 * 1024))
 # Numbers the cgroups of this process's commands apart.
 _launches = itertools.count(1)
 
@@ -195,6 +200,9 @@ class Sandbox:
         max_processes: processes and threads the command may have at once (None: no limit).
         max_memory: bytes of address space per process (None: no limit).
         max_cpu_seconds: seconds of CPU time per process (None: no limit).
+        max_tmp: bytes each of the sandbox's private ``/tmp``, ``/var/tmp`` and ``/dev/shm`` may
+            hold (None: no limit but the host's, half its memory). Their files are memory that
+            ``max_memory`` does not count.
         allow_weaker: names from ``PROTECTIONS`` the person accepts running without, where this
             machine cannot provide them; by default a missing protection stops the command.
 
@@ -211,6 +219,7 @@ class Sandbox:
     max_processes: int | None = 512
     max_memory: int | None = 8 * _GiB
     max_cpu_seconds: int | None = 600
+    max_tmp: int | None = 2 * _GiB
     allow_weaker: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
@@ -223,7 +232,7 @@ class Sandbox:
         if unknown:
             raise UserError(f"Sandbox(allow_weaker={self.allow_weaker!r}): unknown protection {unknown[0]!r}. "
                             f"Known: {', '.join(PROTECTIONS)}.")
-        for name in ("max_processes", "max_memory", "max_cpu_seconds"):
+        for name in ("max_processes", "max_memory", "max_cpu_seconds", "max_tmp"):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise UserError(f"Sandbox({name}={value!r}): give a positive whole number, or None for no limit.")
@@ -231,6 +240,9 @@ class Sandbox:
             if not entry.strip("/") or os.path.isabs(entry) or ".." in Path(entry).parts:
                 raise UserError(f"Sandbox(protected=...): {entry!r} is not a path inside the working directory; "
                                 "give relative names like '.venv/' or '.envrc'.")
+
+    def _tmpfs_size(self) -> list[str]:
+        return [] if self.max_tmp is None else ["--size", str(self.max_tmp)]
 
     def settings(self) -> dict[str, Any]:
         """This sandbox as JSON values (for a journal's header); ``sandbox_from`` rebuilds it."""
@@ -310,9 +322,12 @@ class Sandbox:
                     "startup files (.bashrc, .gitconfig, .local/...) run later outside the sandbox. Run the agent in "
                     "a project folder (working_dir=...), not in the home folder."
                 )
-        args = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+        # Every tmpfs has a size: its files are the host's memory, which RLIMIT_AS does not count.
+        private = self._tmpfs_size()
+        args = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", *private, "--tmpfs", "/dev/shm", "--proc", "/proc",
+                *private, "--tmpfs", "/tmp"]
         if os.path.isdir("/var/tmp"):
-            args += ["--tmpfs", "/var/tmp"]
+            args += [*private, "--tmpfs", "/var/tmp"]
         # /tmp and /var/tmp are private already: a socket there is out of sight unless a writable
         # folder brings it back.
         private = (Path("/tmp"), Path("/var/tmp"))
@@ -335,7 +350,7 @@ class Sandbox:
             if not path.exists() or work == path or work.is_relative_to(path):
                 continue
             # An empty folder over a folder, /dev/null over a file: the secret is not readable.
-            args += ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
+            args += [*_EMPTY, "--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
         kept = [Path(p) for p in keep]
         guarded = [*(p for root in roots for p in self.protected_paths(root)), *kept]
         # A read-only bind stops writes to the entry, not the rename of a folder above it (``mv logs
@@ -354,7 +369,9 @@ class Sandbox:
                 args += ["--ro-bind", str(path), str(path)]
         # No capabilities, even for root: with CAP_SYS_ADMIN in the sandbox's user namespace a
         # command could unmount the read-only binds above (``umount .git``) and write beneath them.
-        args += ["--unshare-all", "--cap-drop", "ALL"]
+        # /dev is bubblewrap's own tmpfs, which takes no size: read-only, so only /dev/shm (sized
+        # above) holds files.
+        args += ["--remount-ro", "/dev", "--unshare-all", "--cap-drop", "ALL"]
         if self.network:
             args += ["--share-net"]
         if seccomp_fd is not None:
@@ -501,7 +518,7 @@ def _links_on_the_way(path: Path, roots: list[Path]) -> list[tuple[Path, str]]:
 def _mask_args(paths: Iterable[Path]) -> list[str]:
     args: list[str] = []
     for path in paths:
-        args += ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
+        args += [*_EMPTY, "--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
     return args
 
 
@@ -526,7 +543,7 @@ def _protect_args(paths: list[Path], root: Path, roots: list[Path], placeholders
             # either (a folder, even for a file's name: git does not list an empty folder).
             if placeholders is not None:
                 placeholders.append(missing)
-            args += ["--tmpfs", str(missing), "--remount-ro", str(missing)]
+            args += [*_EMPTY, "--tmpfs", str(missing), "--remount-ro", str(missing)]
     return args
 
 
@@ -669,7 +686,8 @@ def sandbox_from(spec: Any) -> Sandbox | None:
     if isinstance(spec, Sandbox):
         return spec
     if isinstance(spec, Mapping):
-        known = ("network", "writable", "hidden", "env", "protected", "max_processes", "max_memory", "max_cpu_seconds", "allow_weaker")
+        known = ("network", "writable", "hidden", "env", "protected", "max_processes", "max_memory", "max_cpu_seconds", "max_tmp",
+                 "allow_weaker")
         unknown = set(spec) - set(known)
         if unknown:
             raise UserError(
@@ -687,7 +705,7 @@ def sandbox_from(spec: Any) -> Sandbox | None:
             if name in spec:
                 value = spec[name]
                 fields[name] = (value,) if isinstance(value, str) else tuple(str(p) for p in value)
-        for name in ("max_processes", "max_memory", "max_cpu_seconds"):
+        for name in ("max_processes", "max_memory", "max_cpu_seconds", "max_tmp"):
             if name in spec:
                 fields[name] = spec[name]
         return Sandbox(**fields)
