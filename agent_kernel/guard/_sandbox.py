@@ -512,7 +512,7 @@ def _links_on_the_way(path: Path, roots: list[Path]) -> list[tuple[Path, str]]:
             except OSError:
                 pass
         current = current.parent
-    return found
+    return found[::-1]  # outermost first: a link below is put back through its restored parents
 
 
 def _mask_args(paths: Iterable[Path]) -> list[str]:
