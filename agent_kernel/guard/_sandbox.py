@@ -323,11 +323,11 @@ class Sandbox:
                     "a project folder (working_dir=...), not in the home folder."
                 )
         # Every tmpfs has a size: its files are the host's memory, which RLIMIT_AS does not count.
-        private = self._tmpfs_size()
-        args = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", *private, "--tmpfs", "/dev/shm", "--proc", "/proc",
-                *private, "--tmpfs", "/tmp"]
+        sized = self._tmpfs_size()
+        args = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", *sized, "--tmpfs", "/dev/shm", "--proc", "/proc",
+                *sized, "--tmpfs", "/tmp"]
         if os.path.isdir("/var/tmp"):
-            args += [*private, "--tmpfs", "/var/tmp"]
+            args += [*sized, "--tmpfs", "/var/tmp"]
         # /tmp and /var/tmp are private already: a socket there is out of sight unless a writable
         # folder brings it back.
         private = (Path("/tmp"), Path("/var/tmp"))
