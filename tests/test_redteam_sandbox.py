@@ -171,3 +171,35 @@ async def test_the_sandboxs_memory_backed_folders_are_bounded(work: Path) -> Non
     sizes = await bash.invoke(bash.validate({"command": "df -B1 --output=size /tmp /dev/shm | tail -n +2"}),
                               ToolContext("c2", "bash", work, {"sandbox": Sandbox()}))
     assert all(int(size) <= Sandbox().max_tmp for size in sizes.split())  # type: ignore[operator]
+
+
+# ---- what runs later because of where it is, not what it is called -----------------------------------
+
+
+@pytest.mark.parametrize("name", ["venv", "env", ".tox/py311"])
+async def test_a_virtual_environment_under_any_name_stays_read_only(work: Path, name: str) -> None:
+    site = work / name / "lib" / "python3.11" / "site-packages"
+    site.mkdir(parents=True)
+    (work / name / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (work / name / "bin").mkdir()
+    (work / name / "bin" / "activate").write_text("echo real\n")
+    # A .pth file runs at every start of that Python; activate runs when the person enters it.
+    await attack(work, f"echo 'import os; os.system(\"touch pwned\")' > {site}/zz.pth; echo 'touch pwned' > {name}/bin/activate")
+    assert not (site / "zz.pth").exists()
+    assert (work / name / "bin" / "activate").read_text() == "echo real\n"
+
+
+async def test_a_folder_on_path_inside_the_working_directory_stays_read_only(work: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (work / "tools").mkdir()
+    monkeypatch.setenv("PATH", f"{work / 'tools'}{os.pathsep}{work / 'node_modules' / '.bin'}{os.pathsep}{os.environ['PATH']}")
+    # The next `git` the person types (or any program run by name outside) would be this one.
+    await attack(work, "printf '#!/bin/sh\\ntouch pwned\\n' > tools/git; chmod +x tools/git; "
+                       "mkdir -p node_modules/.bin && cp tools/git node_modules/.bin/git")
+    assert not (work / "tools" / "git").exists() and not (work / "node_modules").exists()
+
+
+async def test_path_naming_the_working_directory_itself_is_refused(work: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", f".{os.pathsep}{os.environ['PATH']}")
+    results = await attack(work, "printf '#!/bin/sh\\ntouch pwned\\n' > ls; chmod +x ls")
+    assert results[0]["is_error"] and "PATH" in str(results[0]["content"])
+    assert not (work / "ls").exists()

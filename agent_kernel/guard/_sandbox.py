@@ -8,7 +8,8 @@
 - inside the working directory, what runs later *outside* the sandbox stays read-only: ``.git``
   (its config and hooks run on the person's next ``git status``), ``.agent_kernel`` (journals and
   memory), ``AGENTS.md`` (the next session obeys it) and ``Sandbox.protected`` (virtualenvs,
-  ``.envrc``). A missing one is held by an empty read-only folder for the call, so it cannot be
+  ``.envrc``), and what runs later because of where it is (``runs_later``: Python environments
+  under any name, the running Python's own, ``PATH`` folders). A missing one is held by an empty read-only folder for the call, so it cannot be
   created either; the placeholder is removed afterwards. The folders between a writable folder
   and a protected entry are made mount points, so they cannot be renamed to put another file in
   its place, and a protected symlink the command removes or re-points is put back afterwards;
@@ -67,7 +68,7 @@ from agent_kernel.guard._signing import key_path
 
 __all__ = [
     "ALWAYS_PROTECTED", "ENV_ALLOWED", "HIDDEN", "INSTALL_HINT", "PROTECTED", "PROTECTIONS", "Launch",
-    "Sandbox", "SandboxUnavailable", "check", "limit_note", "protected_note", "restored_note", "sandbox_from",
+    "Sandbox", "SandboxUnavailable", "check", "limit_note", "protected_note", "restored_note", "runs_later", "sandbox_from",
 ]
 
 INSTALL_HINT = (
@@ -282,9 +283,15 @@ class Sandbox:
         # A path inside another masked folder is out of sight already.
         return [p for p in found if not any(p != q and p.is_relative_to(q) and q.is_dir() for q in found)]
 
-    def protected_paths(self, root: Path) -> list[Path]:
-        """The entries of the writable folder ``root`` kept read-only."""
-        return [root / entry.strip("/") for entry in (*ALWAYS_PROTECTED, *self.protected)]
+    def protected_paths(self, root: Path, environ: Mapping[str, str] | None = None) -> list[Path]:
+        """The entries of the writable folder ``root`` kept read-only: the named ones, and those
+        that run later outside because of where they are (``runs_later``).
+
+        Raises:
+            SandboxUnavailable: ``root`` itself is such a place (see ``runs_later``).
+        """
+        named = [root / entry.strip("/") for entry in (*ALWAYS_PROTECTED, *self.protected)]
+        return [*named, *(p for p in runs_later(root, os.environ if environ is None else environ) if p not in named)]
 
     def wrap(
         self,
@@ -352,7 +359,8 @@ class Sandbox:
             # An empty folder over a folder, /dev/null over a file: the secret is not readable.
             args += [*_EMPTY, "--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
         kept = [Path(p) for p in keep]
-        guarded = [*(p for root in roots for p in self.protected_paths(root)), *kept]
+        protected = {root: self.protected_paths(root, environ) for root in roots}
+        guarded = [*(p for root in roots for p in protected[root]), *kept]
         # A read-only bind stops writes to the entry, not the rename of a folder above it (``mv logs
         # logs.old; mkdir logs``, then a file of the command's own where the entry was): each
         # folder between a writable root and a guarded entry is bound onto itself first, which
@@ -362,7 +370,7 @@ class Sandbox:
             if links is not None:
                 links += _links_on_the_way(path, roots)
         for root in roots:
-            args += _protect_args(self.protected_paths(root), root, roots, placeholders)
+            args += _protect_args(protected[root], root, roots, placeholders)
         for path in kept:
             path = path.resolve()
             if path.exists() and any(path.is_relative_to(r) for r in roots):
@@ -447,6 +455,65 @@ class Sandbox:
                 launch.cgroup = parent / f"agent_kernel-{os.getpid()}-{next(_launches)}"
                 launch.supervisor_options += ["--pids-cgroup", str(launch.cgroup), "--pids-max", str(self.max_processes)]
         return launch
+
+
+def runs_later(root: Path, environ: Mapping[str, str]) -> list[Path]:
+    """Folders in ``root`` whose programs run later outside the sandbox, whatever their names:
+    Python environments (a folder, or one folder deeper, holding ``pyvenv.cfg`` or ``conda-meta``:
+    ``venv``, ``env``, ``.tox/py311``; a ``.pth`` file in one runs at every start of its Python),
+    the environment and site folders of the Python running the agent, and the folders of
+    ``PATH`` (a program there runs when anyone outside types its name; a relative entry is read
+    from ``root``).
+
+    Raises:
+        SandboxUnavailable: ``root`` itself is one of them (``PATH`` holds ``.`` or the working
+            directory): no part of it could be written safely.
+    """
+    import site
+    import sys
+
+    found: list[Path] = []
+    for folder in _folders(root, depth=2):
+        if (folder / "pyvenv.cfg").is_file() or (folder / "conda-meta").is_dir():
+            found.append(folder)
+    places = [("the Python running the agent", p) for p in (sys.prefix, sys.exec_prefix, os.path.dirname(sys.executable))]
+    try:
+        places += [("the Python running the agent", p) for p in (*site.getsitepackages(), site.getusersitepackages())]
+    except AttributeError:  # pragma: no cover  # an embedded Python without site's helpers
+        pass
+    places += [("PATH", entry or ".") for entry in environ.get("PATH", "").split(os.pathsep)]  # "" is the current folder
+    for what, place in places:
+        path = Path(os.path.realpath(os.path.join(root, place)))  # a relative entry is read from root
+        if path == root:
+            raise SandboxUnavailable(
+                f"{what} is the writable folder {root} ({place!r}), so a program written there would run later "
+                "outside the sandbox. " + ("Remove that entry from PATH" if what == "PATH" else
+                                           "Use a Python environment outside it") + ", or run the agent in another folder."
+            )
+        if path.is_relative_to(root) and path not in found:
+            found.append(path)
+    return found
+
+
+def _folders(root: Path, depth: int, *, wide: int = 64) -> list[Path]:
+    """The folders in ``root`` down to ``depth`` levels (links not followed; unreadable ones
+    skipped). Below the top, only folders with at most ``wide`` subfolders are entered: an
+    environment sits in a small folder (``.tox``, ``envs``), and this runs before every command."""
+    found: list[Path] = []
+    level = [root]
+    for step in range(depth):
+        below: list[Path] = []
+        for folder in level:
+            try:
+                with os.scandir(folder) as entries:
+                    inside = [Path(e.path) for e in entries if e.is_dir(follow_symlinks=False)]
+            except OSError:
+                continue
+            if step == 0 or len(inside) <= wide:
+                below += inside
+        found += below
+        level = below
+    return found
 
 
 def _remove_cgroup(folder: Path) -> None:
