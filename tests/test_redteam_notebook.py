@@ -71,14 +71,14 @@ async def test_a_file_rule_is_not_side_stepped_by_a_sandboxed_command(work: Path
 # ---- run_cell starts a kernel in the notebook's folder: files planted there must not run ------------
 
 
-SHADOWING = ("A sandboxed command may write any file in the working directory, and a folder on a Python "
-             "process's sys.path (the kernel's own folder; the notebook's folder for the kernel run_cell starts) "
-             "imports a module planted there before the real one: code the person never saw runs outside the "
-             "sandbox. Closing it needs the sandbox to move aside new files that shadow importable modules (or "
-             "kernels that keep their folder last on sys.path); a heuristic, left for a design decision.")
+SHADOWING = ("A sandboxed command may write any file in the working directory, and a Python process whose "
+             "sys.path starts with that folder (a notebook's kernel, `python -c`, a script beside it) imports a "
+             "module planted there in place of the real one the next time it imports that name: code nobody saw runs "
+             "outside the sandbox, in the agent's own process. The kernels run_cell starts keep their folder last; "
+             "the agent's process is the person's, and closing it needs the sandbox to move aside new files that "
+             "shadow importable modules, a heuristic left for a design decision.")
 
 
-@pytest.mark.xfail(strict=True, reason=SHADOWING)
 async def test_run_cell_runs_only_the_cell_on_the_card_not_a_planted_kernel_launcher(work: Path) -> None:
     check()
     plant = "echo 'open(\"pwned\", \"w\").close()' > ipykernel_launcher.py"
@@ -97,6 +97,41 @@ async def test_run_cell_runs_only_the_cell_on_the_card_not_a_planted_kernel_laun
     assert (work / "ipykernel_launcher.py").exists()  # the command did plant it
     assert not (work / "pwned").exists()
     assert "2" in results(result.events)[-1]["content"]
+
+
+async def test_a_file_kernel_still_imports_the_notebooks_own_modules(work: Path) -> None:
+    (work / "helper.py").write_text("VALUE = 41\n")
+    nb = nbformat.read(work / "analysis.ipynb", as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell("import helper\nprint(helper.VALUE + 1)", id="local"))
+    nbformat.write(nb, work / "analysis.ipynb")
+    model = ScriptedModel([[tool_call("read_notebook", {"path": "analysis.ipynb"})],
+                           [tool_call("run_cell", {"cell": "local", "path": "analysis.ipynb"})], "done"])
+    agent = Agent(model, tools=["read_notebook", "run_cell"], journal=None, context=None, working_dir=work, permissions="bypass")
+    try:
+        result = await agent.run("go")
+    finally:
+        await shutdown_kernels(agent.tool_extras)
+    assert "42" in results(result.events)[-1]["content"]
+
+
+async def test_a_cell_on_the_card_imports_the_module_it_names_not_one_planted_beside_the_notebook(work: Path) -> None:
+    check()
+    nb = nbformat.read(work / "analysis.ipynb", as_version=4)
+    nb.cells[0].source = "import decimal\nprint(decimal.Decimal('1.5') * 2)"
+    nbformat.write(nb, work / "analysis.ipynb")
+    plant = "echo 'open(\"pwned\", \"w\").close()' > decimal.py"
+    person = Person("approve")
+    model = ScriptedModel([[tool_call("bash", {"command": plant})],
+                           [tool_call("read_notebook", {"path": "analysis.ipynb"})],
+                           [tool_call("run_cell", {"cell": "sum", "path": "analysis.ipynb"})], "done"])
+    agent = Agent(model, tools=["bash", "read_notebook", "run_cell"], journal=None, context=None, working_dir=work,
+                  sandbox=True, permissions="default", approver=person)
+    try:
+        await agent.run("go")
+    finally:
+        await shutdown_kernels(agent.tool_extras)
+    assert [r.tool for r in person.cards] == ["run_cell"]
+    assert not (work / "pwned").exists()
 
 
 AGENT_IN_ITS_FOLDER = textwrap.dedent("""

@@ -232,7 +232,9 @@ def find_cell(nb: Any, cell: int | str | None, *, shown: str) -> int:
     count = len(nb.cells)
     if isinstance(cell, bool) or cell is None:
         raise ToolError(f"Name a cell by its index (0 to {count - 1}) or its id; read_notebook shows both.")
-    if isinstance(cell, int) or (isinstance(cell, str) and cell.lstrip("-").isdigit() and not any(c.get("id") == cell for c in nb.cells)):
+    # An index written as text: ASCII digits only ("²" and "٣" are digits to str.isdigit, not to int).
+    numeric = isinstance(cell, str) and cell.lstrip("-").isascii() and cell.lstrip("-").isdigit()
+    if isinstance(cell, int) or (numeric and not any(c.get("id") == cell for c in nb.cells)):
         index = int(cell)
         if -count <= index < count:
             return index % count
