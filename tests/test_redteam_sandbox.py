@@ -203,3 +203,12 @@ async def test_path_naming_the_working_directory_itself_is_refused(work: Path, m
     results = await attack(work, "printf '#!/bin/sh\\ntouch pwned\\n' > ls; chmod +x ls")
     assert results[0]["is_error"] and "PATH" in str(results[0]["content"])
     assert not (work / "ls").exists()
+
+
+async def test_a_hidden_folder_inside_a_pinned_folder_stays_hidden(work: Path) -> None:
+    (work / "config" / "secrets").mkdir(parents=True)
+    (work / "config" / "secrets" / "key").write_text("s3cret-value\n")
+    (work / "config" / "tool").mkdir()
+    sandbox = Sandbox(protected=("config/tool/settings",), hidden=(str(work / "config" / "secrets"),))
+    results = await attack(work, "cat config/secrets/key; true", sandbox=sandbox)
+    assert "s3cret-value" not in str(results[0]["content"])

@@ -347,6 +347,15 @@ class Sandbox:
         args += _mask_args(before)
         for root in roots:
             args += ["--bind", str(root), str(root)]
+        kept = [Path(p) for p in keep]
+        protected = {root: self.protected_paths(root, environ) for root in roots}
+        guarded = [*(p for root in roots for p in protected[root]), *kept]
+        # A read-only bind stops writes to the entry, not the rename of a folder above it (``mv logs
+        # logs.old; mkdir logs``, then a file of the command's own where the entry was): each
+        # folder between a writable root and a guarded entry is bound onto itself, which makes it
+        # a mount point, and a mount point cannot be renamed or removed. Right after the roots: a
+        # bind takes its source from the host, so every mask and hidden path must come after it.
+        args += _pin_args(guarded, roots)
         args += _mask_args([m for m in masks if m not in before])
         resolv = Path(os.path.realpath("/etc/resolv.conf"))
         if self.network and resolv.is_file() and any(resolv.is_relative_to(m) for m in masks):
@@ -358,14 +367,6 @@ class Sandbox:
                 continue
             # An empty folder over a folder, /dev/null over a file: the secret is not readable.
             args += [*_EMPTY, "--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
-        kept = [Path(p) for p in keep]
-        protected = {root: self.protected_paths(root, environ) for root in roots}
-        guarded = [*(p for root in roots for p in protected[root]), *kept]
-        # A read-only bind stops writes to the entry, not the rename of a folder above it (``mv logs
-        # logs.old; mkdir logs``, then a file of the command's own where the entry was): each
-        # folder between a writable root and a guarded entry is bound onto itself first, which
-        # makes it a mount point, and a mount point cannot be renamed or removed.
-        args += _pin_args(guarded, roots)
         for path in guarded:
             if links is not None:
                 links += _links_on_the_way(path, roots)
