@@ -212,3 +212,10 @@ async def test_a_hidden_folder_inside_a_pinned_folder_stays_hidden(work: Path) -
     sandbox = Sandbox(protected=("config/tool/settings",), hidden=(str(work / "config" / "secrets"),))
     results = await attack(work, "cat config/secrets/key; true", sandbox=sandbox)
     assert "s3cret-value" not in str(results[0]["content"])
+
+
+async def test_a_hidden_folder_inside_a_protected_entry_stays_hidden(work: Path) -> None:
+    (work / ".venv" / "secrets").mkdir(parents=True)
+    (work / ".venv" / "secrets" / "key").write_text("s3cret-value\n")
+    results = await attack(work, "cat .venv/secrets/key; true", sandbox=Sandbox(hidden=(str(work / ".venv" / "secrets"),)))
+    assert "s3cret-value" not in str(results[0]["content"])

@@ -353,9 +353,19 @@ class Sandbox:
         # A read-only bind stops writes to the entry, not the rename of a folder above it (``mv logs
         # logs.old; mkdir logs``, then a file of the command's own where the entry was): each
         # folder between a writable root and a guarded entry is bound onto itself, which makes it
-        # a mount point, and a mount point cannot be renamed or removed. Right after the roots: a
-        # bind takes its source from the host, so every mask and hidden path must come after it.
+        # a mount point, and a mount point cannot be renamed or removed.
         args += _pin_args(guarded, roots)
+        for path in guarded:
+            if links is not None:
+                links += _links_on_the_way(path, roots)
+        for root in roots:
+            args += _protect_args(protected[root], root, roots, placeholders)
+        for path in kept:
+            path = path.resolve()
+            if path.exists() and any(path.is_relative_to(r) for r in roots):
+                args += ["--ro-bind", str(path), str(path)]
+        # Masks and hidden paths last: every bind takes its source from the host, so one made
+        # after them over a folder holding them would bring them back into view.
         args += _mask_args([m for m in masks if m not in before])
         resolv = Path(os.path.realpath("/etc/resolv.conf"))
         if self.network and resolv.is_file() and any(resolv.is_relative_to(m) for m in masks):
@@ -367,15 +377,6 @@ class Sandbox:
                 continue
             # An empty folder over a folder, /dev/null over a file: the secret is not readable.
             args += [*_EMPTY, "--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
-        for path in guarded:
-            if links is not None:
-                links += _links_on_the_way(path, roots)
-        for root in roots:
-            args += _protect_args(protected[root], root, roots, placeholders)
-        for path in kept:
-            path = path.resolve()
-            if path.exists() and any(path.is_relative_to(r) for r in roots):
-                args += ["--ro-bind", str(path), str(path)]
         # No capabilities, even for root: with CAP_SYS_ADMIN in the sandbox's user namespace a
         # command could unmount the read-only binds above (``umount .git``) and write beneath them.
         # /dev is bubblewrap's own tmpfs, which takes no size: read-only, so only /dev/shm (sized
