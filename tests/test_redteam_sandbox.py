@@ -219,3 +219,26 @@ async def test_a_hidden_folder_inside_a_protected_entry_stays_hidden(work: Path)
     (work / ".venv" / "secrets" / "key").write_text("s3cret-value\n")
     results = await attack(work, "cat .venv/secrets/key; true", sandbox=Sandbox(hidden=(str(work / ".venv" / "secrets"),)))
     assert "s3cret-value" not in str(results[0]["content"])
+
+
+async def test_the_journal_key_cannot_be_swapped_when_it_lives_in_the_working_directory(
+    work: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agent_kernel.guard._signing import key_path, sign_header
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(work / ".config"))  # as in some dev containers
+    sign_header({"schema": 1})  # the key is made on first use
+    real = key_path().read_text()
+    # With a key of its own in place, a command could sign any journal that %agent resume trusts.
+    await attack(work, "mv .config .config.old && mkdir -p .config/agent_kernel && "
+                       "python3 -c \"print('0' * 64)\" > .config/agent_kernel/journal.key && chmod 600 .config/agent_kernel/journal.key")
+    assert key_path().read_text() == real
+
+
+async def test_a_journal_key_cannot_be_planted_before_the_first_one_is_made(work: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent_kernel.guard._signing import key_path
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(work / ".config"))
+    await attack(work, "mkdir -p .config/agent_kernel && python3 -c \"print('0' * 64)\" > .config/agent_kernel/journal.key; "
+                       "chmod 600 .config/agent_kernel/journal.key; true")
+    assert not key_path().exists()

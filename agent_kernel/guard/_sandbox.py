@@ -350,16 +350,24 @@ class Sandbox:
         kept = [Path(p) for p in keep]
         protected = {root: self.protected_paths(root, environ) for root in roots}
         guarded = [*(p for root in roots for p in protected[root]), *kept]
+        # The key that signs journal headers, always: with it a command could forge a session.
+        hidden = [path for entry in (*self.hidden, str(key_path().parent))
+                  for path in [(Path(entry) if os.path.isabs(entry) else home / entry).resolve()]
+                  if path.exists() and work != path and not work.is_relative_to(path)]
         # A read-only bind stops writes to the entry, not the rename of a folder above it (``mv logs
         # logs.old; mkdir logs``, then a file of the command's own where the entry was): each
         # folder between a writable root and a guarded entry is bound onto itself, which makes it
         # a mount point, and a mount point cannot be renamed or removed.
-        args += _pin_args(guarded, roots)
+        args += _pin_args([*guarded, *hidden], roots)  # a hidden key's folder, swapped, would be a key of the command's
         for path in guarded:
             if links is not None:
                 links += _links_on_the_way(path, roots)
+        key_folder = key_path().parent.resolve()
         for root in roots:
-            args += _protect_args(protected[root], root, roots, placeholders)
+            # A key folder not made yet, inside a writable folder: held, or a command could make a
+            # key of its own there before this install makes the real one.
+            missing_key = [key_folder] if not key_folder.exists() and key_folder.is_relative_to(root) else []
+            args += _protect_args([*protected[root], *missing_key], root, roots, placeholders)
         for path in kept:
             path = path.resolve()
             if path.exists() and any(path.is_relative_to(r) for r in roots):
@@ -370,11 +378,7 @@ class Sandbox:
         resolv = Path(os.path.realpath("/etc/resolv.conf"))
         if self.network and resolv.is_file() and any(resolv.is_relative_to(m) for m in masks):
             args += ["--ro-bind", str(resolv), str(resolv)]  # a resolver file kept under /run
-        # The key that signs journal headers, always: with it a command could forge a session.
-        for entry in (*self.hidden, str(key_path().parent)):
-            path = (Path(entry) if os.path.isabs(entry) else home / entry).resolve()
-            if not path.exists() or work == path or work.is_relative_to(path):
-                continue
+        for path in hidden:
             # An empty folder over a folder, /dev/null over a file: the secret is not readable.
             args += [*_EMPTY, "--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
         # No capabilities, even for root: with CAP_SYS_ADMIN in the sandbox's user namespace a
