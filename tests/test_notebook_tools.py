@@ -392,7 +392,7 @@ def test_a_cell_reference_finds_that_cell_or_says_what_exists(count: int, ref: i
     except ToolError as exc:
         assert "read_notebook" in str(exc)
         by_id = isinstance(ref, str) and any(c.id == ref for c in nb.cells)
-        as_number = isinstance(ref, int) or (isinstance(ref, str) and ref.lstrip("-").isdigit())
+        as_number = isinstance(ref, int) or (isinstance(ref, str) and ref.lstrip("-").isascii() and ref.lstrip("-").isdigit())
         assert not by_id and not (as_number and -count <= int(ref) < count)
         return
     if isinstance(ref, str) and any(c.id == ref for c in nb.cells):

@@ -249,6 +249,12 @@ def _unread(key: Any, shell: bool) -> str:
 _JUDGE_IN_THREAD = 64 * 1024
 
 
+#: The built-in tools whose rules name files: a deny or ask rule for one of them makes a sandboxed
+#: shell call ask (in ``default`` and ``accept_edits`` mode), since the sandbox cannot hold it.
+FILE_RULE_TOOLS = ("read_file", "write_file", "edit_file", "grep", "glob", "list_files",
+                   "read_notebook", "edit_notebook", "run_cell")
+
+
 def _rule(text: str) -> Rule:
     """``Rule.parse`` (no shared cache: a parse a tool could edit would outlive the seal's check)."""
     return Rule.parse(text)
@@ -285,7 +291,9 @@ class Permissions:
         ask: rules for calls that always ask, even in a permissive mode.
         deny: rules for calls that never run.
         sandboxed: shell commands run inside an OS sandbox (``Agent(sandbox=True)``), so a shell
-            call no deny or ask rule names runs without asking (except in ``plan`` mode).
+            call no deny or ask rule names runs without asking (except in ``plan`` mode), unless
+            a deny or ask rule names a file tool (``FILE_RULE_TOOLS``): the sandbox cannot hold
+            a file rule, so then the mode decides.
 
     Example:
         >>> p = Permissions(mode="accept_edits", allow=["bash(git status)"], deny=["bash(rm *)"])
@@ -371,9 +379,23 @@ class Permissions:
                 texts = [r.text for r in rules if r.pattern in used]
                 return Verdict("allow", texts[0], f"the rules allow {texts!r} together allow it", "rule")
         if shell and self.sandboxed and self.mode != "plan":
-            # The sandbox, not the rules, contains what the command can reach (docs/security.md).
-            return Verdict("allow", None, f"{tool.name} runs inside the sandbox", "mode")
+            guarding = self._file_rule()
+            if guarding is None:
+                # The sandbox, not the rules, contains what the command can reach (docs/security.md).
+                return Verdict("allow", None, f"{tool.name} runs inside the sandbox", "mode")
+            if self.mode != "bypass":
+                # The sandbox keeps the working directory writable and readable: it cannot hold a
+                # file rule, and which files a command touches cannot be read from it exactly.
+                return Verdict("ask", None, f"{tool.name} runs inside the sandbox, but the sandbox cannot keep it from the "
+                               f"files the rule {guarding!r} names, so {self.mode} mode asks", "mode")
         return self._mode_default(tool, arguments)
+
+    def _file_rule(self) -> str | None:
+        """A deny or ask rule naming a tool that reads or writes files, or None."""
+        for rule in map(_rule, self.deny + self.ask):
+            if any(fnmatch.fnmatchcase(name, rule.tool) for name in FILE_RULE_TOOLS):
+                return rule.text
+        return None
 
     def _mode_default(self, tool: Tool, arguments: dict[str, Any] | None = None) -> Verdict:
         # A tool may carry its own mode (an MCP server's ``permissions=``); plan mode still wins.

@@ -8,8 +8,13 @@
 - inside the working directory, what runs later *outside* the sandbox stays read-only: ``.git``
   (its config and hooks run on the person's next ``git status``), ``.agent_kernel`` (journals and
   memory), ``AGENTS.md`` (the next session obeys it) and ``Sandbox.protected`` (virtualenvs,
-  ``.envrc``). A missing one is held by an empty read-only folder for the call, so it cannot be
-  created either; the placeholder is removed afterwards;
+  ``.envrc``), and what runs later because of where it is (``runs_later``: Python environments
+  under any name, the running Python's own, ``PATH`` folders). A missing one is held by an empty read-only folder for the call, so it cannot be
+  created either; the placeholder is removed afterwards. The folders between a writable folder
+  and a protected entry are made mount points, so they cannot be renamed to put another file in
+  its place, and a protected symlink the command removes or re-points is put back afterwards;
+- a writable folder that is, or holds, the home folder is refused: its startup files
+  (``.bashrc``, ``.gitconfig``, ``.local/lib/.../*.pth``) run later outside;
 - the host's runtime directories (``/run``, ``$XDG_RUNTIME_DIR``, any socket an environment
   variable names: the ssh and gpg agents, D-Bus, Docker) are replaced by empty ones, and a
   seccomp filter makes ``socket(AF_UNIX, …)`` fail (``_seccomp``): a read-only mount does not
@@ -21,7 +26,9 @@
 - new PID, IPC, UTS and user namespaces, ``--die-with-parent`` and ``--new-session``: when the
   command ends, is stopped or its supervisor dies, every process it started dies with it;
 - limits on processes, memory and CPU time (``max_processes``, ``max_memory``,
-  ``max_cpu_seconds``), so a fork bomb stays inside. The process count is set inside the
+  ``max_cpu_seconds``), so a fork bomb stays inside; every tmpfs has a size (``max_tmp`` for
+  ``/tmp``, ``/var/tmp`` and ``/dev/shm``), since its files are memory ``max_memory`` does not
+  count, and ``/dev`` is read-only. The process count is set inside the
   sandbox's user namespace, where the kernel counts only the sandbox's own processes; root is
   exempt from that limit, so for root the supervisor puts the command in a ``pids`` cgroup.
 
@@ -61,7 +68,7 @@ from agent_kernel.guard._signing import key_path
 
 __all__ = [
     "ALWAYS_PROTECTED", "ENV_ALLOWED", "HIDDEN", "INSTALL_HINT", "PROTECTED", "PROTECTIONS", "Launch",
-    "Sandbox", "SandboxUnavailable", "check", "limit_note", "protected_note", "sandbox_from",
+    "Sandbox", "SandboxUnavailable", "check", "limit_note", "protected_note", "restored_note", "runs_later", "sandbox_from",
 ]
 
 INSTALL_HINT = (
@@ -74,6 +81,9 @@ INSTALL_HINT = (
 HIDDEN = (
     ".ssh", ".aws", ".gnupg", ".azure", ".kube", ".docker", ".config/gcloud", ".config/gh", ".netrc",
     ".git-credentials", ".pypirc", ".npmrc",
+    # Jupyter's kernel connection files (each kernel's HMAC key) and servers' tokens: with them a
+    # command could run code in a kernel or server outside the sandbox.
+    ".local/share/jupyter/runtime",
 )
 
 #: Environment variables a sandboxed command sees (globs allowed); ``Sandbox.env`` adds to them.
@@ -99,6 +109,9 @@ _RUNTIME_DIRS = ("/run", "/var/run", "/var/lock")
 # DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/1000/bus,guid=…).
 _PATH_IN_VALUE = re.compile(r"/[^\s:;,=]+")
 _GiB = 1024**3
+# The size of a tmpfs that only holds the name of something hidden (and the folders bubblewrap
+# makes in it to mount a writable folder back): it stays next to empty.
+_EMPTY = ("--size", str(1024 * 1024))
 # Numbers the cgroups of this process's commands apart.
 _launches = itertools.count(1)
 
@@ -118,6 +131,11 @@ class Launch:
         supervisor_options: options for the supervisor (``_reaper``): resource limits and the
             cgroup to hold the command.
         placeholders: mount points made for protected entries that did not exist.
+        links: symlinks on the way to protected entries, with their targets: a read-only bind
+            lands on a link's target, and the link itself stays in the writable folder, so it is
+            put back after the command if the command changed it (``restore_links``).
+        restored: what ``restore_links`` found and put back: (link, where the command's
+            replacement was moved, or None when there was nothing there).
     """
 
     argv: list[str]
@@ -126,10 +144,34 @@ class Launch:
     supervisor_options: list[str] = field(default_factory=list)
     placeholders: list[Path] = field(default_factory=list)
     cgroup: Path | None = None
+    links: list[tuple[Path, str]] = field(default_factory=list)
+    restored: list[tuple[Path, Path | None]] = field(default_factory=list)
+
+    def restore_links(self) -> list[tuple[Path, Path | None]]:
+        """Puts back every protected symlink the command removed or re-pointed; what the command
+        left in its place is moved aside (never deleted). Called once the command and everything
+        it started have ended, so nothing inside can race it. Returns what it put back."""
+        done: list[tuple[Path, Path | None]] = []
+        for link, target in self.links:
+            try:
+                if link.is_symlink() and os.readlink(link) == target:
+                    continue
+                aside: Path | None = None
+                if os.path.lexists(link):
+                    aside = _free_name(link)
+                    os.rename(link, aside)
+                os.symlink(target, link)
+            except OSError:
+                continue
+            done.append((link, aside))
+        self.links = []
+        self.restored += done
+        return done
 
     def close(self) -> None:
-        """Closes the descriptors, removes placeholders the command left as they were made, and
-        the cgroup (the supervisor removes it too, unless it was killed)."""
+        """Puts back protected symlinks, closes the descriptors, removes placeholders the command
+        left as they were made, and the cgroup (the supervisor removes it too, unless it was killed)."""
+        self.restore_links()
         if self.cgroup is not None:
             _remove_cgroup(self.cgroup)
         for fd in self.pass_fds:
@@ -159,6 +201,9 @@ class Sandbox:
         max_processes: processes and threads the command may have at once (None: no limit).
         max_memory: bytes of address space per process (None: no limit).
         max_cpu_seconds: seconds of CPU time per process (None: no limit).
+        max_tmp: bytes each of the sandbox's private ``/tmp``, ``/var/tmp`` and ``/dev/shm`` may
+            hold (None: no limit but the host's, half its memory). Their files are memory that
+            ``max_memory`` does not count.
         allow_weaker: names from ``PROTECTIONS`` the person accepts running without, where this
             machine cannot provide them; by default a missing protection stops the command.
 
@@ -175,6 +220,7 @@ class Sandbox:
     max_processes: int | None = 512
     max_memory: int | None = 8 * _GiB
     max_cpu_seconds: int | None = 600
+    max_tmp: int | None = 2 * _GiB
     allow_weaker: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
@@ -187,7 +233,7 @@ class Sandbox:
         if unknown:
             raise UserError(f"Sandbox(allow_weaker={self.allow_weaker!r}): unknown protection {unknown[0]!r}. "
                             f"Known: {', '.join(PROTECTIONS)}.")
-        for name in ("max_processes", "max_memory", "max_cpu_seconds"):
+        for name in ("max_processes", "max_memory", "max_cpu_seconds", "max_tmp"):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise UserError(f"Sandbox({name}={value!r}): give a positive whole number, or None for no limit.")
@@ -195,6 +241,9 @@ class Sandbox:
             if not entry.strip("/") or os.path.isabs(entry) or ".." in Path(entry).parts:
                 raise UserError(f"Sandbox(protected=...): {entry!r} is not a path inside the working directory; "
                                 "give relative names like '.venv/' or '.envrc'.")
+
+    def _tmpfs_size(self) -> list[str]:
+        return [] if self.max_tmp is None else ["--size", str(self.max_tmp)]
 
     def settings(self) -> dict[str, Any]:
         """This sandbox as JSON values (for a journal's header); ``sandbox_from`` rebuilds it."""
@@ -214,9 +263,12 @@ class Sandbox:
         """Host paths replaced by empty ones inside: runtime folders and sockets ``environ`` names."""
         found: list[Path] = []
         candidates: list[str] = [*_RUNTIME_DIRS, "/tmp/.X11-unix"]
-        for name in ("XDG_RUNTIME_DIR", "GNUPGHOME"):
+        for name in ("XDG_RUNTIME_DIR", "GNUPGHOME", "JUPYTER_RUNTIME_DIR"):
             if environ.get(name):
                 candidates.append(environ[name])
+        for name, below in (("JUPYTER_DATA_DIR", "runtime"), ("XDG_DATA_HOME", "jupyter/runtime")):
+            if environ.get(name):
+                candidates.append(os.path.join(environ[name], below))
         for value in environ.values():
             for path in _PATH_IN_VALUE.findall(value):
                 try:
@@ -231,9 +283,15 @@ class Sandbox:
         # A path inside another masked folder is out of sight already.
         return [p for p in found if not any(p != q and p.is_relative_to(q) and q.is_dir() for q in found)]
 
-    def protected_paths(self, root: Path) -> list[Path]:
-        """The entries of the writable folder ``root`` kept read-only."""
-        return [root / entry.strip("/") for entry in (*ALWAYS_PROTECTED, *self.protected)]
+    def protected_paths(self, root: Path, environ: Mapping[str, str] | None = None) -> list[Path]:
+        """The entries of the writable folder ``root`` kept read-only: the named ones, and those
+        that run later outside because of where they are (``runs_later``).
+
+        Raises:
+            SandboxUnavailable: ``root`` itself is such a place (see ``runs_later``).
+        """
+        named = [root / entry.strip("/") for entry in (*ALWAYS_PROTECTED, *self.protected)]
+        return [*named, *(p for p in runs_later(root, os.environ if environ is None else environ) if p not in named)]
 
     def wrap(
         self,
@@ -245,6 +303,7 @@ class Sandbox:
         seccomp_fd: int | None = None,
         placeholders: list[Path] | None = None,
         keep: Iterable[Path] = (),
+        links: list[tuple[Path, str]] | None = None,
     ) -> list[str]:
         """The ``bwrap`` command line that runs ``argv`` in ``workdir`` inside this sandbox.
 
@@ -253,13 +312,29 @@ class Sandbox:
             seccomp_fd: an inherited descriptor holding the unix-socket filter, if one is loaded.
             placeholders: filled with the mount points made for protected entries that did not exist.
             keep: more files kept read-only, wherever they are (the run's journal).
+            links: filled with the symlinks on the way to protected entries (see ``Launch.links``).
+
+        Raises:
+            SandboxUnavailable: a writable folder is, or holds, the home folder, whose startup
+                files (``.bashrc``, ``.gitconfig``, ``.local/lib/.../*.pth``) run later outside.
         """
         environ = os.environ if environ is None else environ
         work = Path(workdir).resolve()
         roots = [work, *(Path(p).expanduser().resolve() for p in self.writable)]
-        args = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+        home = Path.home().resolve()
+        for root in roots:
+            if home.is_relative_to(root) and home != Path("/"):
+                raise SandboxUnavailable(
+                    f"the writable folder {root} is (or holds) the home folder {home}, where shell, git and Python "
+                    "startup files (.bashrc, .gitconfig, .local/...) run later outside the sandbox. Run the agent in "
+                    "a project folder (working_dir=...), not in the home folder."
+                )
+        # Every tmpfs has a size: its files are the host's memory, which RLIMIT_AS does not count.
+        sized = self._tmpfs_size()
+        args = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", *sized, "--tmpfs", "/dev/shm", "--proc", "/proc",
+                *sized, "--tmpfs", "/tmp"]
         if os.path.isdir("/var/tmp"):
-            args += ["--tmpfs", "/var/tmp"]
+            args += [*sized, "--tmpfs", "/var/tmp"]
         # /tmp and /var/tmp are private already: a socket there is out of sight unless a writable
         # folder brings it back.
         private = (Path("/tmp"), Path("/var/tmp"))
@@ -272,27 +347,45 @@ class Sandbox:
         args += _mask_args(before)
         for root in roots:
             args += ["--bind", str(root), str(root)]
+        kept = [Path(p) for p in keep]
+        protected = {root: self.protected_paths(root, environ) for root in roots}
+        guarded = [*(p for root in roots for p in protected[root]), *kept]
+        # The key that signs journal headers, always: with it a command could forge a session.
+        hidden = [path for entry in (*self.hidden, str(key_path().parent))
+                  for path in [(Path(entry) if os.path.isabs(entry) else home / entry).resolve()]
+                  if path.exists() and work != path and not work.is_relative_to(path)]
+        # A read-only bind stops writes to the entry, not the rename of a folder above it (``mv logs
+        # logs.old; mkdir logs``, then a file of the command's own where the entry was): each
+        # folder between a writable root and a guarded entry is bound onto itself, which makes it
+        # a mount point, and a mount point cannot be renamed or removed.
+        args += _pin_args([*guarded, *hidden], roots)  # a hidden key's folder, swapped, would be a key of the command's
+        for path in guarded:
+            if links is not None:
+                links += _links_on_the_way(path, roots)
+        key_folder = key_path().parent.resolve()
+        for root in roots:
+            # A key folder not made yet, inside a writable folder: held, or a command could make a
+            # key of its own there before this install makes the real one.
+            missing_key = [key_folder] if not key_folder.exists() and key_folder.is_relative_to(root) else []
+            args += _protect_args([*protected[root], *missing_key], root, roots, placeholders)
+        for path in kept:
+            path = path.resolve()
+            if path.exists() and any(path.is_relative_to(r) for r in roots):
+                args += ["--ro-bind", str(path), str(path)]
+        # Masks and hidden paths last: every bind takes its source from the host, so one made
+        # after them over a folder holding them would bring them back into view.
         args += _mask_args([m for m in masks if m not in before])
         resolv = Path(os.path.realpath("/etc/resolv.conf"))
         if self.network and resolv.is_file() and any(resolv.is_relative_to(m) for m in masks):
             args += ["--ro-bind", str(resolv), str(resolv)]  # a resolver file kept under /run
-        home = Path.home()
-        # The key that signs journal headers, always: with it a command could forge a session.
-        for entry in (*self.hidden, str(key_path().parent)):
-            path = (Path(entry) if os.path.isabs(entry) else home / entry).resolve()
-            if not path.exists() or work == path or work.is_relative_to(path):
-                continue
+        for path in hidden:
             # An empty folder over a folder, /dev/null over a file: the secret is not readable.
-            args += ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
-        for root in roots:
-            args += _protect_args(self.protected_paths(root), root, roots, placeholders)
-        for path in keep:
-            path = Path(path).resolve()
-            if path.exists() and any(path.is_relative_to(r) for r in roots):
-                args += ["--ro-bind", str(path), str(path)]
+            args += [*_EMPTY, "--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
         # No capabilities, even for root: with CAP_SYS_ADMIN in the sandbox's user namespace a
         # command could unmount the read-only binds above (``umount .git``) and write beneath them.
-        args += ["--unshare-all", "--cap-drop", "ALL"]
+        # /dev is bubblewrap's own tmpfs, which takes no size: read-only, so only /dev/shm (sized
+        # above) holds files.
+        args += ["--remount-ro", "/dev", "--unshare-all", "--cap-drop", "ALL"]
         if self.network:
             args += ["--share-net"]
         if seccomp_fd is not None:
@@ -350,10 +443,11 @@ class Sandbox:
         if "unix_sockets" not in self.missing():
             fds.append(_program_fd())
         placeholders: list[Path] = []
-        launch = Launch([], self.environment(environ), tuple(fds), placeholders=placeholders)
+        links: list[tuple[Path, str]] = []
+        launch = Launch([], self.environment(environ), tuple(fds), placeholders=placeholders, links=links)
         try:
             launch.argv = self.wrap(argv, workdir, bwrap=bwrap, environ=environ, seccomp_fd=fds[0] if fds else None,
-                                    placeholders=placeholders, keep=keep)
+                                    placeholders=placeholders, keep=keep, links=links)
         except BaseException:
             launch.close()
             raise
@@ -367,6 +461,65 @@ class Sandbox:
                 launch.cgroup = parent / f"agent_kernel-{os.getpid()}-{next(_launches)}"
                 launch.supervisor_options += ["--pids-cgroup", str(launch.cgroup), "--pids-max", str(self.max_processes)]
         return launch
+
+
+def runs_later(root: Path, environ: Mapping[str, str]) -> list[Path]:
+    """Folders in ``root`` whose programs run later outside the sandbox, whatever their names:
+    Python environments (a folder, or one folder deeper, holding ``pyvenv.cfg`` or ``conda-meta``:
+    ``venv``, ``env``, ``.tox/py311``; a ``.pth`` file in one runs at every start of its Python),
+    the environment and site folders of the Python running the agent, and the folders of
+    ``PATH`` (a program there runs when anyone outside types its name; a relative entry is read
+    from ``root``).
+
+    Raises:
+        SandboxUnavailable: ``root`` itself is one of them (``PATH`` holds ``.`` or the working
+            directory): no part of it could be written safely.
+    """
+    import site
+    import sys
+
+    found: list[Path] = []
+    for folder in _folders(root, depth=2):
+        if (folder / "pyvenv.cfg").is_file() or (folder / "conda-meta").is_dir():
+            found.append(folder)
+    places = [("the Python running the agent", p) for p in (sys.prefix, sys.exec_prefix, os.path.dirname(sys.executable))]
+    try:
+        places += [("the Python running the agent", p) for p in (*site.getsitepackages(), site.getusersitepackages())]
+    except AttributeError:  # pragma: no cover  # an embedded Python without site's helpers
+        pass
+    places += [("PATH", entry or ".") for entry in environ.get("PATH", "").split(os.pathsep)]  # "" is the current folder
+    for what, place in places:
+        path = Path(os.path.realpath(os.path.join(root, place)))  # a relative entry is read from root
+        if path == root:
+            raise SandboxUnavailable(
+                f"{what} is the writable folder {root} ({place!r}), so a program written there would run later "
+                "outside the sandbox. " + ("Remove that entry from PATH" if what == "PATH" else
+                                           "Use a Python environment outside it") + ", or run the agent in another folder."
+            )
+        if path.is_relative_to(root) and path not in found:
+            found.append(path)
+    return found
+
+
+def _folders(root: Path, depth: int, *, wide: int = 64) -> list[Path]:
+    """The folders in ``root`` down to ``depth`` levels (links not followed; unreadable ones
+    skipped). Below the top, only folders with at most ``wide`` subfolders are entered: an
+    environment sits in a small folder (``.tox``, ``envs``), and this runs before every command."""
+    found: list[Path] = []
+    level = [root]
+    for step in range(depth):
+        below: list[Path] = []
+        for folder in level:
+            try:
+                with os.scandir(folder) as entries:
+                    inside = [Path(e.path) for e in entries if e.is_dir(follow_symlinks=False)]
+            except OSError:
+                continue
+            if step == 0 or len(inside) <= wide:
+                below += inside
+        found += below
+        level = below
+    return found
 
 
 def _remove_cgroup(folder: Path) -> None:
@@ -386,10 +539,59 @@ def _remove_cgroup(folder: Path) -> None:
             time.sleep(0.005)
 
 
+def _free_name(path: Path) -> Path:
+    """A name beside ``path`` that nothing uses yet: ``NAME.sandbox-1``, ``NAME.sandbox-2``, ..."""
+    for n in itertools.count(1):
+        candidate = path.with_name(f"{path.name}.sandbox-{n}")
+        if not os.path.lexists(candidate):
+            return candidate
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _within(path: Path, roots: list[Path]) -> Path | None:
+    return next((r for r in roots if path != r and path.is_relative_to(r)), None)
+
+
+def _pin_args(paths: Iterable[Path], roots: list[Path]) -> list[str]:
+    """Binds onto itself every existing folder between a writable root and each of ``paths``
+    (where the read-only bind really lands: links followed), so none of them can be renamed."""
+    pinned: set[Path] = set()
+    for path in paths:
+        for where in {Path(os.path.realpath(path)), Path(os.path.abspath(path))}:
+            root = _within(where, roots)
+            if root is None:
+                continue
+            folder = where.parent
+            while folder != root and folder.is_relative_to(root):
+                real = Path(os.path.realpath(folder))
+                if real.is_dir() and _within(real, roots) is not None:
+                    pinned.add(real)
+                folder = folder.parent
+    # Outer folders first: a bind over an outer folder must not hide the binds below it.
+    ordered: list[str] = []
+    for real in sorted(pinned, key=lambda p: len(p.parts)):
+        ordered += ["--bind", str(real), str(real)]
+    return ordered
+
+
+def _links_on_the_way(path: Path, roots: list[Path]) -> list[tuple[Path, str]]:
+    """The symlinks, inside the writable ``roots``, among ``path`` and the folders above it."""
+    found: list[tuple[Path, str]] = []
+    current = Path(os.path.abspath(path))
+    while _within(current, roots) is not None:
+        if current.is_symlink():
+            try:
+                found.append((current, os.readlink(current)))
+            except OSError:
+                pass
+        current = current.parent
+    return found[::-1]  # outermost first: a link below is put back through its restored parents
+
+
 def _mask_args(paths: Iterable[Path]) -> list[str]:
     args: list[str] = []
     for path in paths:
-        args += ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
+        args += [*_EMPTY, "--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
     return args
 
 
@@ -414,7 +616,7 @@ def _protect_args(paths: list[Path], root: Path, roots: list[Path], placeholders
             # either (a folder, even for a file's name: git does not list an empty folder).
             if placeholders is not None:
                 placeholders.append(missing)
-            args += ["--tmpfs", str(missing), "--remount-ro", str(missing)]
+            args += [*_EMPTY, "--tmpfs", str(missing), "--remount-ro", str(missing)]
     return args
 
 
@@ -503,6 +705,16 @@ def _pids_cgroup_parent() -> Path | None:
     return None
 
 
+def restored_note(restored: list[tuple[Path, Path | None]]) -> str | None:
+    """A line saying which protected symlinks a command changed and were put back, or None."""
+    if not restored:
+        return None
+    parts = [f"{link.name} (what the command put there is now {aside.name})" if aside is not None else link.name
+             for link, aside in restored]
+    return (f"[sandbox: the command removed or re-pointed {', '.join(parts)}, kept read-only because what is there runs "
+            "or is read later outside the sandbox; the link was put back as it was.]")
+
+
 def protected_note(output: str, sandbox: Sandbox, workdir: Path) -> str | None:
     """A line explaining a failed write to a protected entry, when ``output`` shows one."""
     refusals = ("Read-only file system", "Permission denied", "Device or resource busy", "Is a directory")
@@ -547,7 +759,8 @@ def sandbox_from(spec: Any) -> Sandbox | None:
     if isinstance(spec, Sandbox):
         return spec
     if isinstance(spec, Mapping):
-        known = ("network", "writable", "hidden", "env", "protected", "max_processes", "max_memory", "max_cpu_seconds", "allow_weaker")
+        known = ("network", "writable", "hidden", "env", "protected", "max_processes", "max_memory", "max_cpu_seconds", "max_tmp",
+                 "allow_weaker")
         unknown = set(spec) - set(known)
         if unknown:
             raise UserError(
@@ -565,7 +778,7 @@ def sandbox_from(spec: Any) -> Sandbox | None:
             if name in spec:
                 value = spec[name]
                 fields[name] = (value,) if isinstance(value, str) else tuple(str(p) for p in value)
-        for name in ("max_processes", "max_memory", "max_cpu_seconds"):
+        for name in ("max_processes", "max_memory", "max_cpu_seconds", "max_tmp"):
             if name in spec:
                 fields[name] = spec[name]
         return Sandbox(**fields)

@@ -648,8 +648,11 @@ def list_sessions(working_dir: str | os.PathLike[str] | None = None) -> list[str
 def resolve_journal_path(session_id_or_path: str | os.PathLike[str], working_dir: str | os.PathLike[str] | None = None) -> Path:
     """The journal file named by a session id or a path.
 
-    A path (anything with a ``/`` or ending in ``.jsonl``, or an existing file) is taken as is;
-    otherwise the value is a session id looked up under ``<working_dir>/.agent_kernel/sessions``.
+    A path (anything with a ``/`` or ending in ``.jsonl``) is taken as is; otherwise the value is
+    a session id looked up under ``<working_dir>/.agent_kernel/sessions``, and only when no such
+    session exists, a file of that name. The session's own journal comes first: a file named like
+    a session in the current folder (which anything able to write the workspace could make, with a
+    copy of the real, signed header) never stands in for it.
 
     Raises:
         JournalError: no such journal; the message lists the sessions that exist.
@@ -658,13 +661,20 @@ def resolve_journal_path(session_id_or_path: str | os.PathLike[str], working_dir
         raise JournalError(f"{session_id_or_path!r} names no journal; pass a session id (such as 's_1a2b3c4d5e6f') or a journal path.")
     text = os.fspath(session_id_or_path)
     candidate = Path(text)
-    if not isinstance(session_id_or_path, str) or "/" in text or os.sep in text or text.endswith(".jsonl") or candidate.is_file():
+    if not isinstance(session_id_or_path, str) or "/" in text or os.sep in text or text.endswith(".jsonl"):
         if candidate.is_file():
             return candidate
         raise JournalError(f"no journal at {candidate}; check the path, or pass a session id.")
-    path = session_path(text, working_dir)
+    try:
+        path = session_path(text, working_dir)
+    except JournalError:
+        if candidate.is_file():
+            return candidate  # a file whose name could not be a session id
+        raise
     if path.is_file():
         return path
+    if candidate.is_file():
+        return candidate
     known = list_sessions(working_dir)
     listing = ", ".join(known[-10:]) if known else "none yet"
     raise JournalError(

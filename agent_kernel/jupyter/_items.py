@@ -9,6 +9,7 @@ it (``None`` for the top-level agent).
 from __future__ import annotations
 
 import json
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Union
 
@@ -28,6 +29,7 @@ __all__ = [
     "UserMessage",
     "pretty_arguments",
     "utf16_length",
+    "visible",
 ]
 
 #: Longest tool result kept (characters); the rest is counted, not kept.
@@ -256,9 +258,25 @@ def utf16_length(text: str) -> int:
     return len(text.encode("utf-16-le")) // 2
 
 
+# Characters that show as nothing or change how the text around them is laid out: bidi overrides
+# and isolates, zero-width characters, other format and control characters, line separators.
+_HIDDEN_CATEGORIES = frozenset(("Cf", "Cc", "Zl", "Zp", "Co", "Cs"))
+
+
+def visible(text: str) -> str:
+    """``text`` with every character that is invisible or reorders text (a right-to-left override,
+    a zero-width space, a control character) written as ``⟨U+202E⟩``: a card shows the code a
+    person approves as it runs, not as a "Trojan Source" makes it read. Newlines and tabs stay."""
+    if text.isascii() and text.isprintable():
+        return text
+    return "".join(f"\u27e8U+{ord(c):04X}\u27e9" if c not in "\n\t" and unicodedata.category(c) in _HIDDEN_CATEGORIES else c
+                   for c in text)
+
+
 def pretty_arguments(arguments: Any) -> str:
-    """Tool arguments as indented JSON, capped at ``ARGUMENTS_CAP`` characters."""
-    text = json.dumps(arguments, indent=2, ensure_ascii=False, default=str, sort_keys=False)
+    """Tool arguments as indented JSON, capped at ``ARGUMENTS_CAP`` characters, hidden characters
+    made visible (``visible``)."""
+    text = visible(json.dumps(arguments, indent=2, ensure_ascii=False, default=str, sort_keys=False))
     if len(text) > ARGUMENTS_CAP:
         text = text[:ARGUMENTS_CAP] + f"\n… ({len(text) - ARGUMENTS_CAP:,} more characters)"
     return text

@@ -40,6 +40,7 @@ from agent_kernel.jupyter._items import (
     UserMessage,
     pretty_arguments,
     utf16_length,
+    visible,
 )
 
 __all__ = [
@@ -236,7 +237,7 @@ class Transcript:
         expires, timeout = data.get("expires_at"), data.get("timeout_s")
         card.approval_timeout_s = float(timeout) if _is_number(timeout) else None
         changes: dict[str, Any] = {
-            "status": "awaiting_approval", "approval_reason": reason,
+            "status": "awaiting_approval", "approval_reason": visible(reason) if isinstance(reason, str) else reason,
             "expires_at": float(expires) if _is_number(expires) else None,
         }
         if not card.arguments and data.get("arguments") is not None:

@@ -126,7 +126,17 @@ def _read_bytes(ctx: ToolContext | None, path: str, tool_name: str) -> tuple[byt
             raise ToolError(f"No such notebook: {path!r}. Use glob('**/*.ipynb') to find notebooks, or edit_notebook(action='insert') on a new path to start one.") from None
         raise
     with os.fdopen(fd, "rb") as f:
-        return f.read(), resolved
+        data = f.read()
+    _check_suffix(path, resolved)
+    return data, resolved
+
+
+def _check_suffix(path: str, resolved: Resolved) -> None:
+    """Refuses a notebook name that leads to a file that is not one: a link ``notes.ipynb`` to
+    ``AGENTS.md`` would otherwise have a notebook tool write the file the next session obeys."""
+    if not resolved.rel.endswith(".ipynb"):
+        raise ToolError(f"{path!r} leads to {resolved.rel!r}, which is not a notebook (a link to another kind of file); "
+                        "the notebook tools only read and write .ipynb files.")
 
 
 def parse(data: bytes, shown: str) -> Any:
@@ -199,6 +209,7 @@ def new_notebook(ctx: ToolContext | None, path: str, tool_name: str) -> Notebook
     if not path.endswith(".ipynb"):
         raise ToolError(f"{path!r} is not a notebook name; a notebook's name ends in .ipynb.")
     resolved = workspace(ctx).resolve(path)
+    _check_suffix(path, resolved)
     check = guard(ctx, tool_name)
     if check is not None:
         check(resolved.rel)
@@ -232,7 +243,9 @@ def find_cell(nb: Any, cell: int | str | None, *, shown: str) -> int:
     count = len(nb.cells)
     if isinstance(cell, bool) or cell is None:
         raise ToolError(f"Name a cell by its index (0 to {count - 1}) or its id; read_notebook shows both.")
-    if isinstance(cell, int) or (isinstance(cell, str) and cell.lstrip("-").isdigit() and not any(c.get("id") == cell for c in nb.cells)):
+    # An index written as text: ASCII digits only ("²" and "٣" are digits to str.isdigit, not to int).
+    numeric = isinstance(cell, str) and cell.lstrip("-").isascii() and cell.lstrip("-").isdigit()
+    if isinstance(cell, int) or (numeric and not any(c.get("id") == cell for c in nb.cells)):
         index = int(cell)
         if -count <= index < count:
             return index % count

@@ -33,6 +33,12 @@ KERNELS_KEY = "notebook_kernels"
 
 _all_clients: list[Any] = []  # every kernel started, so interpreter exit can stop the ones left
 
+# Run first in each kernel started for a file: the notebook's folder goes last on sys.path, so a
+# cell imports the notebook's own modules (``helper.py`` beside it) but never a file there named
+# like an installed or standard module in its place (a ``json.py`` or ``pandas.py`` written by a
+# command). A kernel that is not Python ignores it.
+PATH_SETUP = "import os as _ak_os, sys as _ak_sys\n_ak_sys.path.append(_ak_os.getcwd())\ndel _ak_os, _ak_sys\n"
+
 # Run once in each kernel started for a file: after each cell, the figures it left open are shown
 # as PNG with their title and axes in the output's metadata (what an image's alt line says), then
 # closed, before the inline backend would show them without. Plain Python: the kernel need not
@@ -104,10 +110,15 @@ async def _client(extras: dict[str, Any], key: str, nb: Any, folder: str) -> Any
     client.km = client.create_kernel_manager()
     # The kernel's own stderr (transport warnings, its shutdown notice) is not the cell's output:
     # inherited, it would show up in whatever cell the agent runs in.
-    await client.async_start_new_kernel(cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # PYTHONSAFEPATH: the kernel's Python does not look in its folder first, for the modules it
+    # starts with (``python -m ipykernel_launcher`` would run an ``ipykernel_launcher.py`` written
+    # there) or for a cell's imports; PATH_SETUP then puts the folder last, for the notebook's own.
+    await client.async_start_new_kernel(cwd=folder, env={**os.environ, "PYTHONSAFEPATH": "1"},
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     await client.async_start_new_kernel_client()
     try:
         kc: Any = client.kc  # an AsyncKernelClient once started
+        await kc.execute_interactive(PATH_SETUP, silent=True, store_history=False, timeout=30)
         await kc.execute_interactive(FIGURE_SETUP, silent=True, store_history=False, timeout=30)
     except Exception:  # not an IPython kernel: figures are shown as the kernel shows them
         pass

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_kernel.errors import ToolError
-from agent_kernel.guard._sandbox import Launch, Sandbox, SandboxUnavailable, check, limit_note, protected_note, sandbox_from
+from agent_kernel.guard._sandbox import Launch, Sandbox, SandboxUnavailable, check, limit_note, protected_note, restored_note, sandbox_from
 from agent_kernel.tools._tool import Tool, ToolContext
 from agent_kernel.tools.builtin._limits import MAX_OUTPUT_CHARS
 from agent_kernel.tools.builtin._workspace import working_dir
@@ -194,6 +194,11 @@ async def _run(argv: list[str], cwd: Path, timeout: int, launch: Launch | None, 
         _kill_group(process, signal.SIGKILL)
         text += ("\n[the command's supervisor was killed; " + ("the sandbox and everything in it died with it.]" if launch is not None else
                  "a process the command detached from its group (setsid) may still be running.]"))
+    if launch is not None:
+        # Everything the command started has ended: put back any protected link it changed.
+        note = restored_note(launch.restore_links())
+        if note is not None:
+            text = f"{text}\n{note}"
     if sandbox is not None:
         for note in (protected_note(text, sandbox, cwd), limit_note(text, code, sandbox)):
             if note is not None:
