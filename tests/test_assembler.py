@@ -137,7 +137,8 @@ async def test_without_auto_compaction_an_oversized_history_is_trimmed_only_in_t
     assert manager.estimate(prepared.request, model) <= 1_000
     assert sent[-1] is history[-1]
     assert isinstance(sent[0].content[0], SummaryBlock) and "do not fit the context window" in sent[0].content[0].text
-    [(_, data)] = events
+    [data] = [d for t, d in events if t is EventType.CONTEXT_ASSEMBLED]
+    assert data["fits"] and data["total_tokens"] == manager.estimate(prepared.request, model) <= 1_000  # what is sent
     history_record = data["components"][2]
     assert history_record["status"] == "truncated"
     hidden = data["messages_hidden"]

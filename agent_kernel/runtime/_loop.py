@@ -43,6 +43,7 @@ from agent_kernel.runtime._hooks import HOOK_CONTEXT_TAG, HookError, HookOutcome
 from agent_kernel.runtime._invoke import ToolInvoker
 from agent_kernel.runtime._state import ExecutionContext, LoopState, TerminationReason
 from agent_kernel.runtime._streaming import Watchdog, backoff
+from agent_kernel.tools._output import result_limit_for_window
 from agent_kernel.tools._tool import ToolResult
 
 ABORT_FINAL = "tools are disabled for the final answer"
@@ -75,6 +76,7 @@ class _HookNotes(TypedDict, total=False):
 
     hook_context: list[str]
     request_replaced: bool
+    sent: dict[str, Any]
 
 
 class _Finish(Exception):
@@ -141,7 +143,15 @@ class _Loop:
         self.hooks: Hooks | None = ctx.hooks if ctx.hooks else None
         self.token = ctx.cancel
         cfg = self.config
-        self.invoke = ToolInvoker(cfg.tools, ctx, self.em, self._hook, cfg.tool_result_limit, cfg.tool_output_dir)
+        cm = ctx.context_manager
+        bind = getattr(cm, "bind_output_dir", None)
+        if bind is not None:
+            bind(cfg.tool_output_dir)  # micro-compaction keeps what it clears beside the capped outputs
+        # One result may fill at most a share of the model's window (30,000 characters is more
+        # than a small local model's whole window).
+        window = cm.window(cfg.model) if hasattr(cm, "window") else getattr(cfg.model, "context_window", None)
+        limit = result_limit_for_window(cfg.tool_result_limit, window)
+        self.invoke = ToolInvoker(cfg.tools, ctx, self.em, self._hook, limit, cfg.tool_output_dir)
         self.model: Model = self.config.model
         self.executor: StreamingToolExecutor | None = None
         self.partial: ResponseBuilder | None = None
@@ -185,8 +195,7 @@ class _Loop:
                         request, turn = self._prepared
                         hooked = await self._hook(HookPoint.BEFORE_LLM_CALL, turn, request=request)
                         if hooked is not None and hooked.request is not None:
-                            request = hooked.request
-                            self._hook_notes["request_replaced"] = True
+                            request = self._replaced(request, hooked.request)
                         async for ev in self._respond(request, final):  # the model, continued past max_tokens
                             yield ev
                         turn = em.turn or turn  # a forced compaction marks the turn compacted
@@ -253,12 +262,27 @@ class _Loop:
         self._hook_notes = {}
         hooked = await self._hook(HookPoint.AFTER_CONTEXT_ASSEMBLY, turn, request=request)
         if hooked is not None and hooked.context:
-            # Extra context goes into this request only: the conversation stays as it was.
-            blocks = "\n\n".join(f"<{HOOK_CONTEXT_TAG}>\n{text}\n</{HOOK_CONTEXT_TAG}>" for text in hooked.context)
+            # Extra context goes into this request only: the conversation stays as it was. It
+            # counts in the budget: what the window has no room for is cut or left out.
+            fit_extra = getattr(self.ctx.context_manager, "fit_extra", None)
+            texts = list(hooked.context) if fit_extra is None else fit_extra(hooked.context, self.model, self.em.later)
+            for ev in self.em.drain():
+                yield ev
+            blocks = "\n\n".join(f"<{HOOK_CONTEXT_TAG}>\n{text}\n</{HOOK_CONTEXT_TAG}>" for text in texts)
             request = ModelRequest(with_user_text(request.messages, blocks), request.system, request.tools, request.options)
             self._prepared = (request, turn)
-            self._hook_notes["hook_context"] = list(hooked.context)
+            self._hook_notes["hook_context"] = texts
         self._check_cancelled()
+
+    def _replaced(self, before: ModelRequest, after: ModelRequest) -> ModelRequest:
+        """A request a ``before_llm_call`` hook returned: what is sent instead is journaled (with
+        ``llm_start``, as a diff against ``before``) and checked against the window first."""
+        self._hook_notes["request_replaced"] = True
+        self._hook_notes["sent"] = request_diff(before, after)
+        check = getattr(self.ctx.context_manager, "check_fits", None)
+        if check is not None:
+            check(after, self.model)
+        return after
 
     async def _respond(self, request: ModelRequest, final: bool) -> AsyncIterator[AgentEvent]:
         """The model phase: one response, asked to go on while ``max_tokens`` cuts it off.
@@ -437,18 +461,19 @@ class _Loop:
         cm = ctx.context_manager
         if cm is not None:
             cm.record_usage(request, usage)
-        yield em.emit(
-            EventType.LLM_COMPLETE,
-            p.LlmComplete(
-                message=message.to_dict(),
-                usage=usage.to_dict(),
-                cost_usd=cost,
-                model=end.model or model.name,
-                stop_reason=end.stop_reason,
-                duration_s=duration,
-                attempts=attempt + 1,
-            ),
+        complete = p.LlmComplete(
+            message=message.to_dict(),
+            usage=usage.to_dict(),
+            cost_usd=cost,
+            model=end.model or model.name,
+            stop_reason=end.stop_reason,
+            duration_s=duration,
+            attempts=attempt + 1,
         )
+        figure = context_usage(cm, model, None if end.usage is None else usage)
+        if figure is not None:
+            complete["context_usage"] = figure
+        yield em.emit(EventType.LLM_COMPLETE, complete)
 
     async def _attempt(self, request: ModelRequest, final: bool, attempt: int) -> AsyncIterator[AgentEvent]:
         """One streaming attempt; leaves ``_end`` (success) or ``_error`` (failure) set.
@@ -781,6 +806,37 @@ class _Loop:
             blocks.append(ToolResultBlock(use.id, result.content, result.is_error) if result else made_up[-1])
         self.messages.append(Message("user", tuple(blocks)))
         return made_up
+
+
+def context_usage(cm: Any, model: Model, usage: Usage | None) -> p.ContextUsage | None:
+    """How full the window was for one call: the context policy's figure, else the reported
+    input against the model's window (None when neither is known)."""
+    figure = getattr(cm, "context_usage", None)
+    if figure is not None:
+        return figure(usage, model)  # type: ignore[no-any-return]
+    window = int(getattr(model, "context_window", 0) or 0)
+    if not window or usage is None:
+        return None
+    used = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
+    return p.ContextUsage(used_tokens=used, window=window, share=round(used / window, 4), estimated=False)
+
+
+def request_diff(before: ModelRequest, after: ModelRequest) -> dict[str, Any]:
+    """``after`` as a compact diff against ``before``: the messages both start with are counted,
+    the rest are given as sent; system and tools only when they changed."""
+    kept = 0
+    for old, new in zip(before.messages, after.messages):
+        if old is not new and old != new:
+            break
+        kept += 1
+    diff: dict[str, Any] = {"kept_messages": kept, "messages_before": len(before.messages), "messages": [m.to_dict() for m in after.messages[kept:]]}
+    if after.system != before.system:
+        diff["system"] = after.system
+    if after.tools != before.tools:
+        diff["tools"] = [t.name for t in after.tools]
+    if after.options != before.options:
+        diff["options"] = {k: v for k, v in after.options.items() if before.options.get(k) != v}
+    return diff
 
 
 def _result_dict(block: ToolResultBlock) -> p.BlockDict:
