@@ -19,7 +19,7 @@ from typing import Any
 from agent_kernel._util.blocking import run_blocking
 from agent_kernel._util.text import encodable
 from agent_kernel.agent._memory import AgentMemory
-from agent_kernel.agent._parts import DEFAULT, LoopSetting, build_context_manager, build_permissions, is_journal_folder, journal_path, open_journal, otel_sink, resolve_model_arg
+from agent_kernel.agent._parts import DEFAULT, ContextOff, LoopSetting, build_context_manager, build_permissions, is_journal_folder, journal_path, open_journal, otel_sink, resolve_model_arg
 from agent_kernel.agent._result import RunResult
 from agent_kernel.agent._settings import check_settings
 from agent_kernel.errors import UserError
@@ -508,6 +508,28 @@ class Agent:
         """True while the run in progress is asked to hold (see ``pause``)."""
         ctx = self._context
         return ctx is not None and ctx.control.paused
+
+    @property
+    def context(self) -> Any:
+        """The agent's context manager: pinned or retrieved text for every request, in budget.
+
+        ``agent.context.add(name, text, priority=..., truncatable=...)`` puts ``text`` into each
+        later request (after the system prompt) until ``agent.context.remove(name)``; each
+        ``context_assembled`` event says whether it was included, cut or left out to fit the
+        window. See ``ContextManager.add``.
+
+        Raises:
+            UserError: (on use) context management is off (``context=None``).
+
+        Example:
+            >>> from agent_kernel import Agent
+            >>> from agent_kernel.context import Priority
+            >>> agent = Agent("offline", journal=None)
+            >>> agent.context.add("schema", "orders(id, total, placed_at)", priority=Priority.HIGH)
+        """
+        if self.context_manager is None or not hasattr(self.context_manager, "add"):
+            return ContextOff(self.context_manager)
+        return self.context_manager
 
     async def compact(self, focus: str | None = None) -> list[AgentEvent]:
         """Compacts the conversation now, optionally focusing the summary; returns its events."""

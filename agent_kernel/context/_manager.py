@@ -352,7 +352,7 @@ class ContextManager:
                 ),
             )
         fixed_parts = (self._fixed_component("system", system_tokens), self._fixed_component("tools", tool_tokens), *pinned)
-        fit = self._fit(fixed_parts, view.messages, view.tokens, counter, window)
+        fit = self._fit(fixed_parts, view.messages, view.tokens, counter, window, threshold)
         if fit.total > window:
             # Still too large for the window (one huge result, auto-compaction off or unable to
             # help): cut the large tool results, in the stored history too, before refusing.
@@ -364,7 +364,7 @@ class ContextManager:
             if sent_cleared is not None:
                 self._last_view = None
                 view = self._view(sent_cleared, counter)
-                fit = self._fit(fixed_parts, view.messages, view.tokens, counter, window)
+                fit = self._fit(fixed_parts, view.messages, view.tokens, counter, window, threshold)
         messages, trimmed = fit.messages, fit.trimmed
         assembled = p.ContextAssembled(
             budget=window,
@@ -399,11 +399,15 @@ class ContextManager:
             self._sent = None
         return PreparedContext(sent, new_history, new_history is not None, result if result is not None else update)
 
-    def _fit(self, fixed: Sequence[Component], messages: Sequence[Message], history_tokens: int, counter: TokenCounter, window: int) -> _Fit:
-        """Assembles the fixed parts and the history within ``window``; when the history does not
-        fit the room left, the model sees the newest messages that fit (the stored history keeps
-        everything). The totals are those of what is sent."""
-        assembly = self._assembler.assemble((*fixed, Component("history", "", Priority.HIGH, True, history_tokens)), budget=window)
+    def _fit(
+        self, fixed: Sequence[Component], messages: Sequence[Message], history_tokens: int, counter: TokenCounter, window: int, budget: int
+    ) -> _Fit:
+        """Assembles the fixed parts and the history: pinned context by priority within
+        ``budget`` (the auto-compaction threshold, so it never leaves the model no room to
+        answer), the history within what is left of ``window``. When the history does not fit,
+        the model sees the newest messages that fit (the stored history keeps everything). The
+        totals are those of what is sent."""
+        assembly = self._assembler.assemble((*fixed, Component("history", "", Priority.HIGH, True, history_tokens)), budget=budget)
         # System and tools are sent whatever their size: they count even when they do not fit.
         parts = tuple(
             Placed(c.name, c.priority, c.truncatable, "included", c.requested_tokens, c.requested_tokens, c.content)

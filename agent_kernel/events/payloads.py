@@ -724,7 +724,8 @@ def events_markdown() -> str:
 
     from agent_kernel.events._event import PAYLOADS
 
-    source = inspect.getsource(sys.modules[__name__])
+    # MessageDict and BlockDict live with the messages: their comments are read from there.
+    source = inspect.getsource(sys.modules[__name__]) + "\n" + inspect.getsource(sys.modules[MessageDict.__module__])
     lines = [
         "# Events",
         "",
