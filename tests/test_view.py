@@ -550,6 +550,27 @@ def awaiting_two_calls(view: AgentView, ev: Events) -> None:
         view.handle(ev(T.APPROVAL_REQUIRED, call_id=call_id, tool="bash", arguments={},
                        key=f"bash {call_id}", reason="ask"))
 
+async def test_the_context_meter_and_its_warning_show_in_the_live_view_and_the_static_transcript(make_view):
+    from agent_kernel import Agent
+    from agent_kernel.context import ContextManager
+    from agent_kernel.jupyter._static_view import StaticTranscript
+    from agent_kernel.models.scripted import ScriptedModel
+
+    model = ScriptedModel(["Noted."], context_window=1_000)
+    agent = Agent(model, system="Be exact. " * 300, journal=None, context=ContextManager(calibrate=False, warn_threshold=0.5, threshold=0.95))
+    result = await agent.run("go")
+    view = make_view(clock=Clock())
+    for event in result.events:
+        view.handle(event)
+    status = view.transcript.status.to_json()
+    used = \
+        [e for e in result.events if e.type is EventType.LLM_COMPLETE][0].data["context_usage"]["used_tokens"]
+    assert (status["context_used"], status["context_window"], status["context_warned"]) == (used, 1_000, True)
+    html = StaticTranscript.from_events(result.events).html
+    share = f"{used / 1_000:.0%}"
+    assert f"context {share} of 1k" in html and "ak-context" in html
+    assert "The context window is" in html  # the warning, as a notice
+
 
 def test_an_approval_click_resolves_only_the_named_call_and_only_once(make_view):
     decisions: list[tuple[str, str, str | None, str | None]] = []
@@ -1377,3 +1398,4 @@ def test_the_status_line_estimates_tokens_while_streaming_and_says_what_the_run_
     assert "running read_file" in bar()
     assert browser.errors == []
     page.close()
+
