@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agent_kernel.agent._agent import Agent
-from agent_kernel.errors import ContextOverflow
 from agent_kernel.context import SECTIONS, Compactor, ContextManager, TokenCounter, compacted_history
 from agent_kernel.context._compaction import is_valid_cut, render_transcript, summary_block
+from agent_kernel.errors import ContextOverflow
 from agent_kernel.events._event import AgentEvent, EventType
 from agent_kernel.events._turn import TurnState
 from agent_kernel.messages import Message, SummaryBlock, TextBlock, ToolResultBlock, ToolUseBlock

@@ -638,8 +638,8 @@ def _overflow(fit: _Fit, request: ModelRequest, counter: TokenCounter, window: i
             parts.append((f"the {len(request.tools)} tool definitions", placed.tokens))
         elif placed.name != "history" and placed.tokens:
             parts.append((f"the context added as {placed.name!r}", placed.tokens))
-    for i, message in enumerate(fit.messages):
-        parts.append((_describe(i, message), counter.message(message)))
+    for i, sent in enumerate(fit.messages):
+        parts.append((_describe(i, sent), counter.message(sent)))
     parts.sort(key=lambda part: -part[1])
     largest = parts[:3]
     named = "; ".join(f"{what} ({tokens:,} tokens)" for what, tokens in largest)

@@ -250,7 +250,7 @@ class ContextAssembled(TypedDict):
     window: int  # the model's context window
     messages: int  # messages sent
     messages_hidden: int  # messages left out to fit the budget
-    components: list[dict[str, Any]]  # the assembled parts (system, tools, pinned context by name, history): name, priority, truncatable, status (included, truncated, excluded), tokens, requested_tokens
+    components: list[dict[str, Any]]  # the parts (system, tools, pinned context by name, history): name, priority, truncatable, status, tokens, requested_tokens
     fits: NotRequired[bool]  # total_tokens fits the window; false only on a request refused as too large (journals before it lack the key)
 
 
@@ -352,7 +352,7 @@ class LlmStart(TypedDict):
     tools_enabled: bool  # false for the final answer at max_iterations
     hook_context: NotRequired[list[str]]  # extra context after_context_assembly hooks added to the request
     request_replaced: NotRequired[bool]  # a before_llm_call hook replaced the request (or its messages)
-    sent: NotRequired[dict[str, Any]]  # with request_replaced: what was sent instead, as a diff against the un-hooked request: kept_messages (the first N were sent unchanged), messages (the rest, as sent), system and tools (only when changed), messages_before (the un-hooked request's count)
+    sent: NotRequired[dict[str, Any]]  # with request_replaced, what was sent as a diff: kept_messages, messages (the rest, as sent), system, tools, options (if changed), messages_before
 
 
 class TextDelta(TypedDict):

@@ -149,7 +149,8 @@ class _Loop:
             bind(cfg.tool_output_dir)  # micro-compaction keeps what it clears beside the capped outputs
         # One result may fill at most a share of the model's window (30,000 characters is more
         # than a small local model's whole window).
-        window = cm.window(cfg.model) if hasattr(cm, "window") else getattr(cfg.model, "context_window", None)
+        window_of = getattr(cm, "window", None)
+        window = window_of(cfg.model) if window_of is not None else getattr(cfg.model, "context_window", None)
         limit = result_limit_for_window(cfg.tool_result_limit, window)
         self.invoke = ToolInvoker(cfg.tools, ctx, self.em, self._hook, limit, cfg.tool_output_dir)
         self.model: Model = self.config.model
@@ -813,7 +814,7 @@ def context_usage(cm: Any, model: Model, usage: Usage | None) -> p.ContextUsage 
     input against the model's window (None when neither is known)."""
     figure = getattr(cm, "context_usage", None)
     if figure is not None:
-        return figure(usage, model)  # type: ignore[no-any-return]
+        return figure(usage, model)
     window = int(getattr(model, "context_window", 0) or 0)
     if not window or usage is None:
         return None
