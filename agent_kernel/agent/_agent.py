@@ -510,6 +510,17 @@ class Agent:
         return ctx is not None and ctx.control.paused
 
     @property
+    def replaced_requests(self) -> list[Any]:
+        """The requests ``before_llm_call`` hooks replaced in this session, as the model was sent
+        them (``journal.ReplacedRequest``: messages, and system, tools and options where the hook
+        changed them), oldest first. Read from the journal, so a resumed agent and a fork (for
+        the turns before its fork point) show them too.
+        """
+        from agent_kernel.journal import replaced_requests
+
+        return replaced_requests(self.events)
+
+    @property
     def context(self) -> Any:
         """The agent's context manager: pinned or retrieved text for every request, in budget.
 
