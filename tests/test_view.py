@@ -1399,3 +1399,35 @@ def test_the_status_line_estimates_tokens_while_streaming_and_says_what_the_run_
     assert browser.errors == []
     page.close()
 
+
+
+@pytest.mark.browser
+def test_the_front_end_draws_the_context_meter_and_turns_it_amber_after_a_warning(make_view, chromium):
+    clock, ev = Clock(), Events()
+    view = make_view(clock=clock)
+    browser = BrowserPage(chromium, view)
+    page, pump = browser.page, browser.pump
+    start(view, ev)
+    pump()
+    assert page.locator(".ak-context").is_hidden()  # nothing to show before a call reports
+    usage = {"input_tokens": 90_000, "output_tokens": 10}
+    view.handle(ev(T.LLM_COMPLETE, usage=usage, cost_usd=0.0, model="big",
+                   context_usage={"used_tokens": 90_000, "window": 200_000, "share": 0.45, "estimated": False}))
+    clock.now += 1
+    view.flush()
+    pump()
+    meter = page.locator(".ak-context")
+    assert meter.inner_text().strip() == "context 45% of 200k"
+    assert page.locator(".ak-meter-fill").evaluate("e => e.style.width") == "45%"
+    assert meter.get_attribute("data-warn") == "false"
+    view.handle(ev(T.CONTEXT_WARNING, used_tokens=150_000, window=200_000, share=0.75, warn_at=0.7, compact_at=0.8,
+                   message="The context window is 75% full (150,000 of 200,000 tokens)."))
+    view.handle(ev(T.LLM_COMPLETE, usage=usage, cost_usd=0.0, model="big",
+                   context_usage={"used_tokens": 150_000, "window": 200_000, "share": 0.75, "estimated": False}))
+    clock.now += 1
+    view.flush()
+    pump()
+    assert meter.inner_text().strip() == "context 75% of 200k" and meter.get_attribute("data-warn") == "true"
+    assert "The context window is 75% full" in page.inner_text("#out")
+    assert browser.errors == []
+    page.close()

@@ -332,6 +332,8 @@ class Conversation:
             self._results, self._started, self._asked, self._synthetic = {}, set(), {}, set()
             sent = data.get("sent")
             if isinstance(sent, dict):  # a hook replaced the request: what was sent, as a diff
+                if self.replaced and self.replaced[-1].turn_id == event.turn_id and data.get("attempt"):
+                    self.replaced.pop()  # sent again after a failed attempt: one request, listed once
                 self.replaced.append(_replaced(self.messages, sent, event))
         elif kind is EventType.LLM_COMPLETE and isinstance(data.get("message"), dict):
             self._partial = None

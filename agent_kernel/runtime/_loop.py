@@ -41,6 +41,7 @@ from agent_kernel.runtime._emitter import Emitter
 from agent_kernel.runtime._executor import ABORT_FALLBACK, ABORT_RETRY, ABORT_USER, PendingCall, StreamingToolExecutor
 from agent_kernel.runtime._hooks import HOOK_CONTEXT_TAG, HookError, HookOutcome, HookPoint, Hooks
 from agent_kernel.runtime._invoke import ToolInvoker
+from agent_kernel.runtime._sent import context_usage, request_diff
 from agent_kernel.runtime._state import ExecutionContext, LoopState, TerminationReason
 from agent_kernel.runtime._streaming import Watchdog, backoff
 from agent_kernel.tools._output import result_limit_for_window
@@ -298,6 +299,7 @@ class _Loop:
             if self._stop_reason != "max_tokens" or message.tool_uses or len(said) >= self.config.max_continuations:
                 break
             said.append(message.text)
+            self._hook_notes = {}  # the continuation's request is the loop's own, not a hook's
             self.messages.append(Message.user(CONTINUE_INSTRUCTION))
             yield self.em.emit(EventType.CONTINUATION, p.Continuation(attempt=len(said), max_continuations=self.config.max_continuations, instruction=CONTINUE_INSTRUCTION))
             turn = self.em.turn
@@ -414,6 +416,7 @@ class _Loop:
                     yield ev
                 if self._shrunk is not None:
                     request = self._shrunk
+                    self._hook_notes = {}  # the shrunk request is prepared again, without the hooks' changes
                     continue
                 raise error
             if cfg.fallback_model is not None and error.overloaded and self.model is not cfg.fallback_model:
@@ -807,37 +810,6 @@ class _Loop:
             blocks.append(ToolResultBlock(use.id, result.content, result.is_error) if result else made_up[-1])
         self.messages.append(Message("user", tuple(blocks)))
         return made_up
-
-
-def context_usage(cm: Any, model: Model, usage: Usage | None) -> p.ContextUsage | None:
-    """How full the window was for one call: the context policy's figure, else the reported
-    input against the model's window (None when neither is known)."""
-    figure = getattr(cm, "context_usage", None)
-    if figure is not None:
-        return figure(usage, model)
-    window = int(getattr(model, "context_window", 0) or 0)
-    if not window or usage is None:
-        return None
-    used = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
-    return p.ContextUsage(used_tokens=used, window=window, share=round(used / window, 4), estimated=False)
-
-
-def request_diff(before: ModelRequest, after: ModelRequest) -> dict[str, Any]:
-    """``after`` as a compact diff against ``before``: the messages both start with are counted,
-    the rest are given as sent; system and tools only when they changed."""
-    kept = 0
-    for old, new in zip(before.messages, after.messages):
-        if old is not new and old != new:
-            break
-        kept += 1
-    diff: dict[str, Any] = {"kept_messages": kept, "messages_before": len(before.messages), "messages": [m.to_dict() for m in after.messages[kept:]]}
-    if after.system != before.system:
-        diff["system"] = after.system
-    if after.tools != before.tools:
-        diff["tools"] = [t.name for t in after.tools]
-    if after.options != before.options:
-        diff["options"] = {k: v for k, v in after.options.items() if before.options.get(k) != v}
-    return diff
 
 
 def _result_dict(block: ToolResultBlock) -> p.BlockDict:
