@@ -200,3 +200,17 @@ async def test_a_request_a_hook_replaced_is_shown_by_resume_fork_and_diff_runs(t
     assert df.attrs["first_divergence"] == 1
     assert df.loc[1, "a_sent"] == "system: Be terse.\nassistant: Noted.\nuser: Only add 3 and 4." and df.loc[1, "b_sent"] == ""
     assert df.loc[1, "a_tool_calls"] == df.loc[1, "b_tool_calls"]  # the same answer: only what was sent differs
+
+
+async def test_a_fork_keeps_the_pinned_context(tmp_path: Path) -> None:
+    from agent_kernel.context import ContextManager, Priority
+
+    model = ScriptedModel([tool_call("add", {"a": 1, "b": 2}), "3."])
+    agent = make_agent(model, [add], journal=tmp_path / "original.jsonl", system="You add.", context=ContextManager())
+    agent.context.add("rules", "Show your working.", priority=Priority.HIGH, truncatable=False)
+    await agent.run("add")
+    new_model = ScriptedModel(["Working shown."])
+    fork = agent.fork(at=1, model=new_model, journal=None)
+    await fork.continue_run()
+    assert fork.context.items == {"rules": "Show your working."}
+    assert '<context name="rules">\nShow your working.\n</context>' in new_model.requests[0].system

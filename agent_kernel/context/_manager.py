@@ -202,6 +202,11 @@ class ContextManager:
         """The pinned and retrieved texts, by name, in the order they were added."""
         return {name: c.content for name, c in self._pinned.items()}
 
+    @property
+    def components(self) -> tuple[Component, ...]:
+        """The pinned and retrieved texts with their settings (priority, truncatable, keep), as added."""
+        return tuple(self._pinned.values())
+
     def _pinned_components(self, counter: TokenCounter) -> tuple[Component, ...]:
         if not self._pinned:
             return ()
@@ -529,7 +534,7 @@ class ContextManager:
             return result.history
         # Too short to summarise: shrinking the tool results is all that can help, and it does
         # whenever one is large (a session with one huge result must still be rescuable).
-        cleared = clear_tool_results(history, emit, trigger="manual")
+        cleared = clear_tool_results(history, emit, trigger="manual", spill_dir=self.spill_dir)
         return list(history) if cleared is None else cleared
 
     async def shrink(self, history: Sequence[Message], model: Model, emit: Emit, *, reason: str) -> list[Message] | None:
@@ -539,7 +544,7 @@ class ContextManager:
         conversation is summarised if it is long enough. Returns the new history, or None when
         neither made anything smaller.
         """
-        cleared = clear_tool_results(history, emit, trigger="overflow", reason=reason)
+        cleared = clear_tool_results(history, emit, trigger="overflow", reason=reason, spill_dir=self.spill_dir)
         result = await self._summarise(list(history) if cleared is None else cleared, model, emit, trigger="overflow")
         return cleared if result is None else result.history
 
