@@ -188,3 +188,22 @@ def test_a_request_is_sent_only_when_what_is_sent_fits_and_the_event_says_what_i
     assert assembled["fits"] and sent <= window
     assert abs(assembled["total_tokens"] - sent) <= len(pinned) * 12 + 2  # the blocks' framing, estimated apart
     assert prepared.request.messages[-1].text.endswith(history[-1].text[-20:])  # the newest message is always sent
+
+
+def test_agent_context_says_what_to_do_when_it_cannot_take_text() -> None:
+    import pytest
+
+    from agent_kernel import Agent
+    from agent_kernel.errors import UserError
+
+    off = Agent(ScriptedModel([]), journal=None, context=None)
+    with pytest.raises(UserError, match=r"context=None.*context=ContextManager"):
+        off.context.add("docs", "text")
+    on = Agent(ScriptedModel([]), journal=None)
+    on.context.add("docs", "text")
+    with pytest.raises(UserError, match="No context named 'doc' was added; added: 'docs'"):
+        on.context.remove("doc")
+    with pytest.raises(UserError, match="takes the text as a str"):
+        on.context.add("n", 42)  # type: ignore[arg-type]
+    on.context.remove("docs")
+    assert on.context.items == {}
