@@ -23,11 +23,13 @@ The loop's side of the contract::
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from agent_kernel._util.spill import write_spill
 from agent_kernel.context._assembler import Component, ContextAssembler, Placed, Priority, Status
 from agent_kernel.context._compaction import CompactionResult, Compactor, Emit, SessionSource, compacted_history, window_cut, with_summary
 from agent_kernel.context._micro import MicroCompactor, MicroResult, spilled_placeholder
@@ -208,12 +210,11 @@ class ContextManager:
         return tuple(self._pinned.values())
 
     def _pinned_components(self, counter: TokenCounter) -> tuple[Component, ...]:
+        """The pinned texts with their size in tokens as they are sent (in their block)."""
         if not self._pinned:
             return ()
-        return tuple(
-            Component(c.name, c.content, c.priority, c.truncatable, counter.text(_context_block(c.name, c.content)), c.keep)
-            for c in self._pinned.values()
-        )
+        return tuple(Component(c.name, c.content, c.priority, c.truncatable, counter.text(c.content) + _frame(counter, c.name), c.keep)
+                     for c in self._pinned.values())
 
     def _session_for_compaction(self) -> SessionSource | None:
         return self.session if self.session is not None and self.session_memory is not None else None
@@ -356,8 +357,8 @@ class ContextManager:
                     total_tokens_saved=view.total_tokens_saved,
                 ),
             )
-        fixed_parts = (self._fixed_component("system", system_tokens), self._fixed_component("tools", tool_tokens), *pinned)
-        fit = self._fit(fixed_parts, view.messages, view.tokens, counter, window, threshold)
+        fixed_parts = (self._fixed_component("system", system_tokens), self._fixed_component("tools", tool_tokens))
+        fit = self._fit(request.system, fixed_parts, pinned, view.messages, view.tokens, counter, window, threshold)
         if fit.total > window:
             # Still too large for the window (one huge result, auto-compaction off or unable to
             # help): cut the large tool results, in the stored history too, before refusing.
@@ -369,8 +370,13 @@ class ContextManager:
             if sent_cleared is not None:
                 self._last_view = None
                 view = self._view(sent_cleared, counter)
-                fit = self._fit(fixed_parts, view.messages, view.tokens, counter, window, threshold)
+                fit = self._fit(request.system, fixed_parts, pinned, view.messages, view.tokens, counter, window, threshold)
         messages, trimmed = fit.messages, fit.trimmed
+        spills = self.micro.take_spills()
+        if spills and self.spill_dir is not None:
+            # Before the request naming them is sent; off the loop's thread, so a batch of file
+            # writes costs the loop nothing.
+            await asyncio.to_thread(_write_spills, self.spill_dir, spills)
         assembled = p.ContextAssembled(
             budget=window,
             total_tokens=fit.total,
@@ -386,11 +392,7 @@ class ContextManager:
             raise _overflow(fit, request, counter, window)
         self._last_total, self._last_window = fit.total, window
         self._warn(fit.total, window, threshold, emit)
-        system = request.system
-        kept = [placed for placed in fit.components[2:-1] if placed.status != "excluded"]
-        if kept:
-            blocks = "\n\n".join(_context_block(placed.name, placed.content) for placed in kept)
-            system = f"{system}\n\n{blocks}" if system else blocks
+        system = fit.system
         # Built directly: dataclasses.replace costs several times more on this per-call path.
         if messages is request.messages and system is request.system:
             sent = request
@@ -405,21 +407,47 @@ class ContextManager:
         return PreparedContext(sent, new_history, new_history is not None, result if result is not None else update)
 
     def _fit(
-        self, fixed: Sequence[Component], messages: Sequence[Message], history_tokens: int, counter: TokenCounter, window: int, budget: int
+        self,
+        system: str | None,
+        fixed: tuple[Component, Component],
+        pinned: Sequence[Component],
+        messages: Sequence[Message],
+        history_tokens: int,
+        counter: TokenCounter,
+        window: int,
+        budget: int,
     ) -> _Fit:
-        """Assembles the fixed parts and the history: pinned context by priority within
-        ``budget`` (the auto-compaction threshold, so it never leaves the model no room to
+        """Assembles system, tools, pinned texts and history: the pinned texts by priority within
+        ``budget`` (the auto-compaction threshold, so they never leave the model no room to
         answer), the history within what is left of ``window``. When the history does not fit,
-        the model sees the newest messages that fit (the stored history keeps everything). The
-        totals are those of what is sent."""
-        assembly = self._assembler.assemble((*fixed, Component("history", "", Priority.HIGH, True, history_tokens)), budget=budget)
-        # System and tools are sent whatever their size: they count even when they do not fit.
-        parts = tuple(
-            Placed(c.name, c.priority, c.truncatable, "included", c.requested_tokens, c.requested_tokens, c.content)
-            if c.status == "excluded" and c.name in ("system", "tools") else c
-            for c in assembly.components[:-1]
+        the model sees the newest messages that fit (the stored history keeps everything).
+
+        The figures are those of what is sent: the system prompt is measured with the pinned
+        blocks in it, so the parts add up to the estimate of the request itself.
+        """
+        # Each pinned text is placed by the size of its text, with the room its block's framing
+        # takes set aside first: a text cut to fit then fits with its framing.
+        frames = {c.name: _frame(counter, c.name) for c in pinned}
+        bare = tuple(Component(c.name, c.content, c.priority, c.truncatable, (c.tokens or 0) - frames[c.name], c.keep) for c in pinned)
+        history_part = Component("history", "", Priority.HIGH, True, history_tokens)
+        assembly = self._assembler.assemble((*fixed, *bare, history_part), budget=budget - sum(frames.values()))
+        placed_pinned = tuple(
+            c if c.status == "excluded" else Placed(c.name, c.priority, c.truncatable, c.status, c.tokens + frames[c.name], c.requested_tokens + frames[c.name], c.content)
+            for c in assembly.components[2:-1]
         )
-        room = window - sum(c.tokens for c in parts)
+        blocks = [_context_block(c.name, c.content) for c in placed_pinned if c.status != "excluded"]
+        sent_system = fixed[0].tokens or 0  # the system prompt as sent, blocks included
+        system_tokens = sent_system
+        if blocks:
+            system = "\n\n".join([system, *blocks] if system else blocks)
+            sent_system = counter.system(system)
+            system_tokens = max(0, sent_system - sum(c.tokens for c in placed_pinned))  # the blocks' share is theirs
+        # System and tools are sent whatever their size: they count even when they do not fit.
+        system_part = Placed("system", Priority.CRITICAL, False, "included", system_tokens, system_tokens, "")
+        tools_tokens = fixed[1].tokens or 0
+        tools_part = Placed("tools", Priority.CRITICAL, False, "included", tools_tokens, tools_tokens, "")
+        parts = (system_part, tools_part, *placed_pinned)
+        room = window - sent_system - tools_tokens
         trimmed = 0
         if history_tokens > room and len(messages) > 1:
             notice_room = counter.text(_hidden_notice(len(messages))) + 8
@@ -433,7 +461,7 @@ class ContextManager:
         status: Status = "truncated" if trimmed or history_tokens > room else "included"
         history = Placed("history", Priority.HIGH, True, status, history_tokens, requested, "")
         components = (*parts, history)
-        return _Fit(components, messages, trimmed, sum(c.tokens for c in components))
+        return _Fit(components, messages, trimmed, sent_system + tools_tokens + history_tokens, system)
 
     def _warn(self, used: int, window: int, threshold: int, emit: Emit) -> None:
         warn_at = self.warn_threshold
@@ -617,6 +645,15 @@ def clear_tool_results(
     return out
 
 
+def _write_spills(folder: Path, blocks: Sequence[ToolResultBlock]) -> None:
+    """Keeps each cleared result in the file its placeholder names (one already there is kept:
+    the cap wrote it with the whole output). A file that cannot be written is left out: the
+    journal keeps every result, and the model can run the tool again."""
+    for block in blocks:
+        with contextlib.suppress(OSError):
+            write_spill(folder, block.tool_use_id, block.content, replace=False)
+
+
 @dataclass(frozen=True, slots=True)
 class _Fit:
     """A request assembled within the window: each part's decision, the messages sent, how many
@@ -626,6 +663,12 @@ class _Fit:
     messages: Sequence[Message]
     trimmed: int
     total: int
+    system: str | None = None
+
+
+def _frame(counter: TokenCounter, name: str) -> int:
+    """Tokens a pinned text's block adds around it (tags, the blank line before it, rounding)."""
+    return counter.text(_context_block(name, "") + "\n\n") + 2
 
 
 def _context_block(name: str, text: str) -> str:

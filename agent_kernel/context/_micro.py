@@ -6,8 +6,10 @@ happens in batches: between two batches the request only grows at its end, so th
 prompt cache keeps matching it, and a few small results never change the request for nothing.
 It works on a copy of the messages; the stored history and the journal keep every result in full.
 With a folder to spill to (the session's tool-output folder, ``ContextManager.bind_output_dir``)
-a cleared result is written there first and its placeholder names the file, so the model reads
-it back (``read_file``, ``grep``) instead of running the tool again.
+a cleared result is kept there and its placeholder names the file, so the model reads it back
+(``read_file``, ``grep``) instead of running the tool again. The compactor only names the files
+and lists what to write (``take_spills``): the manager writes a batch off the loop's thread
+before the request that names them is sent.
 
 A conversation grows by appending, so the compactor remembers the last messages it saw and, when
 the next call extends them, only looks at what is new: the cost per model call does not grow
@@ -32,8 +34,8 @@ def placeholder(chars: int, path: Path | None = None) -> str:
     """The text standing in for a cleared tool result of ``chars`` characters (kept in ``path``)."""
     if path is None:
         return f"[tool result cleared to save context: {chars} chars]"
-    return (f"[tool result cleared to save context: {chars} chars; the whole result is in {path}: "
-            f"read it with read_file (offset and limit) or search it with grep instead of running the tool again]")
+    # Short: every cleared result of a long session carries one, in every later request.
+    return f"[tool result cleared to save context: {chars} chars, kept whole in {path}]"
 
 
 def spilled_placeholder(block: ToolResultBlock, folder: Path | None, *, write: bool = True) -> str:
@@ -82,9 +84,9 @@ class MicroCompactor:
         keep: how many of the newest tool results stay untouched.
         threshold_tokens: the least saving worth changing the request for.
         enabled: False only measures (the messages are always sent as they are).
-        spill_dir: where cleared results are written (placeholders name the file); None keeps
-            no copy (the journal still has every result).
-        write: False only works out the placeholders, writing no file (a measuring copy).
+        spill_dir: where cleared results are kept (placeholders name the file); None keeps no
+            copy (the journal still has every result).
+        write: False only works out the placeholders and lists nothing to write (a measuring copy).
     """
 
     def __init__(
@@ -99,12 +101,19 @@ class MicroCompactor:
         self.enabled = enabled
         self.spill_dir = spill_dir
         self.write = write
+        self._spills: list[ToolResultBlock] = []  # cleared results whose files are still to be written
         self._reset(None)
 
     def fresh(self) -> MicroCompactor:
         """A compactor with the same settings and no memory (to measure another history); it
         writes no file."""
         return MicroCompactor(self.keep, self.threshold_tokens, enabled=self.enabled, spill_dir=self.spill_dir, write=False)
+
+    def take_spills(self) -> list[ToolResultBlock]:
+        """The cleared results whose files the placeholders already name and that are still to be
+        written (``write_spill(spill_dir, block.tool_use_id, block.content, replace=False)``)."""
+        spills, self._spills = self._spills, []
+        return spills
 
     def _reset(self, counter: TokenCounter | None) -> None:
         self._counter = counter
@@ -180,7 +189,9 @@ class MicroCompactor:
             message = self._out[mi]
             block = message.content[bi]
             assert isinstance(block, ToolResultBlock)
-            short = ToolResultBlock(block.tool_use_id, spilled_placeholder(block, self.spill_dir, write=self.write), block.is_error)
+            short = ToolResultBlock(block.tool_use_id, spilled_placeholder(block, self.spill_dir, write=False), block.is_error)
+            if self.spill_dir is not None and self.write:
+                self._spills.append(block)
             self._out[mi] = Message(message.role, (*message.content[:bi], short, *message.content[bi + 1 :]))
             self._chars_out -= len(block.content) - len(short.content)
             cleared += 1
