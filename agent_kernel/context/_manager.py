@@ -134,6 +134,7 @@ class ContextManager:
         self._components: dict[str, Component] = {}
         self._last_view: tuple[Sequence[Message], TokenCounter, MicroResult] | None = None
         self._pinned: dict[str, Component] = {}  # add(): pinned or retrieved text, by name
+        self._placed_cache: dict[tuple[str, int], Placed] = {}
         self._last_total = 0  # estimated input of the last request prepared (context_usage, fit_extra)
         self._last_window = 0
         self._warned = False  # a context_warning stands until the share falls below warn_threshold again
@@ -292,7 +293,9 @@ class ContextManager:
         if not self.auto_compact:
             return False
         counter = self.counter(model)
-        fixed = counter.system(request.system) + counter.tools(request.tools) + sum(c.tokens or 0 for c in self._pinned_components(counter))
+        fixed = counter.system(request.system) + counter.tools(request.tools)
+        if self._pinned:
+            fixed += sum(c.tokens or 0 for c in self._pinned_components(counter))
         if fixed < self.threshold_tokens(model) < fixed + self._view(request.messages, counter).tokens:
             return True
         return self._summary_due(request.messages, counter)  # a running-summary update calls a model too
@@ -319,7 +322,7 @@ class ContextManager:
         raw_fixed = (counter.raw_system(request.system), counter.raw_tools(request.tools))
         system_tokens, tool_tokens = counter.tokens(raw_fixed[0]), counter.tokens(raw_fixed[1])
         pinned = self._pinned_components(counter)
-        fixed = system_tokens + tool_tokens + sum(c.tokens or 0 for c in pinned)
+        fixed = system_tokens + tool_tokens + (sum(c.tokens or 0 for c in pinned) if pinned else 0)
         self._fixed_tokens = fixed
         view = self._view(request.messages, counter)
         new_history: list[Message] | None = None
@@ -425,6 +428,15 @@ class ContextManager:
         The figures are those of what is sent: the system prompt is measured with the pinned
         blocks in it, so the parts add up to the estimate of the request itself.
         """
+        if not pinned:
+            # The usual case, on every model call: nothing to rank, one question (does the history
+            # fit what system and tools leave?).
+            system_tokens, tools_tokens = fixed[0].tokens or 0, fixed[1].tokens or 0
+            room = window - system_tokens - tools_tokens
+            if history_tokens <= room or len(messages) <= 1:
+                status_: Status = "included" if history_tokens <= room else "truncated"
+                components_ = (self._placed(fixed[0]), self._placed(fixed[1]), Placed("history", Priority.HIGH, True, status_, history_tokens, history_tokens, ""))
+                return _Fit(components_, messages, 0, system_tokens + tools_tokens + history_tokens, system)
         # Each pinned text is placed by the size of its text, with the room its block's framing
         # takes set aside first: a text cut to fit then fits with its framing.
         frames = {c.name: _frame(counter, c.name) for c in pinned}
@@ -462,6 +474,16 @@ class ContextManager:
         history = Placed("history", Priority.HIGH, True, status, history_tokens, requested, "")
         components = (*parts, history)
         return _Fit(components, messages, trimmed, sent_system + tools_tokens + history_tokens, system)
+
+    def _placed(self, component: Component) -> Placed:
+        """System or tools as placed: always sent whole (reused from call to call)."""
+        key = (component.name, component.tokens or 0)
+        placed = self._placed_cache.get(key)
+        if placed is None:
+            if len(self._placed_cache) > 64:
+                self._placed_cache.clear()
+            placed = self._placed_cache[key] = Placed(component.name, component.priority, False, "included", key[1], key[1], "")
+        return placed
 
     def _warn(self, used: int, window: int, threshold: int, emit: Emit) -> None:
         warn_at = self.warn_threshold
