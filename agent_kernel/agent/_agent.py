@@ -72,8 +72,9 @@ class Agent:
         max_retries, retry_base_delay, retry_max_delay, stall_timeout, on_stall,
         max_parallel_tools, model_options: see ``LoopConfig``. ``retry_max_delay`` caps every
             wait between attempts, a server's ``retry-after`` included.
-        tool_result_limit: characters of one tool result the model sees (30,000); the whole
-            output is kept in ``.agent_kernel/sessions/<id>/tool-output/``. None: no cap.
+        tool_result_limit: characters of one tool result the model sees (30,000, and at most a
+            quarter of the model's context window); the whole output is kept in
+            ``.agent_kernel/sessions/<id>/tool-output/``. None: no cap.
         name: a display name (sub-agents, crews).
         subagents: agents the built-in ``task`` tool may delegate to, by name: ``{"researcher":
             Agent(...)}`` (or ``Subagent`` objects); see ``add_subagent``.

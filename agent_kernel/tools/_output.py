@@ -3,7 +3,8 @@
 A tool result goes into every later request of the conversation, so one huge result (a 5 MB
 log, a whole table) makes each of them fail for good: too large for the provider, and too large
 to summarise. Every result, from a built-in tool or an ``@tool`` function alike, is capped: past
-``limit`` characters the whole output is written to a file in the session's folder and the
+``limit`` characters (30,000, and at most a quarter of the model's window: ``result_limit_for_window``,
+applied by the loop) the whole output is written to a file in the session's folder and the
 model gets its beginning, its end and the file's path, which ``read_file`` or ``grep`` can open
 when the rest matters (the tool-output cache of Claude Code's loop).
 """
