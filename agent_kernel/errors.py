@@ -13,6 +13,7 @@ from typing import Any
 __all__ = [
     "AgentKernelError",
     "ApprovalPending",
+    "ContextOverflow",
     "JournalError",
     "JournalWriteError",
     "MissingAPIKey",
@@ -111,6 +112,22 @@ class ModelError(AgentKernelError):
         self.retry_after = retry_after
         self.overloaded = overloaded
         self.kind = kind
+
+
+class ContextOverflow(ModelError):
+    """A request does not fit the model's context window even after compaction; it was not sent.
+
+    Attributes:
+        tokens: the request's estimated input tokens.
+        window: the model's context window.
+        parts: the largest parts of the request, ``(description, tokens)``, largest first.
+    """
+
+    def __init__(self, message: str, *, tokens: int, window: int, parts: list[tuple[str, int]]) -> None:
+        super().__init__(message, kind="context_overflow")
+        self.tokens = tokens
+        self.window = window
+        self.parts = parts
 
 
 class ToolError(AgentKernelError):

@@ -16,6 +16,7 @@ A cell an adapter cannot have says why in ``NOT_APPLICABLE``; the test run print
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
@@ -516,6 +517,135 @@ async def run_then_stream_then_run(h: Harness, tmp: Path) -> None:
         return [first, second, a.run_sync("3").text]
 
     assert await asyncio.to_thread(runs) == ["One.", "Two.", "Three."]
+
+
+def sent_text(request: Any) -> str:
+    """Everything one request carried, as text to search (the wire body, or the scripted request)."""
+    if isinstance(request, dict):
+        return json.dumps(request)
+    parts = [request.system or ""]
+    for m in request.messages:
+        parts += [m.text] + [b.content for b in m.tool_results]
+    return "\n".join(parts)
+
+
+def small_window(window: int = 4_096, **kwargs: Any) -> Any:
+    """A context manager for a small local model's window; uncalibrated, since the fake servers
+    report a fixed 40 input tokens whatever was sent."""
+    from agent_kernel.context import ContextManager
+
+    return ContextManager(context_window=window, calibrate=False, **kwargs)
+
+
+@scenario
+async def oversized_request_is_refused_before_it_is_sent(h: Harness, tmp: Path) -> None:
+    h.script(turn("never asked"))
+    a = agent(h, tmp, system="Follow these rules. " * 1_500, context=small_window())  # ~7,500 tokens
+    events = await collect(a, "go")
+    assert h.requests() == []  # never sent
+    [assembled] = of(events, EventType.CONTEXT_ASSEMBLED)
+    assert not assembled.data["fits"] and assembled.data["total_tokens"] > 4_096 == assembled.data["window"]
+    error = of(events, EventType.ERROR)[0].data
+    assert error["kind"] == "context_overflow" and "Largest parts: the system prompt" in error["message"], error
+    assert finish(events)["reason"] == "error"
+
+
+@scenario
+async def small_window_caps_results_and_checks_the_request(h: Harness, tmp: Path) -> None:
+    @tool(read_only=True)
+    def dump() -> str:
+        """Returns a long log."""
+        return "log line\n" * 3_200  # 28,800 characters: under the 30,000 default, over a 4k window
+
+    h.script(turn(calls=[("c1", "dump", {})]), turn("Read it."))
+    events = await collect(agent(h, tmp, [dump], context=small_window()), "go")
+    result = of(events, EventType.TOOL_RESULT)[0].data["content"]
+    assert len(result) <= 4_096 + 400 and "tool-output" in result  # a quarter of the window, with the path to the whole
+    assert len(next((tmp / ".agent_kernel" / "sessions").glob("*/tool-output/c1.txt")).read_text()) == 28_800
+    assembled = of(events, EventType.CONTEXT_ASSEMBLED)
+    assert len(assembled) == 2 and all(e.data["fits"] and e.data["total_tokens"] <= 4_096 for e in assembled)
+    assert finish(events)["text"] == "Read it." and len(h.requests()) == 2
+
+
+@scenario
+async def cleared_results_name_the_file_that_keeps_them(h: Harness, tmp: Path) -> None:
+    @tool(read_only=True)
+    def read_log(n: int) -> str:
+        """Returns log n."""
+        return f"log {n}: " + "e" * 3_000
+
+    h.script(turn(calls=[("c1", "read_log", {"n": 1})]), turn(calls=[("c2", "read_log", {"n": 2})]), turn("Both read."))
+    a = agent(h, tmp, [read_log], context=small_window(200_000, micro_keep=1, micro_threshold_tokens=1))
+    events = await collect(a, "go")
+    assert finish(events)["text"] == "Both read."
+    spilled = next((tmp / ".agent_kernel" / "sessions").glob("*/tool-output/c1.txt"))
+    assert spilled.read_text() == "log 1: " + "e" * 3_000  # the whole result, to read back
+    last = sent_text(h.requests()[-1])
+    assert f"[tool result cleared to save context: 3007 chars, kept whole in {spilled}]" in last
+    assert "log 2: " + "e" * 3_000 in last and "log 1: eee" not in last
+    assert of(events, EventType.MICRO_COMPACTION)[0].data["results_cleared"] == 1
+
+
+@scenario
+async def context_usage_on_every_call_and_a_warning_before_compaction(h: Harness, tmp: Path) -> None:
+    h.script(turn(calls=[("c1", "add", {"a": 1, "b": 2})]), turn("3."))
+    a = agent(h, tmp, [add], system="Be exact. " * 300, context=small_window(1_200, warn_threshold=0.6, threshold=0.95))
+    events = await collect(a, "add")
+    completes = of(events, EventType.LLM_COMPLETE)
+    assert len(completes) == 2
+    for e in completes:
+        usage, figure = e.data["usage"], e.data["context_usage"]
+        assert figure["window"] == 1_200 and figure["used_tokens"] == usage["input_tokens"] and not figure["estimated"]
+        assert figure["share"] == round(figure["used_tokens"] / 1_200, 4)
+    [warning] = of(events, EventType.CONTEXT_WARNING)  # once, not on every call past the share
+    assert warning.seq < of(events, EventType.LLM_START)[0].seq
+    assert (warning.data["warn_at"], warning.data["compact_at"]) == (0.6, 0.95) and warning.data["share"] >= 0.6
+    assert "auto-compaction" in warning.data["message"]
+
+
+@scenario
+async def pinned_and_hook_context_count_in_the_budget(h: Harness, tmp: Path) -> None:
+    from agent_kernel import Hooks
+    from agent_kernel.context import Priority
+
+    hooks = Hooks()
+    hooks.on("after_context_assembly", lambda ctx: "retrieved: " + "r" * 8_000)  # more than the window has left
+    h.script(turn("Using it."))
+    a = agent(h, tmp, hooks=hooks, context=small_window(2_000))
+    a.context.add("schema", "orders(id, total, placed_at)", priority=Priority.HIGH, truncatable=False)
+    a.context.add("manual", "m" * 20_000)  # truncatable: cut to the budget
+    a.context.add("extra", "x" * 400, priority=Priority.OPTIONAL, truncatable=False)  # no room left: left out
+    events = await collect(a, "go")
+    [assembled] = of(events, EventType.CONTEXT_ASSEMBLED)
+    status = {c["name"]: c["status"] for c in assembled.data["components"]}
+    assert (status["schema"], status["manual"], status["extra"], status["history"]) == ("included", "truncated", "excluded", "included")
+    [added] = of(events, EventType.CONTEXT_ADDED)
+    assert added.data["components"][0]["status"] in ("truncated", "excluded") and added.data["total_tokens"] <= 2_000
+    body = sent_text(h.requests()[0])
+    assert "orders(id, total, placed_at)" in body and "x" * 400 not in body and "r" * 8_000 not in body
+    assert "truncated to fit the context budget" in body
+    a.context.remove("manual")
+    h.script(turn("Without it."))
+    await collect(a, "again")
+    assert "m" * 100 not in sent_text(h.requests()[1])
+
+
+@scenario
+async def replaced_request_is_journaled(h: Harness, tmp: Path) -> None:
+    from agent_kernel import Hooks
+    from agent_kernel.messages import Message
+
+    hooks = Hooks()
+    hooks.on("before_llm_call", lambda ctx: [Message.user("Say only: replaced.")])
+    h.script(turn("replaced."))
+    a = agent(h, tmp, hooks=hooks)
+    await collect(a, "the original question")
+    assert "Say only: replaced." in sent_text(h.requests()[0]) and "the original question" not in sent_text(h.requests()[0])
+    [start] = of(journaled(a), EventType.LLM_START)
+    assert start.data["request_replaced"] is True
+    sent = start.data["sent"]
+    assert (sent["kept_messages"], sent["messages_before"]) == (0, 1)
+    assert sent["messages"] == [{"role": "user", "content": [{"type": "text", "text": "Say only: replaced."}]}]
 
 
 async def _streamed(a: Agent, prompt: str) -> str:

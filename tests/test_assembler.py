@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from agent_kernel.context import Component, ContextAssembler, ContextManager, Priority
 from agent_kernel.context._compaction import with_summary
 from agent_kernel.events._event import EventType
@@ -137,9 +140,70 @@ async def test_without_auto_compaction_an_oversized_history_is_trimmed_only_in_t
     assert manager.estimate(prepared.request, model) <= 1_000
     assert sent[-1] is history[-1]
     assert isinstance(sent[0].content[0], SummaryBlock) and "do not fit the context window" in sent[0].content[0].text
-    [(_, data)] = events
+    [data] = [d for t, d in events if t is EventType.CONTEXT_ASSEMBLED]
+    assert data["fits"] and data["total_tokens"] == manager.estimate(prepared.request, model) <= 1_000  # what is sent
     history_record = data["components"][2]
     assert history_record["status"] == "truncated"
     hidden = data["messages_hidden"]
     assert hidden > 0
     assert list(sent) == with_summary(SummaryBlock(sent[0].content[0].text, hidden), history[hidden:])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    system=st.integers(0, 12_000),
+    pinned=st.lists(st.tuples(st.integers(0, 8_000), st.sampled_from(list(Priority)), st.booleans()), max_size=3),
+    sizes=st.lists(st.integers(0, 9_000), min_size=1, max_size=8),
+    window=st.integers(300, 5_000),
+    auto=st.booleans(),
+)
+def test_a_request_is_sent_only_when_what_is_sent_fits_and_the_event_says_what_is_sent(
+    system: int, pinned: list[tuple[int, Priority, bool]], sizes: list[int], window: int, auto: bool
+) -> None:
+    import asyncio
+
+    from agent_kernel.errors import ContextOverflow
+
+    manager = ContextManager(auto_compact=auto, calibrate=False, retry_delays=())
+    for i, (size, priority, truncatable) in enumerate(pinned):
+        manager.add(f"doc{i}", "p" * size, priority=priority, truncatable=truncatable)
+    history: list[Message] = []
+    for i, size in enumerate(sizes):
+        history.append(Message.user(f"q{i} " + "q" * size))
+        if i < len(sizes) - 1:
+            history.append(Message("assistant", (TextBlock("a" * (size // 3)),)))
+    model = ScriptedModel(["A summary."] * 3, context_window=window)
+    events: list[tuple[EventType, dict]] = []
+    request = ModelRequest(tuple(history), system="s" * system or None)
+    try:
+        prepared = asyncio.run(manager.prepare(list(history), TurnState.initial(), request, model, lambda t, d: events.append((t, d))))
+    except ContextOverflow as refused:
+        # Refused: the last assembly says it does not fit, and the message names the largest part.
+        assembled = [d for t, d in events if t is EventType.CONTEXT_ASSEMBLED][-1]
+        assert not assembled["fits"] and assembled["total_tokens"] > window
+        assert refused.parts and refused.parts[0][0] in str(refused)
+        return
+    assembled = [d for t, d in events if t is EventType.CONTEXT_ASSEMBLED][-1]
+    sent = manager.estimate(prepared.request, model)
+    assert assembled["fits"] and sent <= window
+    assert assembled["total_tokens"] == sent  # the figures are those of what is sent
+    assert prepared.request.messages[-1].text.endswith(history[-1].text[-20:])  # the newest message is always sent
+
+
+def test_agent_context_says_what_to_do_when_it_cannot_take_text() -> None:
+    import pytest
+
+    from agent_kernel import Agent
+    from agent_kernel.errors import UserError
+
+    off = Agent(ScriptedModel([]), journal=None, context=None)
+    with pytest.raises(UserError, match=r"context=None.*context=ContextManager"):
+        off.context.add("docs", "text")
+    on = Agent(ScriptedModel([]), journal=None)
+    on.context.add("docs", "text")
+    with pytest.raises(UserError, match="No context named 'doc' was added; added: 'docs'"):
+        on.context.remove("doc")
+    with pytest.raises(UserError, match="takes the text as a str"):
+        on.context.add("n", 42)  # type: ignore[arg-type]
+    on.context.remove("docs")
+    assert on.context.items == {}

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from agent_kernel.agent._agent import Agent
 from agent_kernel.context import SECTIONS, Compactor, ContextManager, TokenCounter, compacted_history
 from agent_kernel.context._compaction import is_valid_cut, render_transcript, summary_block
+from agent_kernel.errors import ContextOverflow
 from agent_kernel.events._event import AgentEvent, EventType
 from agent_kernel.events._turn import TurnState
 from agent_kernel.messages import Message, SummaryBlock, TextBlock, ToolResultBlock, ToolUseBlock
@@ -304,9 +305,12 @@ async def test_nothing_is_compacted_when_only_the_kept_messages_exist() -> None:
     manager = ContextManager(micro_compact=False, retry_delays=())
     record = Recorder()
     model = ScriptedModel([], context_window=1_000)
-    prepared = await manager.prepare(history, TurnState.initial(), ModelRequest(tuple(history)), model, record)
-    assert prepared.history is None and not prepared.compacted
+    # Nothing can be compacted, and the one message is larger than the window: refused, not sent.
+    with pytest.raises(ContextOverflow, match=r"needs about 2,504 tokens .* holds 1,000\. Largest parts: message 1 \(user\)"):
+        await manager.prepare(history, TurnState.initial(), ModelRequest(tuple(history)), model, record)
     assert record.of(EventType.COMPACTION_START) == [] and model.requests == []
+    [assembled] = record.of(EventType.CONTEXT_ASSEMBLED)
+    assert not assembled["fits"] and assembled["total_tokens"] > assembled["window"]
 
 
 async def test_a_huge_system_prompt_does_not_get_the_summary_summarised_again() -> None:
@@ -314,8 +318,9 @@ async def test_a_huge_system_prompt_does_not_get_the_summary_summarised_again() 
     manager = ContextManager(micro_compact=False, keep_messages=2, retry_delays=())
     model = ScriptedModel([], context_window=2_000)
     request = ModelRequest(tuple(history), system="s" * 8_000)
-    prepared = await manager.prepare(history, TurnState.initial(), request, model, Recorder())
-    assert not prepared.compacted and model.requests == []
+    with pytest.raises(ContextOverflow, match="Largest parts: the system prompt"):
+        await manager.prepare(history, TurnState.initial(), request, model, Recorder())
+    assert model.requests == []  # no summary call either
 
 
 async def test_an_instruction_added_to_the_request_survives_compaction() -> None:

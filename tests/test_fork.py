@@ -9,7 +9,8 @@ import pytest
 from agent_kernel import Agent, EventType, TerminationReason, tool
 from agent_kernel.errors import UserError
 from agent_kernel.journal import diff_runs, read_events, read_header
-from agent_kernel.messages import Message
+from agent_kernel.messages import Message, TextBlock
+from agent_kernel.models._base import ModelRequest
 from agent_kernel.models.scripted import ScriptedModel, tool_call
 
 from .helpers import make_agent
@@ -165,3 +166,51 @@ def test_a_subclass_that_takes_its_own_settings_forks_with_them(tmp_path: Path) 
     agent.run_sync("hi")
     fork = agent.fork(at=0, colour="blue", journal=tmp_path / "f.jsonl")
     assert isinstance(fork, Tinted) and fork.colour == "blue"
+
+
+async def test_a_request_a_hook_replaced_is_shown_by_resume_fork_and_diff_runs(tmp_path: Path) -> None:
+    from agent_kernel import Hooks
+
+    def narrower(ctx):  # the second call is sent a narrower question than the conversation holds
+        if ctx.turn_state.turn_counter != 1:
+            return None
+        request = ctx.data["request"]
+        return ModelRequest((*request.messages, Message("assistant", (TextBlock("Noted."),)), Message.user("Only add 3 and 4.")), "Be terse.")
+
+    hooks = Hooks()
+    hooks.on("before_llm_call", narrower)
+    model = ScriptedModel([tool_call("add", {"a": 1, "b": 2}), tool_call("add", {"a": 3, "b": 4}), "1+2=3 and 3+4=7."])
+    agent = make_agent(model, [add], journal=tmp_path / "original.jsonl", system="You add.", hooks=hooks)
+    await agent.run("add some numbers")
+    sent = model.requests[1]
+    [replaced] = agent.replaced_requests
+    assert replaced.messages == sent.messages and replaced.system == "Be terse." and replaced.turn_id == agent.history[1].turn_id
+    agent.close()
+
+    resumed = Agent.resume(tmp_path / "original.jsonl", model=ScriptedModel([]), tools=[add])
+    assert [r.messages for r in resumed.replaced_requests] == [sent.messages]  # read back from the journal
+    resumed.close()
+
+    # A fork after that turn keeps what it was sent; one without the hook, made at it, differs there.
+    later = agent.fork(at=2, model=ScriptedModel(["1+2=3 and 3+4=7."]), journal=None)
+    assert [r.messages for r in later.replaced_requests] == [sent.messages]
+    plain = agent.fork(at=1, model=ScriptedModel([tool_call("add", {"a": 3, "b": 4}), "1+2=3 and 3+4=7."]), journal=None, hooks=None)
+    await plain.continue_run()
+    df = diff_runs(tmp_path / "original.jsonl", plain)
+    assert df.attrs["first_divergence"] == 1
+    assert df.loc[1, "a_sent"] == "system: Be terse.\nassistant: Noted.\nuser: Only add 3 and 4." and df.loc[1, "b_sent"] == ""
+    assert df.loc[1, "a_tool_calls"] == df.loc[1, "b_tool_calls"]  # the same answer: only what was sent differs
+
+
+async def test_a_fork_keeps_the_pinned_context(tmp_path: Path) -> None:
+    from agent_kernel.context import ContextManager, Priority
+
+    model = ScriptedModel([tool_call("add", {"a": 1, "b": 2}), "3."])
+    agent = make_agent(model, [add], journal=tmp_path / "original.jsonl", system="You add.", context=ContextManager())
+    agent.context.add("rules", "Show your working.", priority=Priority.HIGH, truncatable=False)
+    await agent.run("add")
+    new_model = ScriptedModel(["Working shown."])
+    fork = agent.fork(at=1, model=new_model, journal=None)
+    await fork.continue_run()
+    assert fork.context.items == {"rules": "Show your working."}
+    assert '<context name="rules">\nShow your working.\n</context>' in new_model.requests[0].system

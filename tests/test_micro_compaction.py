@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from agent_kernel.agent._agent import Agent
 from agent_kernel.context import ContextManager, MicroCompactor, TokenCounter
 from agent_kernel.context._micro import placeholder
@@ -121,13 +123,14 @@ def read_log(n: int) -> str:
     return f"log {n}: " + "e" * 3_000
 
 
-async def test_a_run_shows_the_model_placeholders_while_the_events_and_history_keep_everything() -> None:
-    script = [[text(f"Reading log {i}."), tool_call("read_log", {"n": i})] for i in range(6)] + ["All six logs read."]
+async def test_a_run_shows_the_model_placeholders_while_the_events_and_history_keep_everything(tmp_path: Path) -> None:
+    script = [[text(f"Reading log {i}."), tool_call("read_log", {"n": i}, id=f"log{i}")] for i in range(6)] + ["All six logs read."]
     model = ScriptedModel(script)
     agent = Agent(
         model,
         tools=[read_log],
         journal=None,
+        working_dir=tmp_path,
         context=ContextManager(micro_keep=2, micro_threshold_tokens=1_000, calibrate=False),
     )
     result = await agent.run("Read the logs.")
@@ -140,7 +143,11 @@ async def test_a_run_shows_the_model_placeholders_while_the_events_and_history_k
     assert recorded == full
     # The last request cleared all but the newest two results.
     last = model.requests[-1]
-    assert result_contents(last.messages) == [placeholder(len(full[0]))] * 4 + full[4:]
+    folder = tmp_path / ".agent_kernel" / "sessions" / agent.session_id / "tool-output"
+    spilled = [folder / f"log{i}.txt" for i in range(4)]
+    assert result_contents(last.messages) == [placeholder(len(full[0]), path) for path in spilled] + full[4:]
+    # Each cleared result is kept in the file its placeholder names, for the model to read back.
+    assert [path.read_text() for path in spilled] == full[:4]
     # Two batches of two results (each pair saves more than the 1,000-token threshold).
     micro = [e.data for e in result.events if e.type is EventType.MICRO_COMPACTION]
     assert [(m["results_cleared"], m["total_results_cleared"]) for m in micro] == [(2, 2), (2, 4)]

@@ -550,6 +550,27 @@ def awaiting_two_calls(view: AgentView, ev: Events) -> None:
         view.handle(ev(T.APPROVAL_REQUIRED, call_id=call_id, tool="bash", arguments={},
                        key=f"bash {call_id}", reason="ask"))
 
+async def test_the_context_meter_and_its_warning_show_in_the_live_view_and_the_static_transcript(make_view):
+    from agent_kernel import Agent
+    from agent_kernel.context import ContextManager
+    from agent_kernel.jupyter._static_view import StaticTranscript
+    from agent_kernel.models.scripted import ScriptedModel
+
+    model = ScriptedModel(["Noted."], context_window=1_000)
+    agent = Agent(model, system="Be exact. " * 300, journal=None, context=ContextManager(calibrate=False, warn_threshold=0.5, threshold=0.95))
+    result = await agent.run("go")
+    view = make_view(clock=Clock())
+    for event in result.events:
+        view.handle(event)
+    status = view.transcript.status.to_json()
+    used = \
+        [e for e in result.events if e.type is EventType.LLM_COMPLETE][0].data["context_usage"]["used_tokens"]
+    assert (status["context_used"], status["context_window"], status["context_warned"]) == (used, 1_000, True)
+    html = StaticTranscript.from_events(result.events).html
+    share = f"{used / 1_000:.0%}"
+    assert f"context {share} of 1k" in html and "ak-context" in html
+    assert "The context window is" in html  # the warning, as a notice
+
 
 def test_an_approval_click_resolves_only_the_named_call_and_only_once(make_view):
     decisions: list[tuple[str, str, str | None, str | None]] = []
@@ -1421,4 +1442,35 @@ def test_the_front_end_shows_a_results_images_on_its_card_without_fetching(make_
     page.wait_for_function("document.querySelector('.ak-picture').complete")
     assert page.evaluate("document.querySelector('.ak-picture').naturalWidth") == 40  # decoded, from the data URL
     assert browser.errors == [] and all(url.startswith("http://view.test/") for url in browser.requests)
+
+
+@pytest.mark.browser
+def test_the_front_end_draws_the_context_meter_and_turns_it_amber_after_a_warning(make_view, chromium):
+    clock, ev = Clock(), Events()
+    view = make_view(clock=clock)
+    browser = BrowserPage(chromium, view)
+    page, pump = browser.page, browser.pump
+    start(view, ev)
+    pump()
+    assert page.locator(".ak-context").is_hidden()  # nothing to show before a call reports
+    usage = {"input_tokens": 90_000, "output_tokens": 10}
+    view.handle(ev(T.LLM_COMPLETE, usage=usage, cost_usd=0.0, model="big",
+                   context_usage={"used_tokens": 90_000, "window": 200_000, "share": 0.45, "estimated": False}))
+    clock.now += 1
+    view.flush()
+    pump()
+    meter = page.locator(".ak-context")
+    assert meter.inner_text().strip() == "context 45% of 200k"
+    assert page.locator(".ak-meter-fill").evaluate("e => e.style.width") == "45%"
+    assert meter.get_attribute("data-warn") == "false"
+    view.handle(ev(T.CONTEXT_WARNING, used_tokens=150_000, window=200_000, share=0.75, warn_at=0.7, compact_at=0.8,
+                   message="The context window is 75% full (150,000 of 200,000 tokens)."))
+    view.handle(ev(T.LLM_COMPLETE, usage=usage, cost_usd=0.0, model="big",
+                   context_usage={"used_tokens": 150_000, "window": 200_000, "share": 0.75, "estimated": False}))
+    clock.now += 1
+    view.flush()
+    pump()
+    assert meter.inner_text().strip() == "context 75% of 200k" and meter.get_attribute("data-warn") == "true"
+    assert "The context window is 75% full" in page.inner_text("#out")
+    assert browser.errors == []
     page.close()

@@ -381,6 +381,21 @@ function renderList(lines, i, out) {
 // ---------------------------------------------------------------------------------------------
 // Formatting helpers.
 
+// The window's fill at the last call (0..1), or null before any: mirrors context_share in
+// jupyter/_static_view.py.
+function contextShare(s) {
+  if (typeof s.context_used !== "number" || typeof s.context_window !== "number" || s.context_window <= 0) return null;
+  return Math.min(1, s.context_used / s.context_window);
+}
+
+// "context 45% of 200k": mirrors context_label in jupyter/_static_view.py.
+function contextLabel(s) {
+  const share = contextShare(s);
+  if (share === null) return "";
+  const w = s.context_window;
+  return "context " + Math.round(share * 100) + "% of " + (w >= 1000 ? Math.round(w / 1000) + "k" : String(w));
+}
+
 function fmtInt(n) {
   return typeof n === "number" ? n.toLocaleString("en-US") : "0";
 }
@@ -1061,10 +1076,17 @@ function render({ model, el }) {
   const cost = h("span", "ak-stat");
   const elapsed = h("span", "ak-stat");
   const modelName = h("span", "ak-stat ak-muted");
+  const meter = h("span", "ak-stat ak-context");
+  const meterBar = h("span", "ak-meter");
+  const meterFill = h("span", "ak-meter-fill");
+  const meterText = h("span", "");
+  meterBar.setAttribute("aria-hidden", "true");
+  meterBar.append(meterFill);
+  meter.append(meterBar, meterText);
   const stop = h("button", "ak-button ak-stop", "Stop");
   stop.type = "button";
   stop.title = "Cancel the run (the journal keeps everything so far)";
-  bar.append(phase, activity, turn, tokens, cost, elapsed, modelName, h("span", "ak-spacer"), stop);
+  bar.append(phase, activity, turn, tokens, cost, elapsed, meter, modelName, h("span", "ak-spacer"), stop);
   const list = h("div", "ak-items");
   const asking = h("div", "ak-asking"); // an MCP server's question, while one waits
   // Steering, while the run goes on: a message for its next turn, Pause and Resume.
@@ -1190,6 +1212,14 @@ function render({ model, el }) {
     }
     tokens.textContent = tokenFigures(s, streamedChars(store.items.values()));
     cost.textContent = fmtCost(s.cost_usd);
+    const share = contextShare(s);
+    meter.hidden = share === null;
+    if (share !== null) {
+      meterFill.style.width = Math.round(share * 100) + "%";
+      meter.dataset.warn = s.context_warned || share >= 0.8 ? "true" : "false";
+      meterText.textContent = contextLabel(s);
+      meter.title = fmtInt(s.context_used) + " of " + fmtInt(s.context_window) + " tokens of the model's context window at the last call";
+    }
     elapsed.textContent = fmtSeconds(store.elapsed());
     modelName.textContent = s.model || "";
     const stopping = running && (s.stopping || stopSent);

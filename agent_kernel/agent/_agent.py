@@ -19,7 +19,7 @@ from typing import Any
 from agent_kernel._util.blocking import run_blocking
 from agent_kernel._util.text import encodable
 from agent_kernel.agent._memory import AgentMemory
-from agent_kernel.agent._parts import DEFAULT, LoopSetting, build_context_manager, build_permissions, is_journal_folder, journal_path, open_journal, otel_sink, resolve_model_arg
+from agent_kernel.agent._parts import DEFAULT, ContextOff, LoopSetting, build_context_manager, build_permissions, is_journal_folder, journal_path, open_journal, otel_sink, resolve_model_arg
 from agent_kernel.agent._result import RunResult
 from agent_kernel.agent._settings import check_known_settings, check_settings
 from agent_kernel.errors import JournalWriteError, UserError
@@ -84,8 +84,9 @@ class Agent(metaclass=_RefusesUnknownSettings):
         max_retries, retry_base_delay, retry_max_delay, stall_timeout, on_stall,
         max_parallel_tools, model_options, on_tool_error: see ``LoopConfig``. ``retry_max_delay`` caps every
             wait between attempts, a server's ``retry-after`` included.
-        tool_result_limit: characters of one tool result the model sees (30,000); the whole
-            output is kept in ``.agent_kernel/sessions/<id>/tool-output/``. None: no cap.
+        tool_result_limit: characters of one tool result the model sees (30,000, and at most a
+            quarter of the model's context window); the whole output is kept in
+            ``.agent_kernel/sessions/<id>/tool-output/``. None: no cap.
         name: a display name (sub-agents, crews).
         subagents: agents the built-in ``task`` tool may delegate to, by name: ``{"researcher":
             Agent(...)}`` (or ``Subagent`` objects); see ``add_subagent``.
@@ -562,6 +563,39 @@ class Agent(metaclass=_RefusesUnknownSettings):
         """True while the run in progress is asked to hold (see ``pause``)."""
         ctx = self._context
         return ctx is not None and ctx.control.paused
+
+    @property
+    def replaced_requests(self) -> list[Any]:
+        """The requests ``before_llm_call`` hooks replaced in this session, as the model was sent
+        them (``journal.ReplacedRequest``: messages, and system, tools and options where the hook
+        changed them), oldest first. Read from the journal, so a resumed agent and a fork (for
+        the turns before its fork point) show them too.
+        """
+        from agent_kernel.journal import replaced_requests
+
+        return replaced_requests(self.events)
+
+    @property
+    def context(self) -> Any:
+        """The agent's context manager: pinned or retrieved text for every request, in budget.
+
+        ``agent.context.add(name, text, priority=..., truncatable=...)`` puts ``text`` into each
+        later request (after the system prompt) until ``agent.context.remove(name)``; each
+        ``context_assembled`` event says whether it was included, cut or left out to fit the
+        window. See ``ContextManager.add``.
+
+        Raises:
+            UserError: (on use) context management is off (``context=None``).
+
+        Example:
+            >>> from agent_kernel import Agent
+            >>> from agent_kernel.context import Priority
+            >>> agent = Agent("offline", journal=None)
+            >>> agent.context.add("schema", "orders(id, total, placed_at)", priority=Priority.HIGH)
+        """
+        if self.context_manager is None or not hasattr(self.context_manager, "add"):
+            return ContextOff(self.context_manager)
+        return self.context_manager
 
     async def compact(self, focus: str | None = None) -> list[AgentEvent]:
         """Compacts the conversation now, optionally focusing the summary; returns its events."""

@@ -166,6 +166,9 @@ def fork_of(
         raise
     if "permissions" not in overrides and "approver" not in overrides:
         fork.permissions = self.permissions  # the same gate: the same rules and the same person asked
+    for pinned in getattr(self.context_manager, "components", ()):  # agent.context.add: the fork sees the same texts
+        if hasattr(fork.context_manager, "add"):
+            fork.context_manager.add(pinned.name, pinned.content, priority=pinned.priority, truncatable=pinned.truncatable, keep=pinned.keep)
     fork.tool_extras.update(self.tool_extras)
     fork.tool_extras["memory"] = fork.memory  # the fork keeps its own todo list and reminders
     # The history before the turn, as this session recorded it, under the fork's session id.

@@ -19,7 +19,10 @@ if TYPE_CHECKING:
     from agent_kernel.events._sink import EventSink
     from agent_kernel.models._base import Model
 
-__all__ = ["DEFAULT", "LoopSetting", "build_context_manager", "build_permissions", "file_in_the_way", "is_journal_folder", "journal_path", "open_journal", "otel_sink", "resolve_model_arg"]
+__all__ = [
+    "DEFAULT", "ContextOff", "LoopSetting", "build_context_manager", "build_permissions", "file_in_the_way", "is_journal_folder",
+    "journal_path", "open_journal", "otel_sink", "resolve_model_arg",
+]
 
 
 class _Default:
@@ -75,6 +78,21 @@ def build_context_manager(context: Any, model: Model) -> Any:
 
         return ContextManager()
     return context
+
+
+class ContextOff:
+    """``agent.context`` when the agent has no context manager that takes pinned text: every
+    use says why and what to do instead of failing on a missing attribute."""
+
+    def __init__(self, policy: Any) -> None:
+        self._why = (
+            "Context management is off for this agent (context=None)" if policy is None
+            else f"This agent's context policy ({type(policy).__name__}) takes no pinned context"
+        )
+
+    def __getattr__(self, name: str) -> Any:
+        raise UserError(f"{self._why}, so agent.context.{name} cannot work; create the agent with the default "
+                        "context (or context=ContextManager(...)) to add pinned or retrieved text.")
 
 
 def otel_sink() -> EventSink:

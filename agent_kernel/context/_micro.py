@@ -5,6 +5,11 @@ replaced by a short placeholder, once clearing them saves at least ``threshold_t
 happens in batches: between two batches the request only grows at its end, so the provider's
 prompt cache keeps matching it, and a few small results never change the request for nothing.
 It works on a copy of the messages; the stored history and the journal keep every result in full.
+With a folder to spill to (the session's tool-output folder, ``ContextManager.bind_output_dir``)
+a cleared result is kept there and its placeholder names the file, so the model reads it back
+(``read_file``, ``grep``) instead of running the tool again. The compactor only names the files
+and lists what to write (``take_spills``): the manager writes a batch off the loop's thread
+before the request that names them is sent.
 
 A conversation grows by appending, so the compactor remembers the last messages it saw and, when
 the next call extends them, only looks at what is new: the cost per model call does not grow
@@ -16,16 +21,37 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
+from agent_kernel._util.spill import spill_path, write_spill
 from agent_kernel.context._tokens import TokenCounter
 from agent_kernel.messages import Message, ToolResultBlock
 
-__all__ = ["MicroCompactor", "MicroResult", "placeholder"]
+__all__ = ["MicroCompactor", "MicroResult", "placeholder", "spilled_placeholder"]
 
 
-def placeholder(chars: int) -> str:
-    """The text standing in for a cleared tool result of ``chars`` characters."""
-    return f"[tool result cleared to save context: {chars} chars]"
+def placeholder(chars: int, path: Path | None = None) -> str:
+    """The text standing in for a cleared tool result of ``chars`` characters (kept in ``path``)."""
+    if path is None:
+        return f"[tool result cleared to save context: {chars} chars]"
+    # Short: every cleared result of a long session carries one, in every later request.
+    return f"[tool result cleared to save context: {chars} chars, kept whole in {path}]"
+
+
+def spilled_placeholder(block: ToolResultBlock, folder: Path | None, *, write: bool = True) -> str:
+    """The placeholder for ``block``, after writing its content to ``folder`` (when given).
+
+    A file already there is kept: the cap wrote it with the whole output, of which ``block`` holds
+    only a preview. A file that cannot be written leaves a placeholder that names none.
+    """
+    if folder is None:
+        return placeholder(len(block.content))
+    if not write:
+        return placeholder(len(block.content), spill_path(folder, block.tool_use_id))
+    try:
+        return placeholder(len(block.content), write_spill(folder, block.tool_use_id, block.content, replace=False))
+    except OSError:
+        return placeholder(len(block.content))
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,9 +84,14 @@ class MicroCompactor:
         keep: how many of the newest tool results stay untouched.
         threshold_tokens: the least saving worth changing the request for.
         enabled: False only measures (the messages are always sent as they are).
+        spill_dir: where cleared results are kept (placeholders name the file); None keeps no
+            copy (the journal still has every result).
+        write: False only works out the placeholders and lists nothing to write (a measuring copy).
     """
 
-    def __init__(self, keep: int = 3, threshold_tokens: int = 20_000, *, enabled: bool = True) -> None:
+    def __init__(
+        self, keep: int = 3, threshold_tokens: int = 20_000, *, enabled: bool = True, spill_dir: Path | None = None, write: bool = True
+    ) -> None:
         if keep < 0:
             raise ValueError(f"keep must be 0 or more, got {keep}")
         if threshold_tokens < 0:
@@ -68,11 +99,21 @@ class MicroCompactor:
         self.keep = keep
         self.threshold_tokens = threshold_tokens
         self.enabled = enabled
+        self.spill_dir = spill_dir
+        self.write = write
+        self._spills: list[ToolResultBlock] = []  # cleared results whose files are still to be written
         self._reset(None)
 
     def fresh(self) -> MicroCompactor:
-        """A compactor with the same settings and no memory (to measure another history)."""
-        return MicroCompactor(self.keep, self.threshold_tokens, enabled=self.enabled)
+        """A compactor with the same settings and no memory (to measure another history); it
+        writes no file."""
+        return MicroCompactor(self.keep, self.threshold_tokens, enabled=self.enabled, spill_dir=self.spill_dir, write=False)
+
+    def take_spills(self) -> list[ToolResultBlock]:
+        """The cleared results whose files the placeholders already name and that are still to be
+        written (``write_spill(spill_dir, block.tool_use_id, block.content, replace=False)``)."""
+        spills, self._spills = self._spills, []
+        return spills
 
     def _reset(self, counter: TokenCounter | None) -> None:
         self._counter = counter
@@ -136,7 +177,8 @@ class MicroCompactor:
             return
         for bi, block in enumerate(message.content):
             if isinstance(block, ToolResultBlock):
-                saved = len(block.content) - len(placeholder(len(block.content)))
+                path = None if self.spill_dir is None else spill_path(self.spill_dir, block.tool_use_id)
+                saved = len(block.content) - len(placeholder(len(block.content), path))
                 self._results.append((index, bi, max(0, saved)))
 
     def _clear_up_to(self, end: int) -> int:
@@ -147,9 +189,11 @@ class MicroCompactor:
             message = self._out[mi]
             block = message.content[bi]
             assert isinstance(block, ToolResultBlock)
-            short = ToolResultBlock(block.tool_use_id, placeholder(len(block.content)), block.is_error)
+            short = ToolResultBlock(block.tool_use_id, spilled_placeholder(block, self.spill_dir, write=False), block.is_error)
+            if self.spill_dir is not None and self.write:
+                self._spills.append(block)
             self._out[mi] = Message(message.role, (*message.content[:bi], short, *message.content[bi + 1 :]))
-            self._chars_out -= saved
+            self._chars_out -= len(block.content) - len(short.content)
             cleared += 1
         self._applied = max(self._applied, end)
         self._pending = 0

@@ -30,6 +30,8 @@ class EventType(str, Enum):
     RUN_START = "run_start"
     ITERATION_START = "iteration_start"
     CONTEXT_ASSEMBLED = "context_assembled"
+    CONTEXT_ADDED = "context_added"
+    CONTEXT_WARNING = "context_warning"
     MICRO_COMPACTION = "micro_compaction"
     COMPACTION_START = "compaction_start"
     COMPACTION_RETRY = "compaction_retry"
@@ -169,6 +171,7 @@ def _payloads() -> dict[EventType, type]:
     T = EventType
     return {
         T.RUN_START: p.RunStart, T.ITERATION_START: p.IterationStart, T.CONTEXT_ASSEMBLED: p.ContextAssembled,
+        T.CONTEXT_ADDED: p.ContextAdded, T.CONTEXT_WARNING: p.ContextWarning,
         T.MICRO_COMPACTION: p.MicroCompaction, T.COMPACTION_START: p.CompactionStart,
         T.COMPACTION_RETRY: p.CompactionRetry, T.COMPACTION_FALLBACK: p.CompactionFallback,
         T.COMPACTION_COMPLETE: p.CompactionComplete, T.LLM_START: p.LlmStart, T.TEXT_DELTA: p.TextDelta,

@@ -28,7 +28,10 @@ __all__ = [
     "CompactionFallback",
     "CompactionRetry",
     "CompactionStart",
+    "ContextAdded",
     "ContextAssembled",
+    "ContextUsage",
+    "ContextWarning",
     "Continuation",
     "CrewState",
     "CrewTask",
@@ -259,7 +262,37 @@ class ContextAssembled(TypedDict):
     window: int  # the model's context window
     messages: int  # messages sent
     messages_hidden: int  # messages left out to fit the budget
-    components: list[dict[str, Any]]  # the assembled parts: name, tokens, priority, truncated
+    components: list[dict[str, Any]]  # the parts (system, tools, pinned context by name, history): name, priority, truncatable, status, tokens, requested_tokens
+    fits: NotRequired[bool]  # total_tokens fits the window; false only on a request refused as too large (journals before it lack the key)
+
+
+class ContextAdded(TypedDict):
+    """Text an ``after_context_assembly`` hook added to one request, placed in what the window had left."""
+
+    room: int  # tokens the window had left after assembly
+    total_tokens: int  # estimated input tokens of the request with what was kept
+    window: int  # the model's context window
+    components: list[dict[str, Any]]  # one per text, as in context_assembled: name, status, tokens, requested_tokens, ...
+
+
+class ContextUsage(TypedDict):
+    """How full the context window is for one model call (``llm_complete``'s ``context_usage``)."""
+
+    used_tokens: int  # the call's input tokens (reported by the provider; estimated when it reported none)
+    window: int  # the model's context window
+    share: float  # used_tokens / window
+    estimated: bool  # true when used_tokens is the estimate, not the provider's count
+
+
+class ContextWarning(TypedDict):
+    """The request passed the warning share of the window (once per crossing), before auto-compaction or overflow."""
+
+    used_tokens: int  # estimated input tokens of the request
+    window: int  # the model's context window
+    share: float  # used_tokens / window
+    warn_at: float  # the warning share (ContextManager(warn_threshold=...))
+    compact_at: float | None  # the share at which auto-compaction starts (None: it is off)
+    message: str  # what is about to happen and what to do
 
 
 class MicroCompaction(TypedDict):
@@ -331,6 +364,7 @@ class LlmStart(TypedDict):
     tools_enabled: bool  # false for the final answer at max_iterations
     hook_context: NotRequired[list[str]]  # extra context after_context_assembly hooks added to the request
     request_replaced: NotRequired[bool]  # a before_llm_call hook replaced the request (or its messages)
+    sent: NotRequired[dict[str, Any]]  # with request_replaced, what was sent as a diff: kept_messages, messages (the rest, as sent), system, tools, options (if changed), messages_before
 
 
 class TextDelta(TypedDict):
@@ -383,6 +417,7 @@ class LlmComplete(TypedDict):
     duration_s: float  # seconds from the first attempt to the end of the stream
     attempts: int  # attempts this call took, retries included
     cache_hit: NotRequired[bool]  # the provider read part of the prompt from its cache (usage.cache_read_tokens > 0); absent when no usage was reported
+    context_usage: NotRequired[ContextUsage]  # how full the window was for this call (absent when no window is known)
 
 
 class Continuation(TypedDict):

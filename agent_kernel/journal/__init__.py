@@ -14,7 +14,16 @@ from agent_kernel.journal._diff import diff_runs
 from agent_kernel.journal._html_diff import RunDiff, diff_view
 from agent_kernel.journal._reader import SkippedLinesWarning, TornLineWarning, read_events, read_header
 from agent_kernel.journal._replay import replay
-from agent_kernel.journal._resume import INTERRUPTED_RESULT, Resumed, list_sessions, rebuild, resolve_journal_path, turn_history
+from agent_kernel.journal._resume import (
+    INTERRUPTED_RESULT,
+    ReplacedRequest,
+    Resumed,
+    list_sessions,
+    rebuild,
+    replaced_requests,
+    resolve_journal_path,
+    turn_history,
+)
 
 # Eager: a lazy load would leave the submodule, not the function, under the name ``sql``. The
 # module imports neither DuckDB nor pandas until a query runs.
@@ -31,6 +40,7 @@ __all__ = [
     "JOURNAL_SCHEMA",
     "Journal",
     "JournalLostWarning",
+    "ReplacedRequest",
     "Resumed",
     "RunDiff",
     "SESSIONS_DIR",
@@ -49,6 +59,7 @@ __all__ = [
     "read_events",
     "read_header",
     "rebuild",
+    "replaced_requests",
     "replay",
     "resolve_journal_path",
     "rewrite_journal",

@@ -5,8 +5,9 @@ or event lists) in the order they were taken. A fork (``Agent.fork``) starts wit
 events before the fork point, so a fork and its original line up turn for turn and part at the
 turn the fork ran again.
 
-Two turns are the same when the assistant said the same text, made the same tool calls with the
-same arguments, and got the same results; tokens, cost and duration are shown, not compared
+Two turns are the same when the model was sent the same replacement of its request (a
+``before_llm_call`` hook's, from ``llm_start.sent``; "" where no hook replaced it), the assistant
+said the same text, made the same tool calls with the same arguments, and got the same results; tokens, cost and duration are shown, not compared
 (they differ between any two calls).
 """
 
@@ -27,7 +28,7 @@ __all__ = ["TurnSummary", "diff_runs", "turn_summaries"]
 # Per-token events say nothing llm_complete does not: skipping them keeps a large journal fast.
 _SKIP = ("text_delta", "thinking_delta", "tool_call_delta", "tool_progress")
 
-_COMPARED = ("text", "tool_calls", "results")
+_COMPARED = ("sent", "text", "tool_calls", "results")
 
 
 @dataclass
@@ -38,6 +39,8 @@ class TurnSummary:
         turn: the turn's position in its session (0 for the first turn of the first run).
         turn_id: its ``TurnState.turn_id``.
         iteration: its turn counter within its run.
+        sent: what a ``before_llm_call`` hook sent in place of the turn's request, as text (the
+            messages it put in, and the system prompt when it changed it); "" when none did.
         text: what the assistant said (the last response of the turn).
         tool_calls: ``name(arguments as JSON)`` for each call, in the model's order.
         results: each call's result text, in the same order.
@@ -49,6 +52,7 @@ class TurnSummary:
     turn: int
     turn_id: str | None
     iteration: int
+    sent: str = ""
     text: str = ""
     tool_calls: list[str] = field(default_factory=list)
     results: list[str] = field(default_factory=list)
@@ -59,7 +63,7 @@ class TurnSummary:
 
     def key(self) -> tuple[Any, ...]:
         """What two turns must share to be the same."""
-        return (self.text, tuple(self.tool_calls), tuple(self.results))
+        return (self.sent, self.text, tuple(self.tool_calls), tuple(self.results))
 
 
 def _records(source: Any) -> Iterator[tuple[str, str | None, float, str | None, int, dict[str, Any]]]:
@@ -82,6 +86,22 @@ def _records(source: Any) -> Iterator[tuple[str, str | None, float, str | None, 
         yield e.type.value, e.agent_id, e.ts, e.turn_id, e.iteration, e.data
 
 
+def _sent_text(sent: dict[str, Any]) -> str:
+    """A replaced request (``llm_start.sent``) as one text: the system prompt it set, then the
+    text of each message it put in (tool results by their content)."""
+    parts = [f"system: {sent['system']}"] if isinstance(sent.get("system"), str) else []
+    for message in sent.get("messages") or ():
+        if not isinstance(message, dict):
+            continue
+        texts = []
+        for block in message.get("content") or ():
+            if isinstance(block, dict):
+                content = block.get("text", block.get("content", ""))
+                texts.append(content if isinstance(content, str) else json.dumps(content, default=str))
+        parts.append(f"{message.get('role')}: {' '.join(texts)}")
+    return "\n".join(parts)
+
+
 def turn_summaries(source: Any) -> list[TurnSummary]:
     """One ``TurnSummary`` per turn of the top-level agent of ``source``.
 
@@ -102,6 +122,8 @@ def turn_summaries(source: Any) -> list[TurnSummary]:
             calls = {}
         elif current is None:
             continue
+        elif kind == "llm_start" and isinstance(data.get("sent"), dict):
+            current.sent = _sent_text(data["sent"])
         elif kind == "llm_complete":
             message = data.get("message") or {}
             blocks = message.get("content") or []
@@ -135,7 +157,8 @@ def diff_runs(a: Any, b: Any, *, all_turns: bool = False) -> Any:
 
     Returns:
         A pandas DataFrame, one row per turn position, indexed by ``turn``: ``same`` (the turn
-        did the same on both sides), then ``text``, ``tool_calls``, ``results``, ``tokens``,
+        did the same on both sides), then ``sent`` (what a hook sent in place of the request),
+        ``text``, ``tool_calls``, ``results``, ``tokens``,
         ``cost_usd`` and ``duration_s`` for side ``a`` and side ``b`` (``a_text``, ``b_text``,
         ...; None where a side has no such turn). ``df.attrs["first_divergence"]`` is the first
         turn that differs (None when the runs agree throughout).

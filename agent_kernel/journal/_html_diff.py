@@ -94,6 +94,11 @@ def _side(row: Any, side: str, other: str) -> str:
         return f" background: {_CHANGED};" if theirs is not None and mine != theirs else ""
 
     parts = [f'<td class="ak-diff-{side}" style="{_S_CELL}">']
+    sent = row.get(f"{side}_sent") if hasattr(row, "get") else None
+    if sent:  # a hook replaced the request: what the model was sent instead
+        parts.append(f'<div class="ak-diff-sent" style="margin-bottom: 4px;{tint("sent")}">'
+                     f'<div style="{_S_LABEL}">sent instead (a hook replaced the request)</div>'
+                     + _cut(str(sent), TEXT_PREVIEW, _S_PRE, PREVIEW_LINES) + "</div>")
     if text:
         parts.append(f'<div style="margin-bottom: 4px;{tint("text")}">'
                      + _cut(str(text), TEXT_PREVIEW, "white-space: pre-wrap; word-break: break-word;")

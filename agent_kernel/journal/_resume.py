@@ -63,18 +63,56 @@ __all__ = [
     "Entry",
     "ForkPoint",
     "Interrupted",
+    "ReplacedRequest",
     "Resumed",
     "SubagentTurn",
     "fork_point",
     "list_sessions",
     "rebuild",
     "replace_tool_results",
+    "replaced_requests",
     "resolve_journal_path",
     "scan",
     "turn_history",
 ]
 
 INTERRUPTED_RESULT = "The run was interrupted before this tool call finished (resumed from the journal)."
+
+
+@dataclass(frozen=True)
+class ReplacedRequest:
+    """A request a ``before_llm_call`` hook replaced, as the model was sent it, rebuilt from the
+    journal (``llm_start.sent``).
+
+    Attributes:
+        run_id, turn_id, seq: the ``llm_start`` that recorded it.
+        messages: the messages sent: the first ``kept_messages`` of the conversation as it stood
+            (old tool results as the conversation holds them: micro-compaction may have sent them
+            shorter), then the messages the hook put in their place.
+        system: the system prompt sent, when the hook changed it (None: unchanged).
+        tools: the names of the tools offered, when the hook changed them (None: unchanged).
+        options: the model options the hook changed, with their new values (empty: none).
+    """
+
+    run_id: str
+    turn_id: str | None
+    seq: int
+    messages: tuple[Message, ...]
+    system: str | None = None
+    tools: tuple[str, ...] | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+def _replaced(messages: Sequence[Message], sent: Mapping[str, Any], event: AgentEvent) -> ReplacedRequest:
+    kept = int(sent.get("kept_messages") or 0)
+    tail = tuple(message_from_dict(m) for m in sent.get("messages") or () if isinstance(m, dict))
+    tools = sent.get("tools")
+    return ReplacedRequest(
+        event.run_id, event.turn_id, event.seq, (*messages[:kept], *tail),
+        sent.get("system") if isinstance(sent.get("system"), str) else None,
+        tuple(str(t) for t in tools) if isinstance(tools, list) else None,
+        dict(sent.get("options") or {}),
+    )
 
 
 class Resumed(NamedTuple):
@@ -238,6 +276,8 @@ class Conversation:
         self._kept_open = False  # the last run's stop kept its calls open (``cancelled.keeps_calls_open``)
         self._partial: _Partial | None = None
         self._last: AgentEvent | None = None
+        #: The requests hooks replaced, as sent (``ReplacedRequest``), oldest first.
+        self.replaced: list[ReplacedRequest] = []
 
     def copy(self) -> Conversation:
         """An independent copy, to go on from this point while this one goes on too."""
@@ -245,6 +285,7 @@ class Conversation:
         twin.history, twin.current, twin.turn_states = list(self.history), list(self.current), list(self.turn_states)
         twin._pending, twin._results, twin._started, twin._asked = list(self._pending), dict(self._results), set(self._started), dict(self._asked)
         twin._synthetic = set(self._synthetic)
+        twin.replaced = list(self.replaced)
         twin._partial = None  # a stop never needs the response in flight: it is asked again
         return twin
 
@@ -297,6 +338,11 @@ class Conversation:
         elif kind is EventType.LLM_START:
             self._partial = _Partial()
             self._results, self._started, self._asked, self._synthetic = {}, set(), {}, set()
+            sent = data.get("sent")
+            if isinstance(sent, dict):  # a hook replaced the request: what was sent, as a diff
+                if self.replaced and self.replaced[-1].turn_id == event.turn_id and data.get("attempt"):
+                    self.replaced.pop()  # sent again after a failed attempt: one request, listed once
+                self.replaced.append(_replaced(self.messages, sent, event))
         elif kind is EventType.LLM_COMPLETE and isinstance(data.get("message"), dict):
             self._partial = None
             self._respond(message_from_dict(data["message"]), "response", event)
@@ -437,6 +483,19 @@ def rebuild(events: Iterable[AgentEvent]) -> Resumed:
         conversation.add(event)
     conversation.close_dangling()
     return Resumed(conversation.messages, conversation.turn_state, conversation.seq)
+
+
+def replaced_requests(events: Iterable[AgentEvent]) -> list[ReplacedRequest]:
+    """The requests ``before_llm_call`` hooks replaced in a session, as they were sent (the
+    top-level agent's), oldest first; ``Agent.replaced_requests`` reads its own events.
+
+    Example:
+        >>> [r.messages[-1].text for r in replaced_requests(read_events(path))]  # doctest: +SKIP
+    """
+    conversation = Conversation()
+    for event in events:
+        conversation.add(event)
+    return conversation.replaced
 
 
 def turn_history(events: Iterable[AgentEvent]) -> list[TurnState]:

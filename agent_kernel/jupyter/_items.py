@@ -220,6 +220,9 @@ class RunStatus:
     Token counts are the provider's; until it reports them, front-ends estimate the call in
     flight from ``pending_input`` (the assembled context's estimate) and the characters streamed
     since ``usage_chars`` (see ``token_figures``).
+    ``context_used`` of ``context_window`` tokens is how full the model's window was at the
+    last call (``llm_complete.context_usage``), drawn as a meter; ``context_warned`` once a
+    ``context_warning`` said it passed the warning share.
     Steering: ``pausing`` from a click on Pause until the run holds; ``paused`` while it holds at
     a turn boundary; ``queued`` counts messages sent from the view that the run has not taken in
     yet.
@@ -241,10 +244,13 @@ class RunStatus:
     paused: bool = False
     pausing: bool = False
     queued: int = 0
+    context_used: int | None = None
+    context_window: int | None = None
+    context_warned: bool = False
 
     _WIRE = ("phase", "reason", "turn", "max_turns", "input_tokens", "output_tokens", "cost_usd",
              "model", "stopping", "activity", "pending_input", "usage_chars", "paused", "pausing",
-             "queued")
+             "queued", "context_used", "context_window", "context_warned")
 
     def to_json(self) -> dict[str, Any]:
         """The status as the front-end sees it, less ``elapsed_s`` (the transcript adds it) and

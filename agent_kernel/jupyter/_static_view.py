@@ -137,6 +137,24 @@ def token_figures(status: dict[str, Any], chars: int) -> str:
     return f"{tokens_in} in · {tokens_out} out"
 
 
+def context_share(status: dict[str, Any]) -> float | None:
+    """How full the model's window was at the last call (0 to 1), or None before any."""
+    used, window = status.get("context_used"), status.get("context_window")
+    if not isinstance(used, int) or not isinstance(window, int) or window <= 0:
+        return None
+    return min(1.0, used / window)
+
+
+def context_label(status: dict[str, Any]) -> str:
+    """``context 45% of 200k`` (empty before the first call reports it)."""
+    share = context_share(status)
+    if share is None:
+        return ""
+    window = int(status["context_window"])
+    size = f"{window / 1000:.0f}k" if window >= 1000 else str(window)
+    return f"context {share:.0%} of {size}"
+
+
 def phase_label(status: dict[str, Any], waiting: bool) -> str:
     """The status line's first words: the phase, or what a running run waits for."""
     phase = status.get("phase") or "idle"
@@ -406,6 +424,19 @@ _DRAWERS = {"text": _draw_text, "thinking": _draw_thinking, "tool": _draw_tool,
             "user": _draw_user}
 
 
+def _draw_context_meter(status: dict[str, Any]) -> str:
+    """The window's fill as a small bar and ``context 45% of 200k``; amber once warned."""
+    share = context_share(status)
+    if share is None:
+        return ""
+    color = _PHASE_COLORS["waiting"] if status.get("context_warned") or share >= 0.8 else _PHASE_COLORS["running"]
+    title = f"{int(status['context_used']):,} of {int(status['context_window']):,} tokens of the model's context window at the last call"
+    bar = (f'<span aria-hidden="true" style="display: inline-block; width: 48px; height: 6px; margin-right: 4px; '
+           f'vertical-align: middle; border-radius: 3px; background: {_BORDER};">'
+           f'<span style="display: block; width: {share * 100:.0f}%; height: 100%; border-radius: 3px; background: {color};"></span></span>')
+    return f'<span class="ak-stat ak-context" title="{_esc(title)}">{bar}{_esc(context_label(status))}</span>'
+
+
 def _draw_status(status: dict[str, Any], items: list[dict[str, Any]]) -> str:
     waiting = status.get("phase") == "running" and any(
         item.get("status") == "awaiting_approval" for item in items)
@@ -420,6 +451,9 @@ def _draw_status(status: dict[str, Any], items: list[dict[str, Any]]) -> str:
                  format_seconds(status.get("elapsed_s"))):
         if text:
             spans.append(f'<span class="ak-stat">{_esc(text)}</span>')
+    meter = _draw_context_meter(status)
+    if meter:
+        spans.append(meter)
     if status.get("model"):
         spans.append(f'<span class="ak-stat">{_esc(status["model"])}</span>')
     return f'<div class="ak-statusbar" style="{_S_BAR}">{"".join(spans)}</div>'

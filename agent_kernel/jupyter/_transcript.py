@@ -288,7 +288,15 @@ class Transcript:
         extra: dict[str, Any] = {"usage_chars": self._streamed_chars}
         if top:  # the provider's figures replace the estimate of the call in flight
             extra.update(pending_input=None, activity=None)
+            figure = data.get("context_usage")
+            if isinstance(figure, dict) and isinstance(figure.get("window"), int) and figure["window"] > 0:
+                extra.update(context_used=int(figure.get("used_tokens") or 0), context_window=figure["window"])
         self._add_usage(data, model=data.get("model") if top else None, **extra)
+
+    def _on_context_warning(self, event: AgentEvent, data: p.ContextWarning) -> None:
+        if event.agent_id is None:
+            self._set_status(context_warned=True)
+        self._notice(event, "context_warning", "warning", str(data.get("message") or "The context window is filling up."))
 
     def _add_usage(self, data: p.LlmComplete | p.CompactionComplete | p.McpSampling, model: str | None = None, **extra: Any) -> None:
         """Adds one model call's tokens and cost (a response, a compaction summary, or a completion
@@ -669,6 +677,7 @@ _HANDLERS: dict[EventType, _Handler] = {
     EventType.LLM_START: Transcript._on_llm_start,
     EventType.CONTEXT_ASSEMBLED: Transcript._on_context_assembled,
     EventType.LLM_COMPLETE: Transcript._on_llm_complete,
+    EventType.CONTEXT_WARNING: Transcript._on_context_warning,
     EventType.RETRY: Transcript._on_retry,
     EventType.MODEL_FALLBACK: Transcript._on_model_fallback,
     EventType.STALL_DETECTED: Transcript._on_stall,

@@ -42,8 +42,10 @@ from agent_kernel.runtime._executor import ABORT_FALLBACK, ABORT_RETRY, ABORT_US
 from agent_kernel.runtime._fallback import max_turns_fallback
 from agent_kernel.runtime._hooks import HOOK_CONTEXT_TAG, HookError, HookOutcome, HookPoint, Hooks
 from agent_kernel.runtime._invoke import ToolInvoker
+from agent_kernel.runtime._sent import context_usage, request_diff
 from agent_kernel.runtime._state import ExecutionContext, LoopState, TerminationReason
 from agent_kernel.runtime._streaming import Watchdog, backoff
+from agent_kernel.tools._output import result_limit_for_window
 from agent_kernel.tools._tool import ToolResult
 
 ABORT_FINAL = "tools are disabled for the final answer"
@@ -77,6 +79,7 @@ class _HookNotes(TypedDict, total=False):
 
     hook_context: list[str]
     request_replaced: bool
+    sent: dict[str, Any]
 
 
 class _Finish(Exception):
@@ -143,7 +146,16 @@ class _Loop:
         self.hooks: Hooks | None = ctx.hooks if ctx.hooks else None
         self.token = ctx.cancel
         cfg = self.config
-        self.invoke = ToolInvoker(cfg.tools, ctx, self.em, self._hook, cfg.tool_result_limit, cfg.tool_output_dir)
+        cm = ctx.context_manager
+        bind = getattr(cm, "bind_output_dir", None)
+        if bind is not None:
+            bind(cfg.tool_output_dir)  # micro-compaction keeps what it clears beside the capped outputs
+        # One result may fill at most a share of the model's window (30,000 characters is more
+        # than a small local model's whole window).
+        window_of = getattr(cm, "window", None)
+        window = window_of(cfg.model) if window_of is not None else getattr(cfg.model, "context_window", None)
+        limit = result_limit_for_window(cfg.tool_result_limit, window)
+        self.invoke = ToolInvoker(cfg.tools, ctx, self.em, self._hook, limit, cfg.tool_output_dir)
         self.model: Model = self.config.model
         self.executor: StreamingToolExecutor | None = None
         self.partial: ResponseBuilder | None = None
@@ -198,8 +210,7 @@ class _Loop:
                         request, turn = self._prepared
                         hooked = await self._hook(HookPoint.BEFORE_LLM_CALL, turn, request=request)
                         if hooked is not None and hooked.request is not None:
-                            request = hooked.request
-                            self._hook_notes["request_replaced"] = True
+                            request = self._replaced(request, hooked.request)
                         try:
                             async for ev in self._respond(request, final):  # the model, continued past max_tokens
                                 yield ev
@@ -282,12 +293,27 @@ class _Loop:
         self._hook_notes = {}
         hooked = await self._hook(HookPoint.AFTER_CONTEXT_ASSEMBLY, turn, request=request)
         if hooked is not None and hooked.context:
-            # Extra context goes into this request only: the conversation stays as it was.
-            blocks = "\n\n".join(f"<{HOOK_CONTEXT_TAG}>\n{text}\n</{HOOK_CONTEXT_TAG}>" for text in hooked.context)
+            # Extra context goes into this request only: the conversation stays as it was. It
+            # counts in the budget: what the window has no room for is cut or left out.
+            fit_extra = getattr(self.ctx.context_manager, "fit_extra", None)
+            texts = list(hooked.context) if fit_extra is None else fit_extra(hooked.context, self.model, self.em.later)
+            for ev in self.em.drain():
+                yield ev
+            blocks = "\n\n".join(f"<{HOOK_CONTEXT_TAG}>\n{text}\n</{HOOK_CONTEXT_TAG}>" for text in texts)
             request = ModelRequest(with_user_text(request.messages, blocks), request.system, request.tools, request.options)
             self._prepared = (request, turn)
-            self._hook_notes["hook_context"] = list(hooked.context)
+            self._hook_notes["hook_context"] = texts
         self._check_cancelled()
+
+    def _replaced(self, before: ModelRequest, after: ModelRequest) -> ModelRequest:
+        """A request a ``before_llm_call`` hook returned: what is sent instead is journaled (with
+        ``llm_start``, as a diff against ``before``) and checked against the window first."""
+        self._hook_notes["request_replaced"] = True
+        self._hook_notes["sent"] = request_diff(before, after)
+        check = getattr(self.ctx.context_manager, "check_fits", None)
+        if check is not None:
+            check(after, self.model)
+        return after
 
     async def _respond(self, request: ModelRequest, final: bool) -> AsyncIterator[AgentEvent]:
         """The model phase: one response, asked to go on while ``max_tokens`` cuts it off.
@@ -302,6 +328,7 @@ class _Loop:
             if self._stop_reason != "max_tokens" or message.tool_uses or len(said) >= self.config.max_continuations:
                 break
             said.append(message.text)
+            self._hook_notes = {}  # the continuation's request is the loop's own, not a hook's
             self.messages.append(Message.user(CONTINUE_INSTRUCTION))
             yield self.em.emit(EventType.CONTINUATION, p.Continuation(attempt=len(said), max_continuations=self.config.max_continuations, instruction=CONTINUE_INSTRUCTION))
             turn = self.em.turn
@@ -455,6 +482,7 @@ class _Loop:
                     yield ev
                 if self._shrunk is not None:
                     request = self._shrunk
+                    self._hook_notes = {}  # the shrunk request is prepared again, without the hooks' changes
                     continue
                 raise error
             # Overload falls back at once; a rate limit once its retries are spent (the limit
@@ -517,6 +545,9 @@ class _Loop:
         )
         if end.usage is not None:
             complete["cache_hit"] = usage.cache_read_tokens > 0
+        figure = context_usage(cm, model, None if end.usage is None else usage)
+        if figure is not None:
+            complete["context_usage"] = figure
         yield em.emit(EventType.LLM_COMPLETE, complete)
 
     async def _attempt(self, request: ModelRequest, final: bool, attempt: int) -> AsyncIterator[AgentEvent]:

@@ -3,23 +3,43 @@
 A tool result goes into every later request of the conversation, so one huge result (a 5 MB
 log, a whole table) makes each of them fail for good: too large for the provider, and too large
 to summarise. Every result, from a built-in tool or an ``@tool`` function alike, is capped: past
-``limit`` characters the whole output is written to a file in the session's folder and the
+``limit`` characters (30,000, and at most a quarter of the model's window: ``result_limit_for_window``,
+applied by the loop) the whole output is written to a file in the session's folder and the
 model gets its beginning, its end and the file's path, which ``read_file`` or ``grep`` can open
 when the rest matters (the tool-output cache of Claude Code's loop).
 """
 
 from __future__ import annotations
 
-import os
-import re
 from pathlib import Path
 
-__all__ = ["DEFAULT_TOOL_RESULT_LIMIT", "cap_tool_output"]
+from agent_kernel._util.spill import write_spill
 
-#: Characters of one tool result sent to the model (the built-in tools' own cap).
+__all__ = ["DEFAULT_TOOL_RESULT_LIMIT", "WINDOW_SHARE", "cap_tool_output", "result_limit_for_window"]
+
+#: Characters of one tool result sent to the model (the built-in tools' own cap), at most.
 DEFAULT_TOOL_RESULT_LIMIT = 30_000
 
-_UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]")
+#: The share of the model's context window one tool result may fill: a 4,096-token local model
+#: gets about 4,000 characters, not 30,000 (more than its whole window).
+WINDOW_SHARE = 0.25
+
+# Characters per token for turning a window into characters (English text and code land near 4).
+_CHARS_PER_TOKEN = 4
+
+
+def result_limit_for_window(limit: int | None, window_tokens: int | None) -> int | None:
+    """The cap for a model with a ``window_tokens``-token window: ``limit``, or a quarter of
+    the window when that is less (``limit`` None, no cap, stays None; an unknown window changes
+    nothing).
+
+    Example:
+        >>> result_limit_for_window(30_000, 4_096), result_limit_for_window(30_000, 200_000)
+        (4096, 30000)
+    """
+    if limit is None or not window_tokens or window_tokens <= 0:
+        return limit
+    return max(1, min(limit, int(window_tokens * WINDOW_SHARE * _CHARS_PER_TOKEN)))
 
 
 def cap_tool_output(content: str, limit: int | None, folder: Path | None, call_id: str) -> str:
@@ -37,11 +57,7 @@ def cap_tool_output(content: str, limit: int | None, folder: Path | None, call_i
     where = "was not kept (no session folder)"
     if folder is not None:
         try:
-            folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-            path = folder / f"{_UNSAFE_NAME.sub('_', call_id)[:100] or 'output'}.txt"
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with open(fd, "w", encoding="utf-8", errors="replace") as f:
-                f.write(content)
+            path = write_spill(folder, call_id, content)
             where = f"is in {path}; read parts of it with read_file (offset and limit) or search it with grep"
         except OSError as exc:
             where = f"could not be saved ({exc})"
