@@ -301,10 +301,12 @@ def test_a_snippet_that_makes_a_writer_read_only_is_undone_and_reported(tmp_path
     assert results(run)["w1"]["is_error"]
 
 
+# Finds the run's tool extras by the sandbox settings they hold (under IPython the python tool
+# keeps its namespace elsewhere, so the dict is told by its sandbox entry alone).
 SANDBOX = '''
 import gc
 for o in gc.get_objects():
-    if isinstance(o, dict) and "sandbox" in o and "namespace" in o:
+    if isinstance(o, dict) and o.get("sandbox") == {"network": False}:
         o["sandbox"] = None
 "unsandboxed"
 '''
