@@ -243,8 +243,11 @@ def _wrapper(name: str, args: list[str], r: Reading) -> list[str] | None:
         for k, a in enumerate(args):
             if a in ("-S", "--split-string") and k + 1 < len(args):
                 r.nested.append(" ".join(plain(w) for w in args[k + 1 :]))
-            elif a.startswith(("--split-string=", "-S")) and len(a) > 2:
+            elif a.startswith("--split-string=") or (a.startswith("-S") and len(a) > 2):
                 r.nested.append(a.split("=", 1)[1] if a.startswith("--") else a[2:])
+            elif re.fullmatch(r"-[^-S]+S.*", a) and not re.search(r"[uC]", a[1 : a.index("S")]):
+                string = a[a.index("S") + 1 :]  # a cluster ending in S: env -vS'rm x', env -iS 'rm x'
+                r.nested.append(string if string else " ".join(plain(w) for w in args[k + 1 :]))
     if name == "flock" and ("-c" in args or "--command" in args):
         at = args.index("-c") if "-c" in args else args.index("--command")
         if at + 1 < len(args) and marked(args[at + 1]):

@@ -1,0 +1,130 @@
+"""Ways past the command and call rules found by an independent pass, each tried as an attacker
+would: a scripted model whose tool call is the attack, run by real bash in a throwaway folder."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_kernel import Agent
+from agent_kernel.events._event import EventType
+from agent_kernel.guard._permissions import Permissions, ToolRequest, build_gate
+from agent_kernel.models.scripted import ScriptedModel, tool_call
+from agent_kernel.tools.builtin._shell import bash
+
+MARK = "PWNED"
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    root = tmp_path / "work"
+    root.mkdir()
+    (root / "notes.md").write_text("alpha\n")
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    return root
+
+
+def verdict(permissions: Permissions, command: str) -> str:
+    return permissions.evaluate(bash, {"command": command}).action
+
+
+async def attack(work: Path, command: str, **agent: Any) -> dict[str, Any]:
+    """A real run in ``work`` where the model asks to run ``command``; returns the tool result."""
+    model = ScriptedModel([[tool_call("bash", {"command": command})], "done"])
+    run = Agent(model, tools=["bash"], journal=None, context=None, working_dir=work, **agent)
+    result = await run.run("go")
+    (data,) = [e.data for e in result.events if e.type is EventType.TOOL_RESULT]
+    return data
+
+
+def bash_runs(work: Path, command: str) -> None:
+    subprocess.run(["bash", "-c", command], cwd=work, capture_output=True, timeout=30, check=False)
+
+
+# ---- $'…' quotes decoded as bash does, not as Python does ------------------------------------
+# bash reads \u and \U with one to four (eight) hex digits and ends a $'…' string at a NUL; a
+# reader that decoded them another way saw `\u72m` or `rm\0junk` where bash runs `rm`.
+
+ANSI_C_DENY = [f"$'\\u72m' {MARK}", f"$'\\U72m' {MARK}", f"$'rm\\0junk' {MARK}", f"$'rm\\x0junk' {MARK}"]
+ANSI_C_ALLOW = [
+    ("find *", f"find . -maxdepth 0 $'-exe\\u63' touch {MARK} \\;"),
+    ("find *", f"find . -maxdepth 0 $'-exec\\0x' touch {MARK} \\;"),
+    ("git *", f"git $'-\\u63' alias.st='!touch {MARK}' st"),
+]
+
+
+@pytest.mark.parametrize("command", ANSI_C_DENY)
+async def test_a_deny_rule_holds_for_ansi_c_quotes_bash_decodes_its_own_way(work: Path, command: str) -> None:
+    bash_runs(work, f"echo x > {MARK}; {command}")
+    assert not (work / MARK).exists(), "control: bash runs rm from this spelling"
+    (work / MARK).write_text("keep me")
+    result = await attack(work, command, permissions=Permissions(mode="bypass", deny=["bash(rm *)"]))
+    assert result["is_error"] and "bash(rm *)" in result["content"]
+    assert (work / MARK).read_text() == "keep me"
+
+
+@pytest.mark.parametrize(("rule", "command"), ANSI_C_ALLOW)
+async def test_an_allow_rule_does_not_cover_an_option_hidden_in_an_ansi_c_quote(work: Path, rule: str, command: str) -> None:
+    bash_runs(work, command)
+    assert (work / MARK).exists(), "control: bash runs the hidden option"
+    (work / MARK).unlink()
+    assert verdict(Permissions(allow=[f"bash({rule})"]), command) == "ask"
+    gate = build_gate(None, policy=f"scripted:bash({rule})=approve")
+    auth = await gate.authorize(ToolRequest("c1", bash, {"command": command}), lambda *_: None)
+    assert not auth.allowed
+    result = await attack(work, command, permissions=Permissions(allow=[f"bash({rule})"]))
+    assert result["is_error"] and "needs approval" in result["content"]
+    assert not (work / MARK).exists()
+
+
+def test_plain_ansi_c_quotes_are_still_read_exactly() -> None:
+    p = Permissions(allow=["bash(echo *)", "bash(ls *)"])
+    assert verdict(p, "echo $'a\\tb\\n'") == "allow"
+    assert verdict(p, "ls $'\\x6eotes.md'") == "allow"
+
+
+# ---- bash's own network paths ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("rule", "command"),
+    [("cat *", "cat < /dev/tcp/127.0.0.1/{port}"), ("echo *", "echo hi 3</dev/tcp/127.0.0.1/{port}"),
+     ("cat *", "cat < $NET"), ("ls *", "ls 0<//dev/./tcp/127.0.0.1/{port}")],
+)
+async def test_an_allow_rule_does_not_cover_a_redirection_that_connects(
+    work: Path, monkeypatch: pytest.MonkeyPatch, rule: str, command: str
+) -> None:
+    import socket
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    listener.settimeout(5)
+    port = listener.getsockname()[1]
+    command = command.format(port=port)
+    monkeypatch.setenv("NET", f"/dev/tcp/127.0.0.1/{port}")
+    try:
+        assert verdict(Permissions(allow=[f"bash({rule})"]), command) == "ask"
+        result = await attack(work, command, permissions=Permissions(allow=[f"bash({rule})"]))
+        assert result["is_error"] and "needs approval" in result["content"]
+        listener.setblocking(False)
+        with pytest.raises(BlockingIOError):
+            listener.accept()  # nobody connected
+    finally:
+        listener.close()
+
+
+# ---- wrapper option clusters -------------------------------------------------------------------
+
+
+async def test_a_deny_rule_sees_env_split_string_inside_an_option_cluster(work: Path) -> None:
+    command = f"env -vS'rm {MARK}'"
+    bash_runs(work, f"echo x > {MARK}; {command}")
+    assert not (work / MARK).exists(), "control: env runs the split string"
+    (work / MARK).write_text("keep me")
+    result = await attack(work, command, permissions=Permissions(mode="bypass", deny=["bash(rm *)"]))
+    assert result["is_error"] and "bash(rm *)" in result["content"]
+    assert (work / MARK).read_text() == "keep me"
