@@ -128,3 +128,35 @@ async def test_a_deny_rule_sees_env_split_string_inside_an_option_cluster(work: 
     result = await attack(work, command, permissions=Permissions(mode="bypass", deny=["bash(rm *)"]))
     assert result["is_error"] and "bash(rm *)" in result["content"]
     assert (work / MARK).read_text() == "keep me"
+
+
+# ---- git takes any unambiguous prefix of a long option -----------------------------------------
+
+GIT_ABBREVIATED = [
+    f"git grep --open-f='touch {MARK}' alpha",
+    f"git fetch --upload-pa='touch {MARK}' .",
+    f"git ls-remote --upload-p='touch {MARK}' .",
+    f"git clone -q --upload-pa='touch {MARK}' . other",
+]
+
+
+@pytest.mark.parametrize("command", GIT_ABBREVIATED)
+async def test_an_allow_rule_does_not_cover_an_abbreviated_git_option_that_runs_a_command(work: Path, command: str) -> None:
+    bash_runs(work, "git add . && git -c user.email=a@b -c user.name=a commit -qm x")
+    bash_runs(work, command)
+    assert (work / MARK).exists(), "control: git runs the abbreviated option's command"
+    (work / MARK).unlink()
+    assert verdict(Permissions(allow=["bash(git *)"]), command) == "ask"
+    result = await attack(work, command, permissions=Permissions(allow=["bash(git *)"]))
+    assert result["is_error"] and "needs approval" in result["content"]
+    assert not (work / MARK).exists()
+
+
+@pytest.mark.parametrize("command", ["git clone --conf core.fsmonitor=x . o", "git log --outp=.git/config", "git send-email --to-cmd=x p"])
+def test_an_allow_rule_does_not_cover_abbreviated_git_options_that_set_config_or_write(command: str) -> None:
+    assert verdict(Permissions(allow=["bash(git *)"]), command) == "ask"
+
+
+@pytest.mark.parametrize("command", ["git log --oneline", "git commit -m x --no-edit", "git status --short", "git diff --stat"])
+def test_git_options_that_only_look_alike_are_still_allowed(command: str) -> None:
+    assert verdict(Permissions(allow=["bash(git *)"]), command) == "allow"

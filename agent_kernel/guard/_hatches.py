@@ -105,7 +105,17 @@ _GIT_RISKY_CONFIG = (
     "credential", "include", "program", "driver", "textconv", "command", "proxy", "hook", "helper", "exec", "tool.",
 )
 _GIT_RISKY_ARGS = ("--upload-pack", "--receive-pack", "--exec", "--extcmd", "--open-files-in-pager", "--config", "--template",
-                   "--sendmail-cmd", "--smtp-server")
+                   "--sendmail-cmd", "--smtp-server", "--to-cmd", "--cc-cmd", "--header-cmd", "--access-hook")
+_GIT_WRITING_ARGS = ("--output", "--output-directory")
+
+
+def _git_long(a: str, options: tuple[str, ...]) -> bool:
+    """Whether ``a`` is one of ``options`` as git reads it: git takes any unambiguous prefix of a
+    long option (``--upload-pa`` is ``--upload-pack``), so a prefix counts as the option."""
+    if a.startswith(options):
+        return True
+    key = a.split("=", 1)[0]
+    return key.startswith("--") and len(key) > 3 and any(o.startswith(key) for o in options)
 _TAR_RISKY = ("--to-command", "--checkpoint-action", "--use-compress-program", "--info-script", "--new-volume-script",
               "--rsh-command", "--rmt-command", "--index-file")
 _SHELL_ESCAPE_PROGRAMS = frozenset(
@@ -194,7 +204,7 @@ def _git_hatch(args: list[str]) -> str | None:
         k += 2 if a in _GIT_GLOBAL_WITH_VALUE else 1
     sub, rest = (args[k], args[k + 1 :]) if k < len(args) else ("", [])
     for a in rest:
-        if a.startswith(_GIT_RISKY_ARGS):
+        if _git_long(a, _GIT_RISKY_ARGS):
             return f"git {sub} {a} runs a command"
     if sub in ("clone", "ls-remote") and any(a.startswith("-u") for a in rest):
         return f"git {sub} -u sets the upload-pack command"
@@ -206,10 +216,10 @@ def _git_hatch(args: list[str]) -> str | None:
         lowered = [a.lower() for a in rest]
         if any(a in ("-e", "--edit") for a in lowered) or any(any(k in a for k in _GIT_RISKY_CONFIG) for a in lowered):
             return "git config of an alias, pager, editor, hook or command runs commands later"
-    if sub in ("filter-branch", "daemon", "instaweb") or (sub, rest[:1]) in (("bisect", ["run"]), ("submodule", ["foreach"])):
+    if sub in ("filter-branch", "daemon", "instaweb", "send-email") or (sub, rest[:1]) in (("bisect", ["run"]), ("submodule", ["foreach"]), ("submodule--helper", ["foreach"])):
         return f"git {sub} runs commands of its own"
     for a in rest:  # options that write a file of the caller's choosing (.git/config, a hook)
-        if a.startswith(("--output", "--output-directory")) or (sub in ("format-patch", "archive") and a.startswith("-o")):
+        if _git_long(a, _GIT_WRITING_ARGS) or (sub in ("format-patch", "archive") and a.startswith("-o")):
             return f"git {sub} {a} writes a file"
     if sub == "bundle" and rest[:1] == ["create"]:
         return "git bundle create writes a file"
