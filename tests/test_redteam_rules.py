@@ -160,3 +160,18 @@ def test_an_allow_rule_does_not_cover_abbreviated_git_options_that_set_config_or
 @pytest.mark.parametrize("command", ["git log --oneline", "git commit -m x --no-edit", "git status --short", "git diff --stat"])
 def test_git_options_that_only_look_alike_are_still_allowed(command: str) -> None:
     assert verdict(Permissions(allow=["bash(git *)"]), command) == "allow"
+
+
+# ---- redaction of a key printed in pieces ------------------------------------------------------
+
+SECRET = "sk-proj-Ab3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY"
+
+
+@pytest.mark.xfail(strict=True, reason="a dump that prints a key 16 characters a line with offsets and hex around each "
+                   "piece (xxd, od -c) is not recognised: no line holds the key or one encoding of it whole")
+async def test_a_key_dumped_by_xxd_does_not_reach_the_tool_result(work: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    result = await attack(work, 'printf %s "$OPENAI_API_KEY" | xxd', permissions=Permissions(mode="bypass"))
+    assert not result["is_error"]
+    pieces = [SECRET[k : k + 16] for k in range(0, len(SECRET) - 15, 16)]
+    assert not any(piece in result["content"] for piece in pieces), result["content"]
