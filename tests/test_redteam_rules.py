@@ -175,3 +175,50 @@ async def test_a_key_dumped_by_xxd_does_not_reach_the_tool_result(work: Path, mo
     assert not result["is_error"]
     pieces = [SECRET[k : k + 16] for k in range(0, len(SECRET) - 15, 16)]
     assert not any(piece in result["content"] for piece in pieces), result["content"]
+
+
+# ---- GNU programs take any unambiguous prefix of a long option too -----------------------------
+
+GNU_ABBREVIATED = [
+    ("sed *", "sed --in-pl s/alpha/beta/ notes.md", lambda w: (w / "notes.md").read_text() == "beta\n"),
+    ("sort *", f"sort --out={MARK} notes.md", lambda w: (w / MARK).exists()),
+    ("sort *", f"sort --o={MARK} notes.md", lambda w: (w / MARK).exists()),
+    ("tar *", f"tar -cf /dev/null --checkpoint=1 --checkpoint-a=exec='touch {MARK}' notes.md", lambda w: (w / MARK).exists()),
+    ("tar *", f"tar --use-comp='touch {MARK}; cat' -cf x.tar notes.md", lambda w: (w / MARK).exists()),
+    ("make *", f"make --ev='x:;touch {MARK}' x", lambda w: (w / MARK).exists()),
+]
+
+
+@pytest.mark.parametrize(("rule", "command", "changed"), GNU_ABBREVIATED)
+async def test_an_allow_rule_does_not_cover_an_abbreviated_long_option_that_writes_or_runs(
+    tmp_path: Path, rule: str, command: str, changed: Any
+) -> None:
+    control, work = tmp_path / "control", tmp_path / "work"
+    for root in (control, work):
+        root.mkdir()
+        (root / "notes.md").write_text("alpha\n")
+    bash_runs(control, command)
+    assert changed(control), "control: the program takes the abbreviation"
+    assert verdict(Permissions(allow=[f"bash({rule})"]), command) == "ask"
+    result = await attack(work, command, permissions=Permissions(allow=[f"bash({rule})"]))
+    assert result["is_error"] and "needs approval" in result["content"]
+    assert not changed(work)
+
+
+@pytest.mark.parametrize(
+    ("rule", "command"),
+    [("awk *", "awk -iinplace '{print}' notes.md"), ("awk *", "awk --incl=inplace 1 notes.md"), ("awk *", "awk --ex=f.awk"),
+     ("awk *", "awk 'BEGIN{f=\"sys\" \"tem\"; @f(\"touch x\")}'"), ("rsync *", "rsync --rsync-p='touch x' a h:b"),
+     ("zip *", "zip x.zip a -T --unzip-c='touch x'")],
+)
+def test_an_allow_rule_does_not_cover_other_programs_abbreviated_or_clustered_options(rule: str, command: str) -> None:
+    assert verdict(Permissions(allow=[f"bash({rule})"]), command) == "ask"
+
+
+@pytest.mark.parametrize(
+    ("rule", "command"),
+    [("sed *", "sed -n '1p' notes.md"), ("sort *", "sort -n -r notes.md"), ("awk *", "awk -v x=1 '{print $1}' notes.md"),
+     ("tar *", "tar -tf a.tar"), ("make *", "make -j2 test")],
+)
+def test_ordinary_options_of_those_programs_are_still_allowed(rule: str, command: str) -> None:
+    assert verdict(Permissions(allow=[f"bash({rule})"]), command) == "allow"
