@@ -222,3 +222,20 @@ def test_an_allow_rule_does_not_cover_other_programs_abbreviated_or_clustered_op
 )
 def test_ordinary_options_of_those_programs_are_still_allowed(rule: str, command: str) -> None:
     assert verdict(Permissions(allow=[f"bash({rule})"]), command) == "allow"
+
+
+async def test_an_allow_rule_does_not_cover_an_abbreviated_checkout_index_prefix_that_plants_a_hook(tmp_path: Path) -> None:
+    # A hostile repository carries an executable post-commit; the index writes it into .git/hooks.
+    command = "git checkout-index -a --pref=.git/hooks/"
+    control, work = tmp_path / "control", tmp_path / "work"
+    for root in (control, work):
+        root.mkdir()
+        (root / "post-commit").write_text(f"#!/bin/sh\ntouch {MARK}\n")
+        (root / "post-commit").chmod(0o755)
+        bash_runs(root, "git init -q && git add . && git -c user.email=a@b -c user.name=a commit -qm x")
+    bash_runs(control, command)
+    assert (control / ".git/hooks/post-commit").exists(), "control: git takes the abbreviation"
+    assert verdict(Permissions(allow=["bash(git *)"]), command) == "ask"
+    result = await attack(work, command, permissions=Permissions(allow=["bash(git *)"]))
+    assert result["is_error"] and "needs approval" in result["content"]
+    assert not (work / ".git/hooks/post-commit").exists()

@@ -226,7 +226,7 @@ def _git_hatch(args: list[str]) -> str | None:
             return f"git {sub} {a} writes a file"
     if sub == "bundle" and rest[:1] == ["create"]:
         return "git bundle create writes a file"
-    if sub == "checkout-index" and any(a.startswith("--prefix") for a in rest):
+    if sub == "checkout-index" and any(_long(a, "--prefix") for a in rest):
         return "git checkout-index --prefix writes files where it is told (.git/hooks)"
     if sub in ("grep",) and any(a.startswith("-O") for a in rest):
         return "git grep -O opens a pager"
