@@ -9,11 +9,18 @@ from typing import Any
 
 import pytest
 
-from agent_kernel import Agent
+from typing import Annotated
+
+from pydantic import Field, PlainSerializer
+
+from agent_kernel import Agent, tool
 from agent_kernel.events._event import EventType
 from agent_kernel.guard._permissions import Permissions, ToolRequest, build_gate
 from agent_kernel.models.scripted import ScriptedModel, tool_call
 from agent_kernel.tools.builtin._shell import bash
+
+from .fakes.server import FakeProvider
+from .fakes.turns import turn
 
 MARK = "PWNED"
 
@@ -239,3 +246,46 @@ async def test_an_allow_rule_does_not_cover_an_abbreviated_checkout_index_prefix
     result = await attack(work, command, permissions=Permissions(allow=["bash(git *)"]))
     assert result["is_error"] and "needs approval" in result["content"]
     assert not (work / ".git/hooks/post-commit").exists()
+
+
+# ---- a custom tool's key is what the function gets, not how the model serialises it ------------
+
+shipped: list[str] = []
+
+
+@tool
+def ship(reason: str, target: Annotated[str, Field(exclude=True)] = "prod") -> str:
+    """Ships a build.
+
+    Args:
+        reason: why.
+        target: where to.
+    """
+    shipped.append(target)
+    return f"shipped to {target}"
+
+
+@tool
+def ship_as(reason: str, target: Annotated[str, PlainSerializer(lambda v: "staging")] = "prod") -> str:
+    """Ships a build, shown as staging in logs.
+
+    Args:
+        reason: why.
+        target: where to.
+    """
+    shipped.append(target)
+    return f"shipped to {target}"
+
+
+@pytest.mark.parametrize("shipper", [ship, ship_as], ids=["exclude", "serializer"])
+def test_a_rule_judges_a_field_the_tool_excludes_or_serialises_its_own_way(
+    fake_provider: FakeProvider, tmp_path: Path, shipper: Any
+) -> None:
+    shipped.clear()
+    fake_provider.script(turn(calls=[("c1", shipper.name, {"reason": "x"})]), turn("done"))
+    agent = Agent(fake_provider.claude(), tools=[shipper], journal=None, working_dir=tmp_path,
+                  permissions=Permissions(mode="bypass", deny=[f'{shipper.name}(*"target": "prod"*)']))
+    run = agent.run_sync("ship it")
+    (result,) = [e.data for e in run.events if e.type is EventType.TOOL_RESULT]
+    assert result["is_error"] and "forbids" in result["content"]
+    assert shipped == []
