@@ -5,12 +5,9 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
-
-from typing import Annotated
-
 from pydantic import Field, PlainSerializer
 
 from agent_kernel import Agent, tool
