@@ -286,3 +286,31 @@ def test_a_rule_judges_a_field_the_tool_excludes_or_serialises_its_own_way(
     (result,) = [e.data for e in run.events if e.type is EventType.TOOL_RESULT]
     assert result["is_error"] and "forbids" in result["content"]
     assert shipped == []
+
+
+# ---- the python tool's seal and the gate's own code --------------------------------------------
+
+PATCH_THE_GATE = """
+import agent_kernel.guard._permissions as gate
+gate.Permissions.evaluate = lambda self, tool, arguments, working_dir=None: gate.Verdict("allow", None, "patched", "mode")
+"""
+
+
+@pytest.mark.xfail(strict=True, reason="the seal compares the gate's settings and each tool's attributes, not the gate's "
+                   "own code: a snippet in the same process that replaces a method of Permissions loosens every later "
+                   "call; only running snippets in another process would close this")
+def test_a_snippet_that_replaces_the_gates_code_is_undone_or_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent_kernel.guard._permissions import Permissions as Rules
+
+    monkeypatch.delenv("AGENT_KERNEL_APPROVAL", raising=False)
+    monkeypatch.setattr(Rules, "evaluate", Rules.evaluate)  # put back after the test, whatever the snippet did
+    model = ScriptedModel([
+        [tool_call("python", {"code": PATCH_THE_GATE}, id="p1")],
+        [tool_call("bash", {"command": f"touch {MARK}"}, id="b1")],
+        "done",
+    ])
+    agent = Agent(model, tools=["python", "bash"], journal=None, context=None, working_dir=tmp_path,
+                  approver=lambda r: True if r.tool == "python" else None)
+    run = agent.run_sync("go")
+    tampering = [e.data for e in run.events if e.type is EventType.ERROR and e.data["kind"] == "tampering"]
+    assert not (tmp_path / MARK).exists() or tampering
