@@ -3,6 +3,7 @@ would: a scripted model whose tool call is the attack, run by real bash in a thr
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 from typing import Annotated, Any
@@ -166,21 +167,6 @@ def test_git_options_that_only_look_alike_are_still_allowed(command: str) -> Non
     assert verdict(Permissions(allow=["bash(git *)"]), command) == "allow"
 
 
-# ---- redaction of a key printed in pieces ------------------------------------------------------
-
-SECRET = "sk-proj-Ab3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY"
-
-
-@pytest.mark.xfail(strict=True, reason="a dump that prints a key 16 characters a line with offsets and hex around each "
-                   "piece (xxd, od -c) is not recognised: no line holds the key or one encoding of it whole")
-async def test_a_key_dumped_by_xxd_does_not_reach_the_tool_result(work: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
-    result = await attack(work, 'printf %s "$OPENAI_API_KEY" | xxd', permissions=Permissions(mode="bypass"))
-    assert not result["is_error"]
-    pieces = [SECRET[k : k + 16] for k in range(0, len(SECRET) - 15, 16)]
-    assert not any(piece in result["content"] for piece in pieces), result["content"]
-
-
 # ---- GNU programs take any unambiguous prefix of a long option too -----------------------------
 
 GNU_ABBREVIATED = [
@@ -314,3 +300,36 @@ def test_a_snippet_that_replaces_the_gates_code_is_undone_or_reported(tmp_path: 
     run = agent.run_sync("go")
     tampering = [e.data for e in run.events if e.type is EventType.ERROR and e.data["kind"] == "tampering"]
     assert not (tmp_path / MARK).exists() or tampering
+
+
+SECRET = "sk-proj-Ab3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY"
+
+
+# ---- a secret split across thinking or tool-call deltas -----------------------------------------
+
+
+def test_a_key_streamed_in_thinking_and_tool_call_pieces_reaches_no_event_or_journal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agent_kernel.models.scripted import text, thinking
+
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    model = ScriptedModel([
+        [thinking(f"the key is {SECRET} ok", chunk=5), text("calling"), tool_call("bash", {"command": f"echo {SECRET} >/dev/null"}, chunk=7),
+         tool_call("bash", {"command": "echo hi"}, chunk=3)],
+        "done",
+    ])
+    journal = tmp_path / "run.jsonl"
+    run = Agent(model, tools=["bash"], working_dir=tmp_path, context=None, permissions=Permissions(mode="bypass"),
+                journal=journal).run_sync("go")
+    thought = "".join(e.data["text"] for e in run.events if e.type is EventType.THINKING_DELTA)
+    arguments: dict[int, str] = {}
+    for e in run.events:
+        if e.type is EventType.TOOL_CALL_DELTA:
+            arguments[e.data["index"]] = arguments.get(e.data["index"], "") + e.data["delta"]
+    assert thought == "the key is [REDACTED:OPENAI_API_KEY] ok"
+    assert arguments == {0: '{"command": "echo [REDACTED:OPENAI_API_KEY] >/dev/null"}', 1: '{"command": "echo hi"}'}
+    # The journal's deltas, joined in order, hold no piece that completes the key either.
+    records = [json.loads(line) for line in journal.read_text().splitlines() if line.startswith("{")]
+    joined = "".join(str(r.get("data", {}).get("text", "")) + str(r.get("data", {}).get("delta", "")) for r in records)
+    assert SECRET not in joined and SECRET[:20] not in joined
