@@ -333,3 +333,33 @@ def test_a_key_streamed_in_thinking_and_tool_call_pieces_reaches_no_event_or_jou
     records = [json.loads(line) for line in journal.read_text().splitlines() if line.startswith("{")]
     joined = "".join(str(r.get("data", {}).get("text", "")) + str(r.get("data", {}).get("delta", "")) for r in records)
     assert SECRET not in joined and SECRET[:20] not in joined
+
+
+# ---- a write through another name of a protected file --------------------------------------------
+
+
+def test_a_write_rule_holds_for_a_hard_link_a_hostile_archive_planted(tmp_path: Path) -> None:
+    import tarfile
+
+    work = tmp_path / "work"
+    work.mkdir()
+    subprocess.run(["git", "init", "-q", str(work)], check=True)
+    archive = tmp_path / "assets.tar"  # a hard link member naming a file already on disk
+    with tarfile.open(archive, "w") as tar:
+        member = tarfile.TarInfo("notes.txt")
+        member.type, member.linkname = tarfile.LNKTYPE, ".git/config"
+        tar.addfile(member)
+    bash_runs(work, f"tar -xf {archive}")
+    assert (work / "notes.txt").stat().st_ino == (work / ".git/config").stat().st_ino, "control: tar made the link"
+    before = (work / ".git/config").read_text()
+    hook = "[core]\n\tfsmonitor = touch PWNED\n"
+    model = ScriptedModel([
+        [tool_call("write_file", {"path": "notes.txt", "content": hook}, id="w1")],
+        [tool_call("edit_file", {"path": "notes.txt", "old_string": "[core]", "new_string": hook}, id="e1")],
+        "done",
+    ])
+    run = Agent(model, tools=["write_file", "edit_file"], journal=None, context=None, working_dir=work,
+                permissions=Permissions(mode="accept_edits", deny=["write_file(.git)"])).run_sync("go")
+    results = [e.data for e in run.events if e.type is EventType.TOOL_RESULT]
+    assert all(r["is_error"] and "hard links" in r["content"] for r in results), results
+    assert (work / ".git/config").read_text() == before
