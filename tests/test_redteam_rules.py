@@ -363,3 +363,31 @@ def test_a_write_rule_holds_for_a_hard_link_a_hostile_archive_planted(tmp_path: 
     results = [e.data for e in run.events if e.type is EventType.TOOL_RESULT]
     assert all(r["is_error"] and "hard links" in r["content"] for r in results), results
     assert (work / ".git/config").read_text() == before
+
+
+# ---- array subscripts that bash evaluates inside quoted words ------------------------------------
+
+SUBSCRIPT_ATTACKS = [
+    ("read *", "read 'a[$(r\\m PWNED)]' <<< 1"),
+    ("printf *", "printf -v 'a[$(r\\m PWNED)]' x"),
+    ("test *", "test -v 'a[$(r\\m PWNED)]'"),
+    ("let *", "let 'a[$(r\\m PWNED)]'"),
+    ("echo *", "x='a[$(r\\m PWNED)]'; echo $((x))"),
+]
+
+
+@pytest.mark.parametrize(("rule", "command"), SUBSCRIPT_ATTACKS)
+async def test_a_command_hidden_in_a_quoted_array_subscript_is_judged(work: Path, rule: str, command: str) -> None:
+    bash_runs(work, f"echo x > {MARK}; {command}")
+    assert not (work / MARK).exists(), "control: bash runs rm from the subscript"
+    (work / MARK).write_text("keep me")
+    assert verdict(Permissions(allow=[f"bash({rule})"]), command) == "ask"
+    result = await attack(work, command, permissions=Permissions(mode="bypass", deny=["bash(rm *)"]))
+    assert result["is_error"] and "bash(rm *)" in result["content"]
+    assert (work / MARK).read_text() == "keep me"
+
+
+@pytest.mark.parametrize(("rule", "command"), [("read *", "read -r name <<< 'a[1]'"), ("printf *", "printf -v out '%s[%d]' a 1"),
+                                               ("test *", "test -v 'a[1]'")])
+def test_names_and_subscripts_without_expansions_are_still_allowed(rule: str, command: str) -> None:
+    assert verdict(Permissions(allow=[f"bash({rule})"]), command) == "allow"

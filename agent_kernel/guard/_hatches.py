@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["CODE_VARIABLES", "INERT", "WITH_VALUE", "hatch", "is_code_variable", "stores_code"]
+__all__ = ["CODE_VARIABLES", "EXPANDING_SUBSCRIPT", "INERT", "WITH_VALUE", "evaluates_subscript", "hatch", "is_code_variable", "stores_code"]
 
 # Programs that never run a word they are given as a command, whatever the word: a computed word
 # among their arguments cannot make them run something else. Everything not listed here, and
@@ -69,6 +69,34 @@ WITH_VALUE: dict[str, frozenset[str]] = {
     # The shells' own: -o/-O name an option, --rcfile/--init-file a file read first.
     "sh": frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"}),
 }
+
+
+# Builtins that take variable names and evaluate an array subscript in one as arithmetic, which
+# runs the command substitutions in it even when the word was quoted: read 'a[$(rm x)]' <<< 1.
+_NAME_TAKERS = frozenset({"read", "mapfile", "readarray", "getopts", "wait", "unset", "let", "test", "[", "declare",
+                          "typeset", "local", "export", "readonly"})
+#: A subscript holding an expansion or a substitution: bash expands it when it evaluates the subscript.
+EXPANDING_SUBSCRIPT = re.compile(r"\[[^\]]*[$`]")
+
+
+def evaluates_subscript(view: list[str]) -> str | None:
+    """Why this builtin may run a command hidden in an array subscript among its words, or None.
+
+    The subscript of a name given to ``read``, ``printf -v``, ``test -v``, ``let`` … is expanded and
+    evaluated when the builtin assigns or tests it, quotes or not; a subscript holding ``$`` or a
+    backtick may run anything (``printf -v 'a[$(r\\m x)]' 1``).
+    """
+    name, args = view[0], view[1:]
+    if name == "printf":
+        words = [args[k + 1] for k, a in enumerate(args[:-1]) if a == "-v"] + [a[2:] for a in args if a.startswith("-v") and len(a) > 2]
+    elif name in _NAME_TAKERS:
+        words = args
+    else:
+        return None
+    for word in words:
+        if EXPANDING_SUBSCRIPT.search(word):
+            return f"{name} evaluates the array subscript in {word!r}, which runs the commands in it"
+    return None
 
 
 def stores_code(view: list[str]) -> str | None:
