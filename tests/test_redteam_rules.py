@@ -373,6 +373,10 @@ SUBSCRIPT_ATTACKS = [
     ("test *", "test -v 'a[$(r\\m PWNED)]'"),
     ("let *", "let 'a[$(r\\m PWNED)]'"),
     ("echo *", "x='a[$(r\\m PWNED)]'; echo $((x))"),
+    ("echo *", "a=1; echo ${a['$(r\\m PWNED)']}"),
+    ("echo *", "echo hi {a['$(r\\m PWNED)']}>/dev/null"),
+    ("echo *", "(( 'a[$(r\\m PWNED)]' ))"),
+    ("compgen *", "compgen -W '$(r\\m PWNED)' x"),
 ]
 
 

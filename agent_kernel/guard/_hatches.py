@@ -87,6 +87,8 @@ def evaluates_subscript(view: list[str]) -> str | None:
     backtick may run anything (``printf -v 'a[$(r\\m x)]' 1``).
     """
     name, args = view[0], view[1:]
+    if name == "compgen" and any(("$" in a or "`" in a) for a in args):
+        return "compgen expands its word list (-W), which runs the commands in it"
     if name == "printf":
         words = [args[k + 1] for k, a in enumerate(args[:-1]) if a == "-v"] + [a[2:] for a in args if a.startswith("-v") and len(a) > 2]
     elif name in _NAME_TAKERS:

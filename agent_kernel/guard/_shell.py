@@ -685,6 +685,8 @@ def _parse(line: str, depth: int, budget: _Budget) -> CommandLine:
     if budget.words <= 0:
         return CommandLine(line, (), (), f"more than {_MAX_WORDS} words, too many to read")
     segments, sub_texts, problem = _tokenize(line, budget)
+    if problem is None and _code_in_subscript(line):
+        problem = "an array subscript holds $(…) or a backtick, which bash runs when it evaluates the subscript, quotes or not"
     commands = tuple(_command(line, g, depth, budget) for g in segments if g.start >= 0)
     subs = tuple(_parse(t, depth + 1, budget) for t in sub_texts)
     commands = _pipe_into_shell(commands, depth, budget)
@@ -724,6 +726,30 @@ def _command(line: str, g: _Segment, depth: int, budget: _Budget) -> SimpleComma
 
 
 _BRACE = re.compile(r"^(.*?)\{([^{}]*)\}(.*)$", re.DOTALL)
+
+
+_SUBSCRIPT_TOKENS = re.compile(r"\w\[|\]|\$\(|`")
+
+
+def _code_in_subscript(line: str) -> bool:
+    """Whether a substitution stands inside an array subscript anywhere in ``line``, quoted or not.
+
+    Bash expands and evaluates a subscript when it reads or assigns the element (``${a['$(…)']}``,
+    ``(( 'a[$(…)]' ))``, ``{a['$(…)']}>f``, ``read 'a[$(…)]'``), so code hidden there in quotes
+    still runs. One linear pass over the subscript brackets (a 400 KB line stays fast).
+    """
+    if "[" not in line or ("$(" not in line and "`" not in line):
+        return False
+    depth = 0
+    for m in _SUBSCRIPT_TOKENS.finditer(line):
+        token = m.group()
+        if token == "]":
+            depth = max(0, depth - 1)
+        elif token.endswith("["):
+            depth += 1
+        elif depth:
+            return True
+    return False
 
 
 def _brace_expand(word: str, budget: int = 64) -> list[str] | None:
