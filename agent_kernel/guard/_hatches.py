@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["CODE_VARIABLES", "INERT", "WITH_VALUE", "hatch", "is_code_variable", "stores_code"]
+__all__ = ["CODE_VARIABLES", "EXPANDING_SUBSCRIPT", "INERT", "WITH_VALUE", "evaluates_subscript", "hatch", "is_code_variable", "stores_code"]
 
 # Programs that never run a word they are given as a command, whatever the word: a computed word
 # among their arguments cannot make them run something else. Everything not listed here, and
@@ -71,6 +71,36 @@ WITH_VALUE: dict[str, frozenset[str]] = {
 }
 
 
+# Builtins that take variable names and evaluate an array subscript in one as arithmetic, which
+# runs the command substitutions in it even when the word was quoted: read 'a[$(rm x)]' <<< 1.
+_NAME_TAKERS = frozenset({"read", "mapfile", "readarray", "getopts", "wait", "unset", "let", "test", "[", "declare",
+                          "typeset", "local", "export", "readonly"})
+#: A subscript holding an expansion or a substitution: bash expands it when it evaluates the subscript.
+EXPANDING_SUBSCRIPT = re.compile(r"\[[^\]]*[$`]")
+
+
+def evaluates_subscript(view: list[str]) -> str | None:
+    """Why this builtin may run a command hidden in an array subscript among its words, or None.
+
+    The subscript of a name given to ``read``, ``printf -v``, ``test -v``, ``let`` … is expanded and
+    evaluated when the builtin assigns or tests it, quotes or not; a subscript holding ``$`` or a
+    backtick may run anything (``printf -v 'a[$(r\\m x)]' 1``).
+    """
+    name, args = view[0], view[1:]
+    if name == "compgen" and any(("$" in a or "`" in a) for a in args):
+        return "compgen expands its word list (-W), which runs the commands in it"
+    if name == "printf":
+        words = [args[k + 1] for k, a in enumerate(args[:-1]) if a == "-v"] + [a[2:] for a in args if a.startswith("-v") and len(a) > 2]
+    elif name in _NAME_TAKERS:
+        words = args
+    else:
+        return None
+    for word in words:
+        if EXPANDING_SUBSCRIPT.search(word):
+            return f"{name} evaluates the array subscript in {word!r}, which runs the commands in it"
+    return None
+
+
 def stores_code(view: list[str]) -> str | None:
     """Why this builtin makes later commands of the shell run something else, or None.
 
@@ -105,7 +135,18 @@ _GIT_RISKY_CONFIG = (
     "credential", "include", "program", "driver", "textconv", "command", "proxy", "hook", "helper", "exec", "tool.",
 )
 _GIT_RISKY_ARGS = ("--upload-pack", "--receive-pack", "--exec", "--extcmd", "--open-files-in-pager", "--config", "--template",
-                   "--sendmail-cmd", "--smtp-server")
+                   "--sendmail-cmd", "--smtp-server", "--to-cmd", "--cc-cmd", "--header-cmd", "--access-hook")
+_GIT_WRITING_ARGS = ("--output", "--output-directory")
+
+
+def _long(a: str, *options: str) -> bool:
+    """Whether ``a`` is one of the long ``options`` as GNU programs and git read them: they take any
+    unambiguous prefix of a long option (``--upload-pa`` is ``--upload-pack``, ``sed --in-pl`` is
+    ``--in-place``), so a prefix counts as the option."""
+    if a.startswith(options):
+        return True
+    key = a.split("=", 1)[0]
+    return key.startswith("--") and len(key) > 2 and any(o.startswith(key) for o in options)
 _TAR_RISKY = ("--to-command", "--checkpoint-action", "--use-compress-program", "--info-script", "--new-volume-script",
               "--rsh-command", "--rmt-command", "--index-file")
 _SHELL_ESCAPE_PROGRAMS = frozenset(
@@ -126,30 +167,32 @@ def hatch(view: list[str]) -> str | None:
                 return f"find {a} runs commands or changes files"
         return None
     if name in ("awk", "gawk", "mawk", "nawk"):
-        if any(a in ("-f", "--file", "-E", "--exec", "-i", "--include", "-l", "--load") or a.startswith(("-f", "--file=")) for a in args):
+        if any(re.match(r"-[fEil]", a) or _long(a, "--file", "--exec", "--include", "--load") for a in args):
             return f"{name} runs a program from a file"
-        # system(), a pipe to or from a command (not ||), print/printf into a file, an extension.
-        if re.search(r"system\s*\(|(?<!\|)\|(?!\|)|\bprintf?\b[^;{}\n]*>|@load", joined):
+        # system(), a pipe to or from a command (not ||), print/printf into a file, an extension,
+        # a function called by a name held in a variable (@f(), which may be system).
+        if re.search(r"system\s*\(|(?<!\|)\|(?!\|)|\bprintf?\b[^;{}\n]*>|@", joined):  # @f(): gawk's indirect call, @load
             return f"{name} can run commands (system(), pipes) or write files"
         return None
     if name in ("sed", "gsed"):
-        if any(a.startswith(("-i", "--in-place")) or (a.startswith("-") and not a.startswith("--") and "i" in a[1:]) for a in args):
+        if any(_long(a, "--in-place") or (a.startswith("-") and not a.startswith("--") and "i" in a[1:]) for a in args):
             return f"{name} -i writes files"
         return _sed_hatch(args)
     if name == "sort":
         for a in args:
-            if a.startswith(("--output", "--compress-program")) or (a.startswith("-") and not a.startswith("--") and "o" in a[1:]):
+            if _long(a, "--output", "--compress-program") or (a.startswith("-") and not a.startswith("--") and "o" in a[1:]):
                 return f"sort {a} writes a file or runs a program"
         return None
     if name == "uniq" and len([a for a in args if not a.startswith("-") or a == "-"]) >= 2:
         return "uniq writes its output into the file named second"
     if name in ("tar", "bsdtar", "gtar"):
-        if any(a.startswith(_TAR_RISKY) for a in args) or any(a in ("-I", "-F") for a in args):
-            return f"tar {next(a for a in args if a.startswith(_TAR_RISKY) or a in ('-I', '-F'))} runs a command"
+        risky = next((a for a in args if _long(a, *_TAR_RISKY) or a in ("-I", "-F")), None)
+        if risky is not None:
+            return f"tar {risky} runs a command"
         return None
     if name == "rsync":
         for a in args:
-            if a.startswith(("--rsh", "--rsync-path")) or (a.startswith("-") and not a.startswith("--") and "e" in a[1:]):
+            if _long(a, "--rsh", "--rsync-path") or (a.startswith("-") and not a.startswith("--") and "e" in a[1:]):
                 return f"rsync {a} runs a command"
         return None
     if name in ("ssh", "scp", "sftp", "sshfs"):
@@ -169,11 +212,11 @@ def hatch(view: list[str]) -> str | None:
             if a in ("-c", "-e", "-E", "-r", "--eval", "--exec", "-x", "--command", "-p", "--print") or re.fullmatch(r"-[A-Za-z]*[ce]", a):
                 return f"{name} runs inline code"
         return None
-    if name in ("zip",) and any(a in ("-T", "-TT", "--unzip-command") or a.startswith("--unzip-command") for a in args):
+    if name in ("zip",) and any(a in ("-T", "-TT") or _long(a, "--unzip-command") for a in args):
         return "zip -TT runs a command"
     if name in ("tcpdump",) and any(a in ("-z",) for a in args):
         return "tcpdump -z runs a command"
-    if name in ("make", "gmake") and any(a.startswith(("--eval", "-E")) for a in args):
+    if name in ("make", "gmake") and any(a.startswith("-E") or _long(a, "--eval") for a in args):
         return f"{name} --eval runs inline rules"
     if name in ("source", ".") and args:
         return f"{name} runs a script in the shell"
@@ -194,7 +237,7 @@ def _git_hatch(args: list[str]) -> str | None:
         k += 2 if a in _GIT_GLOBAL_WITH_VALUE else 1
     sub, rest = (args[k], args[k + 1 :]) if k < len(args) else ("", [])
     for a in rest:
-        if a.startswith(_GIT_RISKY_ARGS):
+        if _long(a, *_GIT_RISKY_ARGS):
             return f"git {sub} {a} runs a command"
     if sub in ("clone", "ls-remote") and any(a.startswith("-u") for a in rest):
         return f"git {sub} -u sets the upload-pack command"
@@ -206,14 +249,14 @@ def _git_hatch(args: list[str]) -> str | None:
         lowered = [a.lower() for a in rest]
         if any(a in ("-e", "--edit") for a in lowered) or any(any(k in a for k in _GIT_RISKY_CONFIG) for a in lowered):
             return "git config of an alias, pager, editor, hook or command runs commands later"
-    if sub in ("filter-branch", "daemon", "instaweb") or (sub, rest[:1]) in (("bisect", ["run"]), ("submodule", ["foreach"])):
+    if sub in ("filter-branch", "daemon", "instaweb", "send-email") or (sub, rest[:1]) in (("bisect", ["run"]), ("submodule", ["foreach"]), ("submodule--helper", ["foreach"])):
         return f"git {sub} runs commands of its own"
     for a in rest:  # options that write a file of the caller's choosing (.git/config, a hook)
-        if a.startswith(("--output", "--output-directory")) or (sub in ("format-patch", "archive") and a.startswith("-o")):
+        if _long(a, *_GIT_WRITING_ARGS) or (sub in ("format-patch", "archive") and a.startswith("-o")):
             return f"git {sub} {a} writes a file"
     if sub == "bundle" and rest[:1] == ["create"]:
         return "git bundle create writes a file"
-    if sub == "checkout-index" and any(a.startswith("--prefix") for a in rest):
+    if sub == "checkout-index" and any(_long(a, "--prefix") for a in rest):
         return "git checkout-index --prefix writes files where it is told (.git/hooks)"
     if sub in ("grep",) and any(a.startswith("-O") for a in rest):
         return "git grep -O opens a pager"

@@ -186,6 +186,19 @@ class _BothRules:
                 or self._parent.refuses(tool_name, key, asking=asking, family=family))
 
 
+def _refuse_other_names(fd: int, rel: str) -> None:
+    """Closes ``fd`` and refuses when the file has other names (hard links): a write rule about one
+    of them (``deny write_file(.git)``) cannot be checked from this name, so the write fails closed."""
+    links = os.fstat(fd).st_nlink
+    if links > 1:
+        os.close(fd)
+        raise ToolError(
+            f"Refused: {rel!r} has {links} names (hard links), and the permission rules can only be checked "
+            "against this one; writing it would change the file under its other names too. Write it by the "
+            "name the rules know it by, or ask the user to remove the extra links (ls -li shows them)."
+        )
+
+
 class Workspace:
     """The folder file tools are confined to, and the only way they resolve and open paths.
 
@@ -354,6 +367,8 @@ class Workspace:
                         "else is changing it). File tools never follow a link swapped in mid-open; try again later."
                     ) from None
                 continue
+            if write and guard is not None and not created:
+                _refuse_other_names(fd, resolved.rel)
             return fd, resolved, created
         raise AssertionError("unreachable")  # pragma: no cover
 

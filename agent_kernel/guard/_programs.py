@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from agent_kernel.guard._hatches import INERT, WITH_VALUE, hatch, is_code_variable, stores_code
+from agent_kernel.guard._hatches import EXPANDING_SUBSCRIPT, INERT, WITH_VALUE, evaluates_subscript, hatch, is_code_variable, stores_code
 
 __all__ = ["ASSIGNMENT", "DYNAMIC", "GLOB", "SHELLS", "Reading", "base", "computed", "marked", "plain", "quote", "read"]
 
@@ -79,6 +79,8 @@ def read(words: list[str], r: Reading) -> None:
                 if is_code_variable(name.rstrip("+").split("[", 1)[0]):
                     r.doubt(f"it sets {name}, which the shell runs or searches later")
                 r.names.append(value)  # a stored value may run later (a[$(…)] in arithmetic)
+                if EXPANDING_SUBSCRIPT.search(value):
+                    r.doubt(f"it stores {value!r}, whose array subscript runs commands if the value is used in arithmetic")
             cur = cur[1:]
         if not cur:
             return
@@ -103,7 +105,7 @@ def _inner(view: list[str], r: Reading) -> list[str] | None:
     found = hatch([plain(w) for w in view])
     if found:
         r.hatches.append(found)
-    stored = stores_code([plain(w) for w in view])
+    stored = stores_code([plain(w) for w in view]) or evaluates_subscript([plain(w) for w in view])
     if stored:
         r.doubt(stored)
     if name in INERT and not found:
@@ -243,8 +245,11 @@ def _wrapper(name: str, args: list[str], r: Reading) -> list[str] | None:
         for k, a in enumerate(args):
             if a in ("-S", "--split-string") and k + 1 < len(args):
                 r.nested.append(" ".join(plain(w) for w in args[k + 1 :]))
-            elif a.startswith(("--split-string=", "-S")) and len(a) > 2:
+            elif a.startswith("--split-string=") or (a.startswith("-S") and len(a) > 2):
                 r.nested.append(a.split("=", 1)[1] if a.startswith("--") else a[2:])
+            elif re.fullmatch(r"-[^-S]+S.*", a) and not re.search(r"[uC]", a[1 : a.index("S")]):
+                string = a[a.index("S") + 1 :]  # a cluster ending in S: env -vS'rm x', env -iS 'rm x'
+                r.nested.append(string if string else " ".join(plain(w) for w in args[k + 1 :]))
     if name == "flock" and ("-c" in args or "--command" in args):
         at = args.index("-c") if "-c" in args else args.index("--command")
         if at + 1 < len(args) and marked(args[at + 1]):

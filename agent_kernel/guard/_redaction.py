@@ -25,7 +25,7 @@ it last read (a dict comparison, well under a microsecond) and re-reads it when 
 key set after the ``Agent`` was built is covered. A secret once seen stays redacted after its
 variable is removed.
 
-A secret split across streamed text deltas: ``SecretStream`` holds back the end of a delta that
+A secret split across streamed deltas (text, thinking, a tool call's arguments): ``SecretStream`` holds back the end of a delta that
 could be the start of a secret and releases it with the next delta (or when the block ends), so
 no event, and no journal record, holds a piece of one.
 

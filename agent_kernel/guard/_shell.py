@@ -57,6 +57,8 @@ _OPERATORS = ("&&", "||", ";;", "|&", ";", "&", "|", "\n", "(", ")")
 _OPERATOR_STARTS = frozenset(op[0] for op in _OPERATORS)
 _REDIRECTS = ("&>>", "&>", ">>", ">|", ">&", "<<<", "<<-", "<<", "<&", "<>", ">", "<")
 _WRITING = frozenset({">", ">>", ">|", "&>", "&>>", "<>", ">&"})
+# Paths bash opens as network connections in a redirection, whatever the direction.
+_NETWORK_PATH = re.compile(r"/dev/+(?:\.?/+)*(?:tcp|udp)\b")
 _MAX_DEPTH = 8
 _MAX_WORDS = 1_500
 
@@ -73,7 +75,8 @@ class SimpleCommand:
     Attributes:
         text: the command as written, trimmed (what an allow rule must match).
         words: its words with quotes removed and redirections left out.
-        writes: it writes a file (a redirection such as ``>``, not ``/dev/null``).
+        writes: it writes a file (a redirection such as ``>``, not ``/dev/null``) or makes bash open
+            a network connection (a redirection from or to ``/dev/tcp/…``).
         forms: ``text`` and every spelling of it with wrappers peeled off, command word normalised.
         hatches: why it must always ask (escape hatches found in any of its forms), if anything.
         nested: lines it makes a shell run (``bash -c``, ``eval``, ``find -exec`` …), parsed.
@@ -343,6 +346,7 @@ class _Segment:
     words: list[_Word] = field(default_factory=list)
     writes: bool = False
     fed: list[str] = field(default_factory=list)  # here-strings and here-document bodies: its stdin
+    computed_target: bool = False  # a redirection's file is computed when it runs
 
 
 def _closing(s: str, i: int, open_: str, close: str) -> int:
@@ -415,6 +419,10 @@ def _tokenize(s: str, budget: _Budget) -> tuple[list[_Segment], list[str], str |
                 pending_redirect == ">&" and (target.isdigit() or target == "-")
             ):
                 seg().writes = True
+            if _NETWORK_PATH.search(target) or _NETWORK_PATH.search(s[word.raw_start : at]):
+                seg().writes = True  # bash itself connects: cat < /dev/tcp/host/80 reaches the network
+            if word.dynamic and pending_redirect not in ("<<", "<<-"):
+                seg().computed_target = True  # cat < $F may open /dev/tcp/… as well as a file
             if pending_redirect in ("<<", "<<-"):  # its body starts after the next newline
                 before = s[s.rfind("\n", 0, word.raw_start) + 1 : word.raw_start]
                 if "((" in before or "$[" in before:  # 1 << 2 is a shift there, not a here-document
@@ -463,7 +471,10 @@ def _tokenize(s: str, budget: _Budget) -> tuple[list[_Segment], list[str], str |
                     j += 2 if s[j] == "\\" else 1
                 if j >= n:
                     raise _Unreadable("an unclosed $'...' quote")
-                start_word(i).value.append(_ansi_c(s[i + 2 : j]))
+                text, exact = _ansi_c(s[i + 2 : j])
+                w = start_word(i)
+                w.value.append(text)
+                w.dynamic = w.dynamic or not exact
                 i = j + 1
             elif c == '"':
                 w = start_word(i)
@@ -614,11 +625,48 @@ def _backtick(s: str, i: int, subs: list[str], w: _Word) -> int:
     return j + 1
 
 
-def _ansi_c(body: str) -> str:
-    try:
-        return body.encode("latin-1", "backslashreplace").decode("unicode_escape")
-    except (UnicodeDecodeError, ValueError):
-        return body
+_ANSI_C_SIMPLE = {"a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "r": "\r", "t": "\t",
+                  "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?"}
+_ANSI_C_NUMBER = re.compile(r"[0-7]{1,3}|x[0-9A-Fa-f]{1,2}|u[0-9A-Fa-f]{1,4}|U[0-9A-Fa-f]{1,8}")
+
+
+def _ansi_c(body: str) -> tuple[str, bool]:
+    """The text of a ``$'…'`` quote as bash decodes it, and whether it is known exactly.
+
+    Bash's escapes differ from any other language's (``\\u72`` takes one to four digits, ``\\x7``
+    one or two, a NUL ends the string, ``\\c`` and characters past ASCII depend on the locale):
+    anything this reader does not decode exactly as bash does is reported as not exact, so the
+    word counts as computed (a deny rule matches it, an allow rule never does).
+    """
+    out: list[str] = []
+    exact = True
+    k = 0
+    while k < len(body):
+        c = body[k]
+        if c != "\\" or k + 1 == len(body):
+            out.append(c)
+            k += 1
+            continue
+        e = body[k + 1]
+        if e in _ANSI_C_SIMPLE:
+            out.append(_ANSI_C_SIMPLE[e])
+            k += 2
+            continue
+        number = _ANSI_C_NUMBER.match(body, k + 1)
+        if number is None:
+            exact = exact and e != "c"  # \cX is a control character; anything else stays as written
+            out.append("\\" + e)
+            k += 2
+            continue
+        digits = number.group()
+        code = int(digits, 8) if digits[0] in "01234567" else int(digits[1:], 16)
+        if digits[0] in "01234567":
+            code &= 0xFF
+        if code == 0 or code > 0x7F:
+            exact = False  # a NUL ends the word there; other characters depend on the locale
+        out.append(chr(min(code, 0x10FFFF)))
+        k = number.end()
+    return "".join(out), exact
 
 # ---- building the parsed line --------------------------------------------------------------
 
@@ -637,6 +685,8 @@ def _parse(line: str, depth: int, budget: _Budget) -> CommandLine:
     if budget.words <= 0:
         return CommandLine(line, (), (), f"more than {_MAX_WORDS} words, too many to read")
     segments, sub_texts, problem = _tokenize(line, budget)
+    if problem is None and _code_in_subscript(line):
+        problem = "an array subscript holds $(…) or a backtick, which bash runs when it evaluates the subscript, quotes or not"
     commands = tuple(_command(line, g, depth, budget) for g in segments if g.start >= 0)
     subs = tuple(_parse(t, depth + 1, budget) for t in sub_texts)
     commands = _pipe_into_shell(commands, depth, budget)
@@ -658,7 +708,7 @@ def _command(line: str, g: _Segment, depth: int, budget: _Budget) -> SimpleComma
                 words.extend(mark + e for e in expanded)
             continue
         words.append(mark + value)
-    any_computed = any(computed(w) for w in words) or bool(words and marked(words[0]))
+    any_computed = any(computed(w) for w in words) or bool(words and marked(words[0])) or g.computed_target
     read(words, reading)
     if reading.may_run:  # what it reads on stdin may be a program too (at now <<< 'rm x')
         reading.names.extend(g.fed)
@@ -676,6 +726,30 @@ def _command(line: str, g: _Segment, depth: int, budget: _Budget) -> SimpleComma
 
 
 _BRACE = re.compile(r"^(.*?)\{([^{}]*)\}(.*)$", re.DOTALL)
+
+
+_SUBSCRIPT_TOKENS = re.compile(r"\w\[|\]|\$\(|`")
+
+
+def _code_in_subscript(line: str) -> bool:
+    """Whether a substitution stands inside an array subscript anywhere in ``line``, quoted or not.
+
+    Bash expands and evaluates a subscript when it reads or assigns the element (``${a['$(…)']}``,
+    ``(( 'a[$(…)]' ))``, ``{a['$(…)']}>f``, ``read 'a[$(…)]'``), so code hidden there in quotes
+    still runs. One linear pass over the subscript brackets (a 400 KB line stays fast).
+    """
+    if "[" not in line or ("$(" not in line and "`" not in line):
+        return False
+    depth = 0
+    for m in _SUBSCRIPT_TOKENS.finditer(line):
+        token = m.group()
+        if token == "]":
+            depth = max(0, depth - 1)
+        elif token.endswith("["):
+            depth += 1
+        elif depth:
+            return True
+    return False
 
 
 def _brace_expand(word: str, budget: int = 64) -> list[str] | None:

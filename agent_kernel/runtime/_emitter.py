@@ -43,6 +43,12 @@ _ENDS_TEXT = frozenset(
 )
 
 
+# Deltas other than text held back for redaction, by the field holding their text.
+_HELD_FIELD: dict[EventType, str] = {EventType.THINKING_DELTA: "text", EventType.TOOL_CALL_DELTA: "delta"}
+# Events after which a held thinking or tool-call block has surely ended.
+_ENDS_HELD = _ENDS_TEXT | {EventType.TEXT_DELTA, EventType.TOOL_CALL_READY}
+
+
 class Emitter:
     """Builds ``AgentEvent`` records for one run and writes them to the sinks.
 
@@ -55,7 +61,8 @@ class Emitter:
         agent_id: the emitting agent (None for the top level).
     """
 
-    __slots__ = ("session_id", "run_id", "agent_id", "turn", "_seq", "_sinks", "_redact", "_text", "_pending", "_wakeup", "_loop", "_loop_thread")
+    __slots__ = ("session_id", "run_id", "agent_id", "turn", "_seq", "_sinks", "_redact", "_text", "_make_stream", "_held",
+                 "_pending", "_wakeup", "_loop", "_loop_thread")
 
     def __init__(
         self,
@@ -77,6 +84,10 @@ class Emitter:
         # end of a delta that could be the start of a secret: no event holds half a key.
         make_stream = getattr(redact, "stream", None)
         self._text: Any = make_stream() if make_stream is not None else None
+        # Thinking and tool-call argument deltas are held back the same way, one stream per
+        # block: (type, index) -> [stream, call_id].
+        self._make_stream: Any = make_stream
+        self._held: dict[tuple[EventType, int], list[Any]] = {}
         # Entries are ``later`` arguments (stamped when drained) or events a child emitter built.
         self._pending: deque[tuple[EventType, Payload, float, TurnState | None] | AgentEvent] = deque()
         self._wakeup: asyncio.Event | None = None
@@ -89,15 +100,62 @@ class Emitter:
         ``data`` is the type's payload (``payloads.X(...)``, checked by mypy against its keys).
         """
         if self._redact is not None:
+            if self._held and type not in _HELD_FIELD and type in _ENDS_HELD:
+                for key in list(self._held):  # a block ended on a path that did not call release_deltas()
+                    last = self._flushed(key)
+                    if last is not None:
+                        self._record(*last, None, turn)
             text = self._text
             if text is not None and type is EventType.TEXT_DELTA and data.__class__ is dict and len(data) == 1:
                 data = {"text": text.feed(data["text"])} if "text" in data else self._redact(data)
+            elif type in _HELD_FIELD and self._make_stream is not None:
+                data = self._held_delta(type, data)
             else:
                 if text is not None and text.held and type in _ENDS_TEXT:
                     # A block ended on a path that did not call release(): its tail is journaled first.
                     self._record(EventType.TEXT_DELTA, {"text": text.flush()}, None, turn)
                 data = self._redact(data)
         return self._record(type, data, ts, turn)
+
+    def _held_delta(self, type: EventType, data: Payload) -> Payload:
+        """A thinking or tool-call delta, redacted, its text held back where it could start a secret."""
+        field = _HELD_FIELD[type]
+        values = cast("dict[str, Any]", data)
+        if values.__class__ is not dict or not isinstance(values.get(field), str):
+            return cast(Payload, self._redact(data))  # type: ignore[misc]
+        index = int(values.get("index") or 0)
+        key = (type, index)
+        entry = self._held.get(key)
+        if entry is None:
+            entry = self._held[key] = [self._make_stream(), values.get("call_id")]
+        shown = entry[0].feed(values[field])
+        if type is EventType.THINKING_DELTA and values.get("signature"):  # the signature ends the block
+            shown += entry[0].flush()
+            del self._held[key]
+        rest = {k: v for k, v in values.items() if k != field}
+        return cast(Payload, {**(self._redact(rest) if rest else rest), field: shown})  # type: ignore[misc]
+
+    def _flushed(self, key: tuple[EventType, int]) -> tuple[EventType, Payload] | None:
+        """The last delta of a held thinking or tool-call block (what its stream still holds), or None."""
+        stream, call_id = self._held.pop(key)
+        type, index = key
+        held = stream.flush()
+        if not held:
+            return None
+        if type is EventType.THINKING_DELTA:
+            return type, {"text": held, "signature": None}
+        return type, {"call_id": call_id, "index": index, "delta": held}
+
+    @property
+    def holding_deltas(self) -> bool:
+        """True when the end of a thinking or tool-call delta is held back (it could start a secret)."""
+        return bool(self._held)
+
+    def release_deltas(self, keep: tuple[EventType, int] | None = None) -> list[AgentEvent]:
+        """Emits what thinking and tool-call blocks hold, except the block ``keep`` (the one the
+        next stream event continues); the loop calls it before a stream event of another block."""
+        lasts = [self._flushed(key) for key in list(self._held) if key != keep]
+        return [self._record(*last, None, None) for last in lasts if last is not None]
 
     @property
     def holding_text(self) -> bool:

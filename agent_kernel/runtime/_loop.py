@@ -580,6 +580,11 @@ class _Loop:
                         token.disarm()
                         if em.holding_text and not isinstance(sev, TextDelta):
                             yield em.release()  # text held back for redaction: its block has ended
+                        if em.holding_deltas:  # thinking or tool-call arguments held back: a block that ends
+                            keep = ((EventType.THINKING_DELTA, 0) if isinstance(sev, ThinkingDelta) and not sev.signature
+                                    else (EventType.TOOL_CALL_DELTA, sev.index) if isinstance(sev, ToolCallDelta) else None)
+                            for held in em.release_deltas(keep):
+                                yield held
                         # A lone surrogate (JSON may escape one) would break every later request: out.
                         if isinstance(sev, TextDelta):  # the common case first
                             text = encodable(sev.text)

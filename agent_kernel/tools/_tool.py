@@ -202,10 +202,17 @@ class Tool:
         not the model spelled it; raises ``pydantic.ValidationError`` like ``validate``.
         """
         model = self._args_model.model_validate(arguments)
-        try:
-            return model.model_dump(mode="json")
-        except pydantic_core.PydanticSerializationError:  # a value JSON cannot hold: judged by its text
-            return {k: _stringify(getattr(model, k)) for k in type(model).model_fields}
+        # Each value the function will get, as JSON: not ``model_dump``, which leaves out a field
+        # marked ``exclude=True`` and applies a field's own serializer (``PlainSerializer``), so
+        # the rules would judge something other than what runs.
+        judged: dict[str, Any] = {}
+        for name in type(model).model_fields:
+            value = getattr(model, name)
+            try:
+                judged[name] = pydantic_core.to_jsonable_python(value)
+            except pydantic_core.PydanticSerializationError:  # a value JSON cannot hold: judged by its text
+                judged[name] = _stringify(value)
+        return judged
 
     def key(self, arguments: dict[str, Any]) -> str:
         """The text permission patterns match against, e.g. ``git status`` for ``bash``."""
