@@ -2,8 +2,8 @@
 
 A ``%%agent`` cell's scripted model reads the notebook, inserts a code cell below its own cell and
 runs it. The person approves the edit and the run on their cards (the default mode asks); the new
-cell appears below without a reload, with its output, execution count and provenance, while the
-file on disk is left to the person's save. ``%agent undo`` removes the cell from the open notebook;
+cell appears below without a reload, shows what it prints while it still runs, and ends with its
+output, execution count and provenance, while the file on disk is left to the person's save. ``%agent undo`` removes the cell from the open notebook;
 after a save and a reload the notebook is as it was shown. Screenshots go to ``test-artifacts/browser``.
 """
 
@@ -21,7 +21,9 @@ from playwright.sync_api import Page, expect
 from .conftest import LabServer
 from .test_lab_approvals import _open
 
-NEW_SOURCE = "total = sum(range(10))\nprint('the total is', total)"
+# The cell prints, then waits until the test lets it finish: what it printed must show meanwhile.
+NEW_SOURCE = ("import pathlib, time\nprint('the total is', sum(range(10)), flush=True)\n"
+              "while not pathlib.Path('go').exists():\n    time.sleep(0.02)\nprint('finished')")
 
 SETUP = f'''%load_ext agent_kernel
 from agent_kernel.models.scripted import ScriptedModel, tool_call
@@ -79,18 +81,24 @@ def _save(page: Page, lab: LabServer, name: str, expected_cells: int) -> dict[st
 def test_an_inserted_and_run_cell_appears_live_and_undo_removes_it(
         app: str, lab: LabServer, browser: Any, artifacts: Path) -> None:
     name = f"live-{app}.ipynb"
+    (lab.root / "go").unlink(missing_ok=True)  # the new cell runs until the test makes it
     with _open(lab, browser, name, CELLS, "perCommTarget", app=app) as book:
         page = book.page
         before_on_disk = (lab.root / name).read_text()
         book.run("agent")
         _approve_each(page, 2)
-        book.wait_done("agent")
 
-        # The cell is in the open notebook below the agent's cell, run, without a reload.
+        # The cell is in the open notebook below the agent's cell, without a reload, and what it
+        # prints shows while it still runs.
         expect(_cells(page)).to_have_count(4)
         new = _cells(page).nth(2)
         expect(new.locator(".jp-OutputArea")).to_contain_text("the total is 45")
         expect(new.locator(".jp-InputPrompt")).to_have_text(re.compile(r"\[\d+\]:"))
+        assert book.prompt("agent") == "[*]:" and "finished" not in new.locator(".jp-OutputArea").inner_text()
+        page.screenshot(path=str(artifacts / f"live-{app}-running.png"))
+        (lab.root / "go").touch()
+        book.wait_done("agent")
+        expect(new.locator(".jp-OutputArea")).to_contain_text("finished")
         assert _sources(page)[2] == NEW_SOURCE
         transcript = book.transcript("agent")
         expect(transcript).to_contain_text("The new cell prints the total.")
@@ -103,7 +111,7 @@ def test_an_inserted_and_run_cell_appears_live_and_undo_removes_it(
         saved = _save(page, lab, name, 4)
         cell = saved["cells"][2]
         assert "".join(cell["source"]) == NEW_SOURCE
-        assert "the total is 45" in "".join(cell["outputs"][0]["text"])
+        assert "".join(cell["outputs"][0]["text"]) == "the total is 45\nfinished\n"
         assert isinstance(cell["execution_count"], int)
         provenance = cell["metadata"]["agent_kernel"]
         assert provenance["action"] == "insert" and provenance["run_id"] and provenance["call_id"]
@@ -111,7 +119,7 @@ def test_an_inserted_and_run_cell_appears_live_and_undo_removes_it(
         # Reloaded, the page shows the saved cell; the kernel reaches the new page.
         page.reload()
         expect(_cells(page)).to_have_count(4, timeout=60_000)
-        expect(_cells(page).nth(2).locator(".jp-OutputArea")).to_contain_text("the total is 45")
+        expect(_cells(page).nth(2).locator(".jp-OutputArea")).to_contain_text("finished")
         expect(page.locator(".jp-Notebook-ExecutionIndicator").first).to_have_attribute("data-status", "idle", timeout=60_000)
 
         # %agent undo removes the cell from the open notebook at once.

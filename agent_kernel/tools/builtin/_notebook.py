@@ -26,6 +26,7 @@ file, and where that notebook is open the result says honestly that it needs a r
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import difflib
 import hashlib
@@ -88,11 +89,14 @@ async def _open_live(ctx: ToolContext, path: str, tool_name: str) -> _Live | Non
     if check is not None:
         check(resolved.rel)
     notebook = await open_live(Path(resolved.path))
-    if notebook is None:
-        return None
-    try:
-        answer = await notebook.request("read")
-    except LiveUnavailable:
+    answer = None
+    if notebook is not None:
+        try:
+            answer = await notebook.request("read")
+        except LiveUnavailable:
+            pass
+    if notebook is None or answer is None:
+        _last_seen_live.pop(str(resolved.path), None)  # cards go back to the file
         return None
     import nbformat
 
@@ -102,7 +106,26 @@ async def _open_live(ctx: ToolContext, path: str, tool_name: str) -> _Live | Non
         if isinstance(cell.get("source"), list):
             cell["source"] = "".join(cell["source"])
     fingerprint = hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
+    _last_seen_live[str(resolved.path)] = nb
     return _Live(notebook, NotebookDoc(resolved, nb, fingerprint))
+
+
+# The open document as last read, by absolute path: an approval card (which cannot wait for the
+# front end) shows its diff against what the person sees rather than an older saved file.
+_last_seen_live: dict[str, Any] = {}
+
+
+def _card_doc(ctx: ToolContext, path: str | None, tool_name: str) -> NotebookDoc:
+    """The notebook an approval card describes: the open document as last read, else the file."""
+    target = _path(ctx, path)
+    if _last_seen_live and live_notebooks() is not None:
+        try:
+            resolved = workspace(ctx).resolve(target)
+        except Exception:
+            resolved = None
+        if resolved is not None and str(resolved.path) in _last_seen_live:
+            return NotebookDoc(resolved, _last_seen_live[str(resolved.path)], "")
+    return nbfile.load(ctx, target, tool_name)
 
 
 def _cell_json(cell: Any) -> dict[str, Any]:
@@ -354,12 +377,21 @@ async def _run_cell(cell: int | str, ctx: ToolContext, path: str | None = None) 
     timeout = _run_timeout(ctx)
     in_kernel = _is_kernel_notebook(ctx, doc) and (ctx.extras.get("namespace") is not None or _has_shell())
     cell_id = str(target.get("id", ""))
-    if live is not None:
-        # The old outputs go at once: the person sees the cell is being run again.
-        await _show_outputs(live.notebook, cell_id, [], None, index)
+    count = _next_count(nb)
+    feed: _OutputFeed | None = None
+    if live is not None and in_kernel:
+        # The old outputs go at once, the count shows the cell is being run, and what it prints
+        # appears as it comes.
+        await _show_outputs(live.notebook, cell_id, [], count, index)
+        feed = _OutputFeed(live.notebook, cell_id, count)
     if in_kernel:
-        run = await _nbrun.run_in_process(target.source, user_namespace(ctx), index, timeout)
-        run.execution_count = _next_count(nb)
+        try:
+            run = await _nbrun.run_in_process(target.source, user_namespace(ctx), index, timeout,
+                                              on_change=feed.changed if feed is not None else None)
+        finally:
+            if feed is not None:
+                await feed.close()
+        run.execution_count = count
         for output in run.outputs:
             if output["output_type"] == "execute_result":
                 output["execution_count"] = run.execution_count
@@ -398,6 +430,49 @@ async def _run_cell(cell: int | str, ctx: ToolContext, path: str | None = None) 
     elif _open_in_front_end(ctx, doc):
         text += "\n" + RELOAD_NOTE
     return ToolResult(text, is_error=run.status != "ok", images=tuple(images[:4]))
+
+
+class _OutputFeed:
+    """Shows a running cell's outputs in the open notebook as they grow: one request in flight at
+    a time, the newest outputs next, so a cell that prints fast costs a few requests, not one per line."""
+
+    def __init__(self, notebook: LiveNotebook, cell_id: str, count: int) -> None:
+        self.notebook, self.cell_id, self.count = notebook, cell_id, count
+        self.loop = asyncio.get_running_loop()
+        self.latest: list[dict[str, Any]] = []
+        self.again = False
+        self.sending: asyncio.Task[None] | None = None
+        self.closed = False
+
+    def changed(self, captured: Any) -> None:
+        """Called in the cell's thread each time its outputs grow."""
+        outputs = [dict(o) for o in list(captured.outputs)]  # a copy: the thread keeps writing
+        self.loop.call_soon_threadsafe(self._kick, outputs)
+
+    def _kick(self, outputs: list[dict[str, Any]]) -> None:
+        if self.closed:
+            return
+        self.latest = outputs
+        if self.sending is None or self.sending.done():
+            self.sending = self.loop.create_task(self._send())
+        else:
+            self.again = True
+
+    async def _send(self) -> None:
+        while True:
+            self.again = False
+            try:
+                await self.notebook.request("outputs", cell_id=self.cell_id, outputs=_as_nodes(self.latest), execution_count=self.count)
+            except Exception:  # the final outputs are sent (and their failure reported) by run_cell
+                return
+            if not self.again or self.closed:
+                return
+
+    async def close(self) -> None:
+        """Stops feeding and waits for a request in flight (the final outputs come after it)."""
+        self.closed = True
+        if self.sending is not None:
+            await asyncio.gather(self.sending, return_exceptions=True)
 
 
 async def _show_outputs(notebook: LiveNotebook, cell_id: str, outputs: list[Any], count: int | None, index: int) -> None:
@@ -441,7 +516,7 @@ def describe_edit(arguments: dict[str, Any], working_dir: Any = None) -> str | N
     if action == "insert" and isinstance(source, str):
         return f"New {arguments.get('cell_type') or 'code'} cell:\n{source}"
     try:
-        doc = nbfile.load(ctx, _path(ctx, arguments.get("path")), "edit_notebook")
+        doc = _card_doc(ctx, arguments.get("path"), "edit_notebook")
         index = find_cell(doc.nb, cell, shown=doc.target.rel)
     except (ToolError, TypeError, ValueError):
         return None
@@ -471,7 +546,7 @@ class RunCellTool(Tool):
         """The source of the cell that would run."""
         ctx = ToolContext("", "run_cell", working_dir)
         try:
-            doc = nbfile.load(ctx, _path(ctx, arguments.get("path")), "run_cell")
+            doc = _card_doc(ctx, arguments.get("path"), "run_cell")
             index = find_cell(doc.nb, arguments.get("cell"), shown=doc.target.rel)
         except (ToolError, TypeError, ValueError):
             return None
