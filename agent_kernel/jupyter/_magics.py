@@ -632,7 +632,10 @@ class AgentMagics(Magics):
             return await self.cell_async("--no-interpolate", fix_prompt(self.user_ns, rest))
         if command == "undo":
             # Awaited so that the notebook open in Jupyter can confirm each reverted cell.
-            print(await self.sessions.get().agent.undo_notebook_async(rest.strip() or None))
+            said = await self.sessions.get().agent.undo_notebook_async(rest.strip() or None)
+            if said.count(" undone in the open notebook") < said.count(" undone"):  # some went to a saved file
+                said += " Reload the notebook from disk to see it (File > Reload Notebook from Disk)."
+            print(said)
             return None
         if command == "compact":
             agent = self.sessions.get().agent

@@ -612,8 +612,8 @@ def _undo_record(path: str, fingerprint: str, run_id: str, *, live: bool) -> dic
             "previous": None, "call_id": "", "live": live, "fingerprint": fingerprint, "undoes": run_id}
 
 
-def _undone(path: str, steps: list[dict[str, Any]], where: str) -> str:
-    return f"{path}: {len(steps)} edit{'s' if len(steps) != 1 else ''} undone {where}"
+def _undone(path: str, steps: list[dict[str, Any]], where: str = "") -> str:
+    return f"{path}: {len(steps)} edit{'s' if len(steps) != 1 else ''} undone" + (f" {where}" if where else "")
 
 
 def undo_run_edits(edits: list[dict[str, Any]], working_dir: Any = None, *, run_id: str = "") -> tuple[str, list[dict[str, Any]]]:
@@ -636,7 +636,7 @@ def undo_run_edits(edits: list[dict[str, Any]], working_dir: Any = None, *, run_
         doc = nbfile.load(ctx, path, "edit_notebook")
         _undo_steps(doc.nb, steps, path)
         fingerprint = nbfile.save(ctx, doc, "edit_notebook")
-        said.append(_undone(path, steps, "in the saved file"))
+        said.append(_undone(path, steps))
         written.append(_undo_record(path, fingerprint, run_id, live=False))
     return "; ".join(said) + ".", written
 
