@@ -37,7 +37,8 @@ labextension: $(STAMP)
 	npm install --silent --no-audit --no-fund --prefix $(LABEXT_NPM)
 	ln -sfn ../$(LABEXT_NPM)/node_modules labextension/node_modules
 	rm -rf labextension/lib agent_kernel/_labextension/static
-	cd labextension && node_modules/.bin/tsc && PATH="$(CURDIR)/$(VENV)/bin:$$PATH" jupyter-builder build .
+	cd labextension && node_modules/.bin/tsc && PATH="$(abspath $(VENV))/bin:$$PATH" jupyter-builder build .
+	cp labextension/install.json agent_kernel/_labextension/
 
 # Browser tests drive the system Chromium through Playwright (no browser download).
 chromium:
