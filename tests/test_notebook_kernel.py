@@ -1,5 +1,10 @@
 """The notebook tools in a real kernel (jupyter_client): a %%agent cell edits and runs cells of
-the kernel's own notebook, in the user's namespace, while its own cell is busy."""
+the kernel's own notebook, in the user's namespace, while its own cell is busy.
+
+With no front end, the saved file changes. With a front end that speaks the ``agent_kernel.notebook``
+comm as the ``agent-kernel-live`` extension does (played here over jupyter_client), the open
+notebook changes and the file is left alone; a refused or unconfirmed change is an error the model
+reads, never a silent write to the file. The browser tests run the real extension."""
 
 from __future__ import annotations
 
@@ -81,8 +86,10 @@ class FrontEnd:
     """What the ``agent-kernel-live`` front-end extension does, spoken over jupyter_client: it
     answers the kernel's ``agent_kernel.notebook`` comm and keeps its own copy of the notebook."""
 
-    def __init__(self, kc: Any, path: str, notebook: dict[str, Any], *, installed: bool = True) -> None:
+    def __init__(self, kc: Any, path: str, notebook: dict[str, Any], *, installed: bool = True,
+                 refuse: tuple[str, ...] = (), ignore: tuple[str, ...] = ()) -> None:
         self.kc, self.path, self.nb, self.installed = kc, path, notebook, installed
+        self.refuse, self.ignore = refuse, ignore  # requests answered with an error, or never answered
         self.comm_id: str | None = None
         self.ops: list[str] = []
 
@@ -102,6 +109,11 @@ class FrontEnd:
 
     def answer(self, request: dict[str, Any]) -> None:
         self.ops.append(request["op"])
+        if request["op"] in self.ignore:
+            return
+        if request["op"] in self.refuse:
+            self.send("comm_msg", {"comm_id": self.comm_id, "data": {"id": request["id"], "ok": False, "error": "the cell is read-only"}})
+            return
         try:
             reply = {"id": request["id"], "ok": True, **self.apply(request)}
         except LookupError as exc:
@@ -202,3 +214,29 @@ def test_a_front_end_without_the_extension_gets_the_file_and_the_reload_note(ker
                                                     "print('Reload Notebook from Disk' in r, 'shows it now' in r)")
     assert stdout(messages).strip() == "True False"
     assert front.comm_id is None  # it never took the comm
+
+
+def _last_result(kernel: Any, front: FrontEnd) -> str:
+    _, messages = run_with_front_end(kernel, front, "print(editor.requests[2].messages[-1].tool_results[0].content)")
+    return stdout(messages)
+
+
+@pytest.mark.parametrize("answer", ["refuse", "ignore"])
+def test_an_edit_the_open_notebook_does_not_confirm_is_an_error_and_the_file_is_left_alone(kernel: Any, tmp_path: Path, answer: str) -> None:
+    saved = (tmp_path / "work.ipynb").read_text()
+    notebook = nbformat.read(tmp_path / "work.ipynb", as_version=4)
+    front = FrontEnd(kernel, "work.ipynb", notebook, **{answer: ("insert",)})
+    reply, _ = run_with_front_end(kernel, front, SETUP + "\nimport agent_kernel.jupyter._live as live\nlive.REQUEST_TIMEOUT = 0.5")
+    assert reply["status"] == "ok", reply
+
+    reply, _ = run_with_front_end(kernel, front, AGENT_CELL, "agentcell")
+
+    assert reply["status"] == "ok", reply
+    said = _last_result(kernel, front)  # what the model read for the edit
+    if answer == "refuse":
+        assert "refused the insert: the cell is read-only" in said
+    else:  # it may or may not have happened: never claimed, never done again on the file
+        assert "did not confirm the insert" in said and "read the notebook again" in said
+    assert "shows it now" not in said
+    assert (tmp_path / "work.ipynb").read_text() == saved
+    assert [c["id"] for c in front.nb["cells"]] == ["setx", "agentcell", "end"]
