@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from agent_kernel.jupyter._live import install as install_live_notebooks
+from agent_kernel.jupyter._live import uninstall as uninstall_live_notebooks
 from agent_kernel.jupyter._magics import AgentMagics
 
 __all__ = ["load_ipython_extension", "loaded_magics", "unload_ipython_extension"]
@@ -41,6 +42,7 @@ def unload_ipython_extension(ipython: Any) -> None:
     if magics is None:
         return
     magics.sessions.close()
+    uninstall_live_notebooks()
     transformers = ipython.input_transformers_cleanup
     transformers[:] = [t for t in transformers if getattr(t, "__self__", None) is not magics]
     if magics in ipython.configurables:

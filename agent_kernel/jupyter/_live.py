@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from agent_kernel.errors import ToolError
-from agent_kernel.tools.builtin._nblive import LiveUnavailable, use_live_notebooks
+from agent_kernel.tools.builtin._nblive import LiveUnavailable, live_notebooks, use_live_notebooks
 
-__all__ = ["TARGET", "CommNotebooks", "install"]
+__all__ = ["TARGET", "CommNotebooks", "install", "uninstall"]
 
 #: The comm target the front-end extension registers.
 TARGET = "agent_kernel.notebook"
@@ -122,6 +122,10 @@ class CommNotebooks:
             raise ToolError(f"The notebook open in Jupyter ({self.path}) refused the {op}: {answer.get('error')}")
         return answer
 
+    def close(self) -> None:
+        """Closes the comm (the front end stops serving it); the next call looks for a front end again."""
+        self._forget(close=True)
+
     def _next_id(self) -> str:
         return f"r{next(self._ids)}"
 
@@ -167,4 +171,13 @@ def install(kernel: Any) -> None:
     """Lets the notebook tools reach this kernel's open notebook (inside an ipykernel only)."""
     if kernel is None or getattr(kernel, "comm_manager", None) is None:
         return
-    use_live_notebooks(CommNotebooks())
+    if not isinstance(live_notebooks(), CommNotebooks):  # loading twice keeps the comm it has
+        use_live_notebooks(CommNotebooks())
+
+
+def uninstall() -> None:
+    """The notebook tools go back to files only (``%unload_ext agent_kernel``)."""
+    provider = live_notebooks()
+    if isinstance(provider, CommNotebooks):
+        provider.close()
+    use_live_notebooks(None)
