@@ -135,6 +135,7 @@ class FrontEnd:
         if op == "insert":
             at = 0 if request["after"] is None else self.index(request["after"]) + 1
             cells.insert(at, {**request["cell"], "outputs": [], "execution_count": None})
+            return {"index": at, "cell_ids": [c["id"] for c in cells]}
         elif op == "delete":
             del cells[self.index(request["cell_id"])]
         elif op == "replace":

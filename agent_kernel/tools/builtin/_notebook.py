@@ -310,7 +310,10 @@ async def _edit_notebook(
             changed = target
             said = f"Replaced the source of {kind} cell {index} (id {target.get('id')}) in {shown}; it has not been run."
     if live is not None:
-        await _apply_live(live.notebook, action, nb, index, changed)
+        shown_index = await _apply_live(live.notebook, action, nb, index, changed)
+        if action == "insert":  # where the open notebook put it (the person may have added cells above meanwhile)
+            index = shown_index
+            said = f"Inserted {changed.cell_type} cell {index} (id {changed.get('id')}) in {shown}."
         fingerprint = ""  # the file is not written: the person's save writes it
     else:
         fingerprint = nbfile.save(ctx, doc, "edit_notebook")
@@ -326,16 +329,28 @@ async def _edit_notebook(
     return said
 
 
-async def _apply_live(notebook: LiveNotebook, action: str, nb: Any, index: int, changed: Any) -> None:
-    """Makes the open notebook show an edit already made to ``nb`` (the copy read from it)."""
+async def _apply_live(notebook: LiveNotebook, action: str, nb: Any, index: int, changed: Any) -> int:
+    """Makes the open notebook show an edit already made to ``nb`` (the copy read from it);
+    returns the cell's index there (an insert goes after a cell named by id, wherever it is now).
+
+    Raises:
+        ToolError: the open notebook refused it or did not confirm it.
+    """
     try:
         if action == "insert":
             after = nb.cells[index - 1].get("id") if index > 0 else None
-            await notebook.request("insert", after=after, cell=_cell_json(changed))
-        elif action == "delete":
+            answer = await notebook.request("insert", after=after, cell=_cell_json(changed))
+            ids = answer.get("cell_ids")
+            shown = answer.get("index")
+            if isinstance(ids, list) and isinstance(shown, int) and 0 <= shown < len(ids):
+                changed["id"] = str(ids[shown])  # the id the open notebook gave it (the same, unless it refuses ids)
+                return shown
+            return index
+        if action == "delete":
             await notebook.request("delete", cell_id=str(changed.get("id", "")))
         else:
             await notebook.request("replace", cell=_cell_json(changed))
+        return index
     except LiveUnavailable:
         raise ToolError("The notebook open in Jupyter closed its connection before the edit; nothing was changed. "
                         "Read the notebook again and repeat the edit.") from None
