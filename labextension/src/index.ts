@@ -28,8 +28,7 @@ type Request =
   | { id: string; op: 'insert'; after: string | null; cell: CellJSON }
   | { id: string; op: 'replace'; cell: CellJSON }
   | { id: string; op: 'delete'; cell_id: string }
-  | { id: string; op: 'outputs'; cell_id: string; outputs: JSONObject[]; execution_count: number | null }
-  | { id: string; op: 'save' };
+  | { id: string; op: 'outputs'; cell_id: string; outputs: JSONObject[]; execution_count: number | null };
 
 type Reply = JSONObject;
 
@@ -119,9 +118,6 @@ async function apply(panel: NotebookPanel, request: Request): Promise<Reply> {
       code.executionCount = request.execution_count;
       return { index };
     }
-    case 'save':
-      await panel.context.save();
-      return { path: panel.context.path };
     default:
       throw new EditError(`Unknown request ${JSON.stringify((request as { op?: JSONValue }).op)}.`);
   }

@@ -29,7 +29,7 @@ class LiveNotebook(Protocol):
     path: str
 
     async def request(self, op: str, **fields: Any) -> dict[str, Any]:
-        """Sends one request (``read``, ``insert``, ``replace``, ``delete``, ``outputs``, ``save``)
+        """Sends one request (``hello``, ``read``, ``insert``, ``replace``, ``delete``, ``outputs``)
         and returns the front end's answer.
 
         Raises:
