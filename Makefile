@@ -5,7 +5,7 @@ PYTHON ?= python3
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test bench chromium bubblewrap kernelspec llama mcp-servers clean
+.PHONY: demo test bench chromium bubblewrap kernelspec labextension labextension-link llama mcp-servers clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -15,6 +15,30 @@ $(STAMP): pyproject.toml
 
 kernelspec: $(STAMP)
 	$(PY) -m agent_kernel.jupyter.install --sys-prefix
+
+# The front-end extension that shows notebook edits live ships prebuilt in agent_kernel/_labextension
+# (a wheel installs it as shared data). An editable install may hold a copy; a link to the folder
+# keeps JupyterLab and Notebook 7 on the one in this checkout.
+LABEXT_DIR := $(VENV)/share/jupyter/labextensions/agent-kernel-live
+labextension-link: $(STAMP)
+	mkdir -p $(dir $(LABEXT_DIR))
+	rm -rf $(LABEXT_DIR)
+	ln -s $(CURDIR)/agent_kernel/_labextension $(LABEXT_DIR)
+
+# Rebuilds the prebuilt extension from labextension/src (node and npm; the build tools go into a
+# local, git-ignored folder). Not part of `make test`: commit what it writes to agent_kernel/_labextension.
+LABEXT_NPM := .cache/npm-labext
+labextension: $(STAMP)
+	@command -v node >/dev/null && command -v npm >/dev/null || { \
+	  echo "Installing Node.js and npm to build the front-end extension (apt-get)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; }
+	mkdir -p $(LABEXT_NPM)
+	cp labextension/package.json $(LABEXT_NPM)/
+	npm install --silent --no-audit --no-fund --prefix $(LABEXT_NPM)
+	ln -sfn ../$(LABEXT_NPM)/node_modules labextension/node_modules
+	rm -rf labextension/lib agent_kernel/_labextension/static
+	cd labextension && node_modules/.bin/tsc && PATH="$(abspath $(VENV))/bin:$$PATH" jupyter-builder build .
+	cp labextension/install.json agent_kernel/_labextension/
 
 # Browser tests drive the system Chromium through Playwright (no browser download).
 chromium:
@@ -74,7 +98,7 @@ $(MCP_STAMP):
 mcp-servers: $(MCP_STAMP)
 
 # Lint, types and the layers first: they take seconds and catch what a test run would take minutes to.
-test: $(STAMP) kernelspec chromium bubblewrap llama mcp-servers
+test: $(STAMP) kernelspec labextension-link chromium bubblewrap llama mcp-servers
 	$(PY) -m ruff check .
 	$(PY) -m mypy
 	$(VENV)/bin/lint-imports --no-cache
@@ -82,7 +106,7 @@ test: $(STAMP) kernelspec chromium bubblewrap llama mcp-servers
 
 # The quickstart on the offline model unless AGENT_KERNEL_MODEL names another; JupyterLab prints
 # the URL to open (with its token). Everything it runs comes from $(VENV); containers run as root.
-demo: $(STAMP) kernelspec
+demo: $(STAMP) kernelspec labextension-link
 	@echo "Starting JupyterLab on notebooks/01_quickstart.ipynb with the $${AGENT_KERNEL_MODEL:-offline} model."
 	@echo "Open the http://127.0.0.1:.../lab/tree/01_quickstart.ipynb URL printed below; Ctrl+C stops the server."
 	AGENT_KERNEL_MODEL="$${AGENT_KERNEL_MODEL:-offline}" $(VENV)/bin/jupyter lab --ip=127.0.0.1 --no-browser \

@@ -73,3 +73,8 @@ def unload_ipython_extension(ipython: Any) -> None:
     from agent_kernel.jupyter._extension import unload_ipython_extension as unload
 
     unload(ipython)
+
+
+def _jupyter_labextension_paths() -> list[dict[str, str]]:
+    """Where JupyterLab finds the package's prebuilt front-end extension (``jupyter labextension develop``)."""
+    return [{"src": "_labextension", "dest": "agent-kernel-live"}]

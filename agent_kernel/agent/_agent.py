@@ -618,7 +618,8 @@ class Agent(metaclass=_RefusesUnknownSettings):
         return self.events[before:]
 
     def undo_notebook(self, run: Any = None) -> str:
-        """Reverts the notebook edits of one run (``edit_notebook``) as a single step per notebook.
+        """Reverts the notebook edits of one run (``edit_notebook``) as a single step per notebook,
+        in the saved files (``undo_notebook_async`` also reverts them in a notebook open in Jupyter).
 
         Args:
             run: a ``RunResult`` or a run id; None: the latest run that edited a notebook.
@@ -632,6 +633,22 @@ class Agent(metaclass=_RefusesUnknownSettings):
         """
         from agent_kernel.tools.builtin._notebook import undo_run_edits
 
+        run_id, mine = self._edits_to_undo(run)
+        said, written = undo_run_edits(mine, self.working_dir, run_id=run_id)
+        self._journal_undo(written)
+        return said
+
+    async def undo_notebook_async(self, run: Any = None) -> str:
+        """``undo_notebook``, shown at once in the kernel's own notebook where it is open in
+        JupyterLab or Notebook 7 (the person's save then writes the file); elsewhere the files."""
+        from agent_kernel.tools.builtin._notebook import undo_run_edits_async
+
+        run_id, mine = self._edits_to_undo(run)
+        said, written = await undo_run_edits_async(mine, self.working_dir, run_id=run_id)
+        self._journal_undo(written)
+        return said
+
+    def _edits_to_undo(self, run: Any) -> tuple[str, list[dict[str, Any]]]:
         if self._context is not None:
             raise UserError("Cannot undo notebook edits while a run is in progress; wait for it to finish.")
         run_id = getattr(run, "run_id", run)
@@ -646,7 +663,9 @@ class Agent(metaclass=_RefusesUnknownSettings):
         mine = [dict(e.data) for e in edits if e.run_id == run_id and e.data.get("action") != "undo"]
         if not mine:
             raise UserError(f"Run {run_id!r} made no notebook edits in this session; pass the RunResult or run id of a run that did.")
-        said, written = undo_run_edits(mine, self.working_dir, run_id=str(run_id))
+        return str(run_id), mine
+
+    def _journal_undo(self, written: list[dict[str, Any]]) -> None:
         _ = self.journal
         em = Emitter(self.session_id, new_id("r_"), self._seq, self._sinks, self._redact())
         em.turn = self.history[-1] if self.history else None
@@ -654,7 +673,6 @@ class Agent(metaclass=_RefusesUnknownSettings):
             em.later(EventType.NOTEBOOK_EDIT, data)
         em.drain()
         em.flush()
-        return said
 
     # -- sub-agents -------------------------------------------------------------------------
 

@@ -731,6 +731,7 @@ class NotebookRun(TypedDict):
     error: str | None  # "ename: evalue" when it failed
     duration_s: float  # seconds it ran
     call_id: str  # the tool call that ran it
+    live: NotRequired[bool]  # the open notebook shows the outputs now (False: they went to the saved file)
 
 
 class TodoUpdate(TypedDict):

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from agent_kernel.jupyter._live import install as install_live_notebooks
+from agent_kernel.jupyter._live import uninstall as uninstall_live_notebooks
 from agent_kernel.jupyter._magics import AgentMagics
 
 __all__ = ["load_ipython_extension", "loaded_magics", "unload_ipython_extension"]
@@ -31,6 +33,7 @@ def load_ipython_extension(ipython: Any) -> None:
     magics = AgentMagics(shell=ipython)  # joins ipython.configurables and reads its config
     ipython.register_magics(magics)
     ipython.input_transformers_cleanup.append(magics.transform)
+    install_live_notebooks(getattr(ipython, "kernel", None))
 
 
 def unload_ipython_extension(ipython: Any) -> None:
@@ -39,6 +42,7 @@ def unload_ipython_extension(ipython: Any) -> None:
     if magics is None:
         return
     magics.sessions.close()
+    uninstall_live_notebooks()
     transformers = ipython.input_transformers_cleanup
     transformers[:] = [t for t in transformers if getattr(t, "__self__", None) is not magics]
     if magics in ipython.configurables:

@@ -69,8 +69,8 @@ SUBCOMMANDS = ("help", "session", "model", "models", "tools", "mode", "system", 
                "wait", "cancel", "replay", "reset", "mcp", "show", "say", "pause", "resume-run",
                "approvals", "approve", "reject", "resume", "undo", "fix")
 _CELL = re.compile(r"^%%agent(?=\s|$)")
-_AWAITED = ("wait", "compact", "resume", "fix")  # subcommands that await: the cell stays busy until they end
-_AWAITED_LINE = re.compile(r"^%agent[ \t]+(?:wait|compact|resume|fix)(?![\w-])[^\n]*$")
+_AWAITED = ("wait", "compact", "resume", "fix", "undo")  # subcommands that await: the cell stays busy until they end
+_AWAITED_LINE = re.compile(r"^%agent[ \t]+(?:wait|compact|resume|fix|undo)(?![\w-])[^\n]*$")
 _SELF = 'get_ipython().magics_manager.registry["AgentMagics"]'
 
 
@@ -606,6 +606,8 @@ class AgentMagics(Magics):
                 from IPython.core.async_helpers import get_asyncio_loop
 
                 return get_asyncio_loop().run_until_complete(self.line_async(line))
+            if command == "undo":
+                return self._line(command, rest)  # in the saved file: the card says to reload
             raise UserError(f"%agent {command} must await, and this cell cannot (autoawait is off): "
                             f"turn it on with %autoawait asyncio, or use `await` on the handle.")
         return self._line(command, rest)
@@ -628,6 +630,13 @@ class AgentMagics(Magics):
             from agent_kernel.jupyter._fix import fix_prompt
 
             return await self.cell_async("--no-interpolate", fix_prompt(self.user_ns, rest))
+        if command == "undo":
+            # Awaited so that the notebook open in Jupyter can confirm each reverted cell.
+            said = await self.sessions.get().agent.undo_notebook_async(rest.strip() or None)
+            if said.count(" undone in the open notebook") < said.count(" undone"):  # some went to a saved file
+                said += " Reload the notebook from disk to see it (File > Reload Notebook from Disk)."
+            print(said)
+            return None
         if command == "compact":
             agent = self.sessions.get().agent
             events = await agent.compact(rest or None)

@@ -3,7 +3,8 @@ system Chromium driven by Playwright.
 
 The server's configuration, data, runtime and home folders are all temporary, so nothing from the
 machine's own Jupyter setup leaks in; the virtualenv's kernelspec and lab extensions (anywidget,
-ipywidgets) are still found because they live under ``sys.prefix``. Settings a test needs are
+ipywidgets) are still found because they live under ``sys.prefix``, and the package's own
+front-end extension (``agent-kernel-live``) is linked into the data folder from this checkout. Settings a test needs are
 JupyterLab default-setting overrides (``labconfig/default_setting_overrides.json``), and the
 server's merged settings are read back through its REST API so a test knows they took effect.
 """
@@ -117,6 +118,9 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
     folders = {name: base / name for name in ("root", "config", "data", "runtime", "home", "ipython")}
     for folder in folders.values():
         folder.mkdir()
+    # The package's front-end extension as this checkout has it (before an installed copy).
+    (folders["data"] / "labextensions").mkdir()
+    (folders["data"] / "labextensions" / "agent-kernel-live").symlink_to(REPO / "agent_kernel" / "_labextension")
     overrides = folders["config"] / "labconfig" / "default_setting_overrides.json"
     overrides.parent.mkdir()
     overrides.write_text(json.dumps(QUIET_LAB))

@@ -23,6 +23,7 @@ import linecache
 import sys
 import threading
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -71,6 +72,7 @@ class _DisplayRouter:
         if kwargs.get("update") or kwargs.get("transient"):
             return None  # a display update is for a live front end; the cell's outputs keep the first
         captured.outputs.append({"output_type": "display_data", "data": dict(data or {}), "metadata": dict(metadata or {})})
+        captured.changed()
         return None
 
 
@@ -132,6 +134,8 @@ class Captured:
     outputs: list[dict[str, Any]] = field(default_factory=list)
     value: Any = None
     failed: bool = False
+    #: Called (in the running thread) each time the outputs grow: ``run_cell`` shows them as they come.
+    on_change: Callable[[Captured], None] | None = field(default=None, repr=False, compare=False)
 
     def stream(self, name: str, text: str) -> None:
         """Adds text to the last output when it is the same stream, else a new stream output."""
@@ -140,6 +144,15 @@ class Captured:
             last["text"] += text
         else:
             self.outputs.append({"output_type": "stream", "name": name, "text": text})
+        self.changed()
+
+    def changed(self) -> None:
+        """Tells ``on_change`` the outputs grew (a failing listener never breaks the code's run)."""
+        if self.on_change is not None:
+            try:
+                self.on_change(self)
+            except Exception:
+                self.on_change = None
 
 
 def compact_repr(value: Any) -> str:
@@ -228,7 +241,8 @@ def _error(exc: BaseException, filename: str, shown: str) -> dict[str, Any]:
     return {"output_type": "error", "ename": type(exc).__name__, "evalue": str(exc), "traceback": trace.rstrip("\n").split("\n")}
 
 
-def run_captured(code: str, namespace: dict[str, Any], *, shown: str = _FILENAME, figures: bool = True) -> Captured:
+def run_captured(code: str, namespace: dict[str, Any], *, shown: str = _FILENAME, figures: bool = True,
+                 on_change: Callable[[Captured], None] | None = None) -> Captured:
     """Runs ``code`` in ``namespace`` in this thread and returns everything it showed.
 
     Args:
@@ -236,10 +250,11 @@ def run_captured(code: str, namespace: dict[str, Any], *, shown: str = _FILENAME
         namespace: the globals it runs in (the notebook's user namespace in a kernel).
         shown: the file name tracebacks show for the code (``<cell 3>``).
         figures: save the matplotlib figures the code leaves open as image outputs.
+        on_change: called in this thread each time the outputs grow (``Captured.on_change``).
     """
     # Each snippet its own file name: tracebacks quote its lines even while another one runs.
     filename = f"<agent-{next(_numbers)}>"
-    captured = Captured()
+    captured = Captured(on_change=on_change)
     try:
         body, last = _split_last_expression(code, filename)
     except SyntaxError as exc:

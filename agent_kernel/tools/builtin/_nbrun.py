@@ -20,11 +20,12 @@ import functools
 import os
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from agent_kernel.tools._threads import run_in_thread
-from agent_kernel.tools.builtin._capture import run_captured
+from agent_kernel.tools.builtin._capture import Captured, run_captured
 
 __all__ = ["CellRun", "run_in_kernel", "run_in_process", "shutdown_kernels"]
 
@@ -84,10 +85,12 @@ def _timeout_error(timeout: float) -> dict[str, Any]:
     return {"output_type": "error", "ename": "TimeoutError", "evalue": message, "traceback": [f"TimeoutError: {message}"]}
 
 
-async def run_in_process(source: str, namespace: dict[str, Any], index: int, timeout: float) -> CellRun:
-    """Runs ``source`` in ``namespace`` in a thread of its own, capturing what it shows."""
+async def run_in_process(source: str, namespace: dict[str, Any], index: int, timeout: float,
+                         on_change: Callable[[Captured], None] | None = None) -> CellRun:
+    """Runs ``source`` in ``namespace`` in a thread of its own, capturing what it shows
+    (``on_change`` hears, in that thread, each time the outputs grow)."""
     started = time.monotonic()
-    work = functools.partial(run_captured, source, namespace, shown=f"<cell {index}>")
+    work = functools.partial(run_captured, source, namespace, shown=f"<cell {index}>", on_change=on_change)
     try:
         captured = await asyncio.wait_for(run_in_thread(work, name="run_cell", interrupt=True), timeout)
     except asyncio.TimeoutError:

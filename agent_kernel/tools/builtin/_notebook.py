@@ -16,26 +16,35 @@ Cells the agent writes carry ``metadata.agent_kernel`` = ``{run_id, turn, call_i
 each edit and run is journaled (``notebook_edit``, ``notebook_run``), the cell before an edit
 included, so a run's edits can be undone (``undo_run_edits``).
 
-Edits go to the saved file. Where a notebook is open in a front end (the kernel's own notebook),
-the result says so honestly: the open document does not show the change until it is reloaded.
+**Live or file.** Where the kernel's own notebook is open in JupyterLab 4 or Notebook 7 with the
+package's front-end extension, the tools read and change the open document (``_nblive``): an edit
+shows at once, a run's outputs and execution count appear in the cell, and the file is left to the
+person's save (writing it underneath the open document would make the two fight). Everywhere else
+(VS Code, Colab, a plain kernel, a notebook that is not the kernel's own) edits go to the saved
+file, and where that notebook is open the result says honestly that it needs a reload.
 """
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import difflib
 import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from agent_kernel.errors import ToolError
 from agent_kernel.tools._tool import Tool, ToolContext, ToolResult
 from agent_kernel.tools.builtin import _nbfile as nbfile
 from agent_kernel.tools.builtin._nbfile import NotebookDoc, NotebookPath, default_notebook, find_cell
+from agent_kernel.tools.builtin._nblive import LiveNotebook, LiveUnavailable, live_notebooks, open_live
 from agent_kernel.tools.builtin._nbrender import DEFAULT_BUDGET_CHARS, inert, output_images, render_cells, render_outputs
 from agent_kernel.tools.builtin._python import PYTHON_WARNING, user_namespace
-from agent_kernel.tools.builtin._workspace import workspace
+from agent_kernel.tools.builtin._workspace import guard, workspace
 
-__all__ = ["PROVENANCE_KEY", "edit_notebook", "read_notebook", "run_cell", "undo_run_edits"]
+__all__ = ["PROVENANCE_KEY", "edit_notebook", "read_notebook", "run_cell", "undo_run_edits", "undo_run_edits_async"]
 
 #: The cell metadata key holding a cell's provenance (which run, turn and call wrote it).
 PROVENANCE_KEY = "agent_kernel"
@@ -48,8 +57,81 @@ RELOAD_NOTE = ("The change is in the saved file only: the notebook open in Jupyt
                "reloaded (File > Reload Notebook from Disk), and saving the open notebook first would overwrite it.")
 
 
+LIVE_NOTE = "The notebook open in Jupyter shows it now; the file is written when the notebook is saved."
+
+
 def _path(ctx: ToolContext, path: str | None) -> str:
     return path if path else default_notebook(ctx)
+
+
+@dataclass
+class _Live:
+    """The kernel's own notebook as its front end holds it open, and a copy of it read just now."""
+
+    notebook: LiveNotebook
+    doc: NotebookDoc
+
+
+async def _open_live(ctx: ToolContext, path: str, tool_name: str) -> _Live | None:
+    """The open document of ``path`` when it is the kernel's own notebook and a front end that
+    takes edits shows it; None otherwise (the tools then use the file)."""
+    if live_notebooks() is None or not _has_shell():
+        return None
+    try:
+        own = default_notebook(ctx)
+        ws = workspace(ctx)
+        resolved = ws.resolve(path)
+        if ws.canonical(own) != resolved.rel:
+            return None
+    except Exception:  # an unknown or refused path: the file route says what is wrong with it
+        return None
+    check = guard(ctx, tool_name)
+    if check is not None:
+        check(resolved.rel)
+    notebook = await open_live(Path(resolved.path))
+    answer = None
+    if notebook is not None:
+        try:
+            answer = await notebook.request("read")
+        except LiveUnavailable:
+            pass
+    if notebook is None or answer is None:
+        _last_seen_live.pop(str(resolved.path), None)  # cards go back to the file
+        return None
+    import nbformat
+
+    content = answer.get("notebook") or {}
+    nb = nbformat.from_dict(content)
+    for cell in nb.get("cells", []):
+        if isinstance(cell.get("source"), list):
+            cell["source"] = "".join(cell["source"])
+    fingerprint = hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
+    _last_seen_live[str(resolved.path)] = nb
+    return _Live(notebook, NotebookDoc(resolved, nb, fingerprint))
+
+
+# The open document as last read, by absolute path: an approval card (which cannot wait for the
+# front end) shows its diff against what the person sees rather than an older saved file.
+_last_seen_live: dict[str, Any] = {}
+
+
+def _card_doc(ctx: ToolContext, path: str | None, tool_name: str) -> NotebookDoc:
+    """The notebook an approval card describes: the open document as last read, else the file."""
+    target = _path(ctx, path)
+    if _last_seen_live and live_notebooks() is not None:
+        try:
+            resolved = workspace(ctx).resolve(target)
+        except Exception:
+            resolved = None
+        if resolved is not None and str(resolved.path) in _last_seen_live:
+            return NotebookDoc(resolved, _last_seen_live[str(resolved.path)], "")
+    return nbfile.load(ctx, target, tool_name)
+
+
+def _cell_json(cell: Any) -> dict[str, Any]:
+    """What the front end needs to show ``cell`` (outputs are sent by ``run_cell``)."""
+    return {"cell_type": cell.get("cell_type", "code"), "id": str(cell.get("id", "")),
+            "source": "".join(cell.get("source", "")), "metadata": copy.deepcopy(dict(cell.get("metadata") or {}))}
 
 
 def _is_kernel_notebook(ctx: ToolContext, doc: NotebookDoc) -> bool:
@@ -103,7 +185,7 @@ def _cells_wanted(nb: Any, cells: list[int | str] | None, shown: str) -> list[in
     return sorted({find_cell(nb, c, shown=shown) for c in cells})
 
 
-def _read_notebook(ctx: ToolContext, path: str | None = None, cells: list[int | str] | None = None) -> ToolResult:
+async def _read_notebook(ctx: ToolContext, path: str | None = None, cells: list[int | str] | None = None) -> ToolResult:
     """Reads a Jupyter notebook: each cell's index, id, type, execution count, source and outputs
     (errors with their traceback, tables compactly, plots as images). Without path: the notebook
     this agent runs in. Read a notebook before editing it.
@@ -112,7 +194,9 @@ def _read_notebook(ctx: ToolContext, path: str | None = None, cells: list[int | 
         path: the .ipynb file, relative to the working directory (default: the current notebook).
         cells: only these cells, by index or id (default: all, nearest to the current cell first when long).
     """
-    doc = nbfile.load_for_reading(ctx, _path(ctx, path), "read_notebook")
+    target = _path(ctx, path)
+    live = await _open_live(ctx, target, "read_notebook")
+    doc = live.doc if live is not None else nbfile.load_for_reading(ctx, target, "read_notebook")
     nbfile.remember_read(ctx, doc)
     wanted = _cells_wanted(doc.nb, cells, doc.target.rel)
     budget = int(ctx.extras.get("notebook_read_chars", DEFAULT_BUDGET_CHARS))
@@ -152,7 +236,7 @@ def _load_for_edit(ctx: ToolContext, path: str, action: str) -> NotebookDoc:
     return doc
 
 
-def _edit_notebook(
+async def _edit_notebook(
     action: Literal["insert", "replace", "delete"],
     ctx: ToolContext,
     cell: int | str | None = None,
@@ -178,7 +262,14 @@ def _edit_notebook(
         raise ToolError(f"{action} needs source: the cell's complete new text.")
     if cell_type is not None and cell_type not in ("code", "markdown", "raw"):
         raise ToolError(f"cell_type must be code, markdown or raw; got {cell_type!r}.")
-    doc = _load_for_edit(ctx, _path(ctx, path), action)
+    target_path = _path(ctx, path)
+    live = await _open_live(ctx, target_path, "edit_notebook")
+    if live is not None:
+        doc = live.doc
+        if (ctx.extras.get(nbfile.READS_KEY) or {}).get(doc.target.rel) is None:
+            raise ToolError(f"Read {doc.target.rel} with read_notebook before editing it, so you edit the cells as they are now.")
+    else:
+        doc = _load_for_edit(ctx, target_path, action)
     nb, shown = doc.nb, doc.target.rel
     previous: dict[str, Any] | None = None
     if action == "insert":
@@ -218,15 +309,51 @@ def _edit_notebook(
             target.metadata[PROVENANCE_KEY] = _provenance(ctx, "replace")
             changed = target
             said = f"Replaced the source of {kind} cell {index} (id {target.get('id')}) in {shown}; it has not been run."
-    fingerprint = nbfile.save(ctx, doc, "edit_notebook")
+    if live is not None:
+        shown_index = await _apply_live(live.notebook, action, nb, index, changed)
+        if action == "insert":  # where the open notebook put it (the person may have added cells above meanwhile)
+            index = shown_index
+            said = f"Inserted {changed.cell_type} cell {index} (id {changed.get('id')}) in {shown}."
+        fingerprint = ""  # the file is not written: the person's save writes it
+    else:
+        fingerprint = nbfile.save(ctx, doc, "edit_notebook")
     _emit(ctx, "notebook_edit", {
         "path": shown, "action": action, "cell_id": str(changed.get("id", "")), "index": index,
         "cell_type": str(changed.get("cell_type", "code")), "source": None if action == "delete" else source,
-        "previous": previous, "call_id": ctx.call_id, "live": False, "fingerprint": fingerprint,
+        "previous": previous, "call_id": ctx.call_id, "live": live is not None, "fingerprint": fingerprint,
     })
-    if _open_in_front_end(ctx, doc):
+    if live is not None:
+        said += " " + LIVE_NOTE
+    elif _open_in_front_end(ctx, doc):
         said += " " + RELOAD_NOTE
     return said
+
+
+async def _apply_live(notebook: LiveNotebook, action: str, nb: Any, index: int, changed: Any) -> int:
+    """Makes the open notebook show an edit already made to ``nb`` (the copy read from it);
+    returns the cell's index there (an insert goes after a cell named by id, wherever it is now).
+
+    Raises:
+        ToolError: the open notebook refused it or did not confirm it.
+    """
+    try:
+        if action == "insert":
+            after = nb.cells[index - 1].get("id") if index > 0 else None
+            answer = await notebook.request("insert", after=after, cell=_cell_json(changed))
+            ids = answer.get("cell_ids")
+            shown = answer.get("index")
+            if isinstance(ids, list) and isinstance(shown, int) and 0 <= shown < len(ids):
+                changed["id"] = str(ids[shown])  # the id the open notebook gave it (the same, unless it refuses ids)
+                return shown
+            return index
+        if action == "delete":
+            await notebook.request("delete", cell_id=str(changed.get("id", "")))
+        else:
+            await notebook.request("replace", cell=_cell_json(changed))
+        return index
+    except LiveUnavailable:
+        raise ToolError("The notebook open in Jupyter closed its connection before the edit; nothing was changed. "
+                        "Read the notebook again and repeat the edit.") from None
 
 
 def _run_timeout(ctx: ToolContext) -> float:
@@ -250,8 +377,13 @@ async def _run_cell(cell: int | str, ctx: ToolContext, path: str | None = None) 
     """
     from agent_kernel.tools.builtin import _nbrun
 
-    doc = nbfile.load(ctx, _path(ctx, path), "run_cell")
-    nbfile.check_fresh(ctx, doc)
+    target_path = _path(ctx, path)
+    live = await _open_live(ctx, target_path, "run_cell")
+    if live is not None:
+        doc = live.doc  # the cell is named by id or index in the document as the person sees it now
+    else:
+        doc = nbfile.load(ctx, target_path, "run_cell")
+        nbfile.check_fresh(ctx, doc)
     nb, shown = doc.nb, doc.target.rel
     index = find_cell(nb, cell, shown=shown)
     target = nb.cells[index]
@@ -259,39 +391,113 @@ async def _run_cell(cell: int | str, ctx: ToolContext, path: str | None = None) 
         raise ToolError(f"Cell {index} of {shown} is a {target.cell_type} cell; only code cells run.")
     timeout = _run_timeout(ctx)
     in_kernel = _is_kernel_notebook(ctx, doc) and (ctx.extras.get("namespace") is not None or _has_shell())
+    cell_id = str(target.get("id", ""))
+    count = _next_count(nb)
+    feed: _OutputFeed | None = None
+    if live is not None and in_kernel:
+        # The old outputs go at once, the count shows the cell is being run, and what it prints
+        # appears as it comes.
+        await _show_outputs(live.notebook, cell_id, [], count, index)
+        feed = _OutputFeed(live.notebook, cell_id, count)
     if in_kernel:
-        run = await _nbrun.run_in_process(target.source, user_namespace(ctx), index, timeout)
-        run.execution_count = _next_count(nb)
+        try:
+            run = await _nbrun.run_in_process(target.source, user_namespace(ctx), index, timeout,
+                                              on_change=feed.changed if feed is not None else None)
+        finally:
+            if feed is not None:
+                await feed.close()
+        run.execution_count = count
         for output in run.outputs:
             if output["output_type"] == "execute_result":
                 output["execution_count"] = run.execution_count
     else:
         run = await _nbrun.run_in_kernel(ctx.extras, doc.target.rel, nb, index, _nbrun.folder_of(str(doc.target.path)), timeout)
-    # The file is read again: the run may have taken a while, and the person's edits meanwhile win.
-    fresh = nbfile.load(ctx, shown, "run_cell")
-    if fresh.fingerprint != doc.fingerprint:
-        raise ToolError(f"Cell {index} ran, but {shown} changed on disk while it ran, so its outputs were not saved "
-                        f"(the person's edits win). Its outputs:\n{inert(render_outputs(_as_nodes(run.outputs)))}")
-    saved = fresh.nb.cells[index]
-    saved.outputs = _as_nodes(run.outputs)
-    saved.execution_count = run.execution_count
-    nbfile.save(ctx, fresh, "run_cell")
+    if live is not None:
+        saved = target
+        saved.outputs = _as_nodes(run.outputs)
+        saved.execution_count = run.execution_count
+        await _show_outputs(live.notebook, cell_id, saved.outputs, run.execution_count, index)
+    else:
+        # The file is read again: the run may have taken a while, and the person's edits meanwhile win.
+        fresh = nbfile.load(ctx, shown, "run_cell")
+        if fresh.fingerprint != doc.fingerprint:
+            raise ToolError(f"Cell {index} ran, but {shown} changed on disk while it ran, so its outputs were not saved "
+                            f"(the person's edits win). Its outputs:\n{inert(render_outputs(_as_nodes(run.outputs)))}")
+        saved = fresh.nb.cells[index]
+        saved.outputs = _as_nodes(run.outputs)
+        saved.execution_count = run.execution_count
+        nbfile.save(ctx, fresh, "run_cell")
     images = [image for output in saved.outputs for image in output_images(output)]
     error = next((o for o in saved.outputs if o.get("output_type") == "error"), None)
     _emit(ctx, "notebook_run", {
         "path": shown, "cell_id": str(saved.get("id", "")), "index": index, "mode": run.mode, "status": run.status,
         "execution_count": run.execution_count, "outputs": len(saved.outputs), "images": len(images),
         "error": f"{error.get('ename')}: {error.get('evalue')}" if error else None, "duration_s": round(run.duration_s, 6),
-        "call_id": ctx.call_id,
+        "call_id": ctx.call_id, "live": live is not None,
     })
     body = render_outputs(saved.outputs) or "(no output)"
     head = {"ok": f"Ran cell {index} (id {saved.get('id')}) of {shown}: [{run.execution_count}]",
             "error": f"Cell {index} (id {saved.get('id')}) of {shown} raised an error: [{run.execution_count}]",
             "timeout": f"Cell {index} (id {saved.get('id')}) of {shown} timed out and was interrupted:"}.get(run.status, f"Cell {index}: {run.status}")
     text = f"{head}\n<notebook-data>\n{inert(body)}\n</notebook-data>"
-    if _open_in_front_end(ctx, doc):
+    if live is not None:
+        text += "\n" + LIVE_NOTE
+    elif _open_in_front_end(ctx, doc):
         text += "\n" + RELOAD_NOTE
     return ToolResult(text, is_error=run.status != "ok", images=tuple(images[:4]))
+
+
+class _OutputFeed:
+    """Shows a running cell's outputs in the open notebook as they grow: one request in flight at
+    a time, the newest outputs next, so a cell that prints fast costs a few requests, not one per line."""
+
+    def __init__(self, notebook: LiveNotebook, cell_id: str, count: int) -> None:
+        self.notebook, self.cell_id, self.count = notebook, cell_id, count
+        self.loop = asyncio.get_running_loop()
+        self.latest: list[dict[str, Any]] = []
+        self.again = False
+        self.sending: asyncio.Task[None] | None = None
+        self.closed = False
+
+    def changed(self, captured: Any) -> None:
+        """Called in the cell's thread each time its outputs grow."""
+        outputs = [dict(o) for o in list(captured.outputs)]  # a copy: the thread keeps writing
+        self.loop.call_soon_threadsafe(self._kick, outputs)
+
+    def _kick(self, outputs: list[dict[str, Any]]) -> None:
+        if self.closed:
+            return
+        self.latest = outputs
+        if self.sending is None or self.sending.done():
+            self.sending = self.loop.create_task(self._send())
+        else:
+            self.again = True
+
+    async def _send(self) -> None:
+        while True:
+            self.again = False
+            try:
+                await self.notebook.request("outputs", cell_id=self.cell_id, outputs=_as_nodes(self.latest), execution_count=self.count)
+            except Exception:  # the final outputs are sent (and their failure reported) by run_cell
+                return
+            if not self.again or self.closed:
+                return
+
+    async def close(self) -> None:
+        """Stops feeding and waits for a request in flight (the final outputs come after it)."""
+        self.closed = True
+        if self.sending is not None:
+            await asyncio.gather(self.sending, return_exceptions=True)
+
+
+async def _show_outputs(notebook: LiveNotebook, cell_id: str, outputs: list[Any], count: int | None, index: int) -> None:
+    """Puts ``outputs`` and ``count`` into the open notebook's cell ``cell_id``."""
+    try:
+        await notebook.request("outputs", cell_id=cell_id, outputs=[dict(o) for o in outputs], execution_count=count)
+    except LiveUnavailable:
+        shown = inert(render_outputs(outputs)) if outputs else ""
+        raise ToolError(f"The notebook open in Jupyter closed its connection, so cell {index} does not show its outputs. "
+                        f"Read the notebook again before running it. {shown}".rstrip()) from None
 
 
 def _has_shell() -> bool:
@@ -325,7 +531,7 @@ def describe_edit(arguments: dict[str, Any], working_dir: Any = None) -> str | N
     if action == "insert" and isinstance(source, str):
         return f"New {arguments.get('cell_type') or 'code'} cell:\n{source}"
     try:
-        doc = nbfile.load(ctx, _path(ctx, arguments.get("path")), "edit_notebook")
+        doc = _card_doc(ctx, arguments.get("path"), "edit_notebook")
         index = find_cell(doc.nb, cell, shown=doc.target.rel)
     except (ToolError, TypeError, ValueError):
         return None
@@ -355,7 +561,7 @@ class RunCellTool(Tool):
         """The source of the cell that would run."""
         ctx = ToolContext("", "run_cell", working_dir)
         try:
-            doc = nbfile.load(ctx, _path(ctx, arguments.get("path")), "run_cell")
+            doc = _card_doc(ctx, arguments.get("path"), "run_cell")
             index = find_cell(doc.nb, arguments.get("cell"), shown=doc.target.rel)
         except (ToolError, TypeError, ValueError):
             return None
@@ -365,8 +571,69 @@ class RunCellTool(Tool):
 # -- undo --------------------------------------------------------------------------------------
 
 
+def _undo_steps(nb: Any, steps: list[dict[str, Any]], path: str) -> list[dict[str, Any]]:
+    """Reverts ``steps`` (one notebook's edits, in the order made) in ``nb``; returns the requests
+    that make an open notebook show the same (``_nblive``).
+
+    Raises:
+        ToolError: a cell the run wrote was changed since (``nb`` is then half reverted: drop it).
+    """
+    import nbformat
+
+    requests: list[dict[str, Any]] = []
+    for step in reversed(steps):
+        ids = [c.get("id") for c in nb.cells]
+        cell_id = step.get("cell_id")
+        if step["action"] == "insert":
+            if cell_id not in ids:
+                continue  # deleted since: nothing to undo
+            current = nb.cells[ids.index(cell_id)]
+            if "".join(current.get("source", "")) != (step.get("source") or ""):
+                raise ToolError(f"Cell {cell_id} in {path} was edited after the run inserted it; undo left {path} unchanged.")
+            del nb.cells[ids.index(cell_id)]
+            requests.append({"op": "delete", "cell_id": cell_id})
+        elif step["action"] == "replace":
+            if cell_id not in ids:
+                raise ToolError(f"Cell {cell_id} in {path} was deleted after the run replaced it; undo left {path} unchanged.")
+            current = nb.cells[ids.index(cell_id)]
+            if "".join(current.get("source", "")) != (step.get("source") or ""):
+                raise ToolError(f"Cell {cell_id} in {path} was edited after the run replaced it; undo left {path} unchanged.")
+            nb.cells[ids.index(cell_id)] = restored = nbformat.from_dict(step["previous"])
+            requests.append({"op": "replace", "cell": _cell_json(restored)})
+            if restored.get("cell_type") == "code" and restored.get("outputs"):
+                requests.append({"op": "outputs", "cell_id": cell_id, "outputs": [dict(o) for o in restored["outputs"]],
+                                 "execution_count": restored.get("execution_count")})
+        else:
+            index = min(int(step.get("index", len(nb.cells))), len(nb.cells))
+            restored = nbformat.from_dict(step["previous"])
+            nb.cells.insert(index, restored)
+            requests.append({"op": "insert", "after": nb.cells[index - 1].get("id") if index > 0 else None, "cell": _cell_json(restored)})
+            if restored.get("cell_type") == "code" and restored.get("outputs"):
+                requests.append({"op": "outputs", "cell_id": restored.get("id"), "outputs": [dict(o) for o in restored["outputs"]],
+                                 "execution_count": restored.get("execution_count")})
+    return requests
+
+
+def _edits_by_path(edits: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    by_path: dict[str, list[dict[str, Any]]] = {}
+    for edit in edits:
+        if edit.get("action") in ("insert", "replace", "delete"):
+            by_path.setdefault(str(edit["path"]), []).append(edit)
+    return by_path
+
+
+def _undo_record(path: str, fingerprint: str, run_id: str, *, live: bool) -> dict[str, Any]:
+    return {"path": path, "action": "undo", "cell_id": "", "index": -1, "cell_type": "", "source": None,
+            "previous": None, "call_id": "", "live": live, "fingerprint": fingerprint, "undoes": run_id}
+
+
+def _undone(path: str, steps: list[dict[str, Any]], where: str = "") -> str:
+    return f"{path}: {len(steps)} edit{'s' if len(steps) != 1 else ''} undone" + (f" {where}" if where else "")
+
+
 def undo_run_edits(edits: list[dict[str, Any]], working_dir: Any = None, *, run_id: str = "") -> tuple[str, list[dict[str, Any]]]:
-    """Reverts one run's ``notebook_edit`` events (their data, in the order they happened).
+    """Reverts one run's ``notebook_edit`` events (their data, in the order they happened) in the
+    saved files.
 
     Each notebook is changed once, atomically, and only if every edit can be undone as recorded:
     a cell the run inserted or replaced that was changed since is left alone, and nothing is
@@ -376,43 +643,44 @@ def undo_run_edits(edits: list[dict[str, Any]], working_dir: Any = None, *, run_
         A summary, and the ``notebook_edit`` data of each undo written (action ``undo``).
     """
     ctx = ToolContext("", "edit_notebook", working_dir)
-    by_path: dict[str, list[dict[str, Any]]] = {}
-    for edit in edits:
-        if edit.get("action") in ("insert", "replace", "delete"):
-            by_path.setdefault(str(edit["path"]), []).append(edit)
+    by_path = _edits_by_path(edits)
     if not by_path:
         return "That run made no notebook edits.", []
     said, written = [], []
     for path, steps in by_path.items():
         doc = nbfile.load(ctx, path, "edit_notebook")
-        nb = doc.nb
-        for step in reversed(steps):
-            ids = [c.get("id") for c in nb.cells]
-            cell_id = step.get("cell_id")
-            if step["action"] == "insert":
-                if cell_id not in ids:
-                    continue  # deleted since: nothing to undo
-                current = nb.cells[ids.index(cell_id)]
-                if "".join(current.get("source", "")) != (step.get("source") or ""):
-                    raise ToolError(f"Cell {cell_id} in {path} was edited after the run inserted it; undo left {path} unchanged.")
-                del nb.cells[ids.index(cell_id)]
-            elif step["action"] == "replace":
-                if cell_id not in ids:
-                    raise ToolError(f"Cell {cell_id} in {path} was deleted after the run replaced it; undo left {path} unchanged.")
-                current = nb.cells[ids.index(cell_id)]
-                if "".join(current.get("source", "")) != (step.get("source") or ""):
-                    raise ToolError(f"Cell {cell_id} in {path} was edited after the run replaced it; undo left {path} unchanged.")
-                import nbformat
-
-                nb.cells[ids.index(cell_id)] = nbformat.from_dict(step["previous"])
-            else:
-                import nbformat
-
-                nb.cells.insert(min(int(step.get("index", len(nb.cells))), len(nb.cells)), nbformat.from_dict(step["previous"]))
+        _undo_steps(doc.nb, steps, path)
         fingerprint = nbfile.save(ctx, doc, "edit_notebook")
-        said.append(f"{path}: {len(steps)} edit{'s' if len(steps) != 1 else ''} undone")
-        written.append({"path": path, "action": "undo", "cell_id": "", "index": -1, "cell_type": "", "source": None,
-                        "previous": None, "call_id": "", "live": False, "fingerprint": fingerprint, "undoes": run_id})
+        said.append(_undone(path, steps))
+        written.append(_undo_record(path, fingerprint, run_id, live=False))
+    return "; ".join(said) + ".", written
+
+
+async def undo_run_edits_async(edits: list[dict[str, Any]], working_dir: Any = None, *, run_id: str = "") -> tuple[str, list[dict[str, Any]]]:
+    """``undo_run_edits``, in the open notebook where the kernel's own notebook is open in a front
+    end that takes edits (it shows the undo at once; the person's save writes the file), else in
+    the saved file. Every edit of a notebook is checked before the first is reverted."""
+    ctx = ToolContext("", "edit_notebook", working_dir)
+    by_path = _edits_by_path(edits)
+    if not by_path:
+        return "That run made no notebook edits.", []
+    said, written = [], []
+    for path, steps in by_path.items():
+        live = await _open_live(ctx, path, "edit_notebook")
+        if live is None:
+            one, records = undo_run_edits(steps, working_dir, run_id=run_id)
+            said.append(one.rstrip("."))
+            written.extend(records)
+            continue
+        for request in _undo_steps(live.doc.nb, steps, path):
+            op = request.pop("op")
+            try:
+                await live.notebook.request(op, **request)
+            except LiveUnavailable:
+                raise ToolError(f"The notebook open in Jupyter closed its connection during the undo; {path} may be partly "
+                                "reverted. Reload it or read it again.") from None
+        said.append(_undone(path, steps, "in the open notebook (save it to keep the change)"))
+        written.append(_undo_record(path, "", run_id, live=True))
     return "; ".join(said) + ".", written
 
 
