@@ -151,8 +151,25 @@ class _MovedLoader(importlib.abc.Loader):
 
     def exec_module(self, module: ModuleType) -> None:
         # The module is the new one, already executed; the import system only files it under the
-        # old name too.
-        return None
+        # old name too, and then binds it on the old parent package under the old leaf name. Where
+        # that name is the package's own (``agent_kernel.journal.sql`` the function, not the old
+        # module), the package keeps it: see ``_KeepsItsNames``.
+        parent = sys.modules.get(self.old.rpartition(".")[0])
+        if parent is not None and type(parent) is ModuleType:
+            parent.__class__ = _KeepsItsNames
+
+
+class _KeepsItsNames(ModuleType):
+    """A package that does not let an old import path rebind one of its public names.
+
+    Importing ``agent_kernel.journal.sql`` (the module's old path) would otherwise replace the
+    ``sql`` function on ``agent_kernel.journal`` with the module now at ``journal._sql``.
+    """
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if isinstance(value, ModuleType) and name in getattr(self, "__all__", ()) and value.__name__ != f"{self.__name__}.{name}":
+            return
+        super().__setattr__(name, value)
 
     def get_code(self, fullname: str) -> CodeType | None:
         # ``python -m agent_kernel.install``: runpy runs the new module's code as __main__.

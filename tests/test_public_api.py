@@ -106,3 +106,18 @@ def test_importing_the_core_loads_no_jupyter_or_sdk() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def test_importing_an_old_path_leaves_the_packages_own_names_alone() -> None:
+    # agent_kernel.journal.sql was a module beside the sql function; importing the old module path
+    # must not put the module where the function is.
+    import agent_kernel.journal
+    import agent_kernel.tools
+    import agent_kernel.tools.builtin
+
+    for old in ("journal.sql", "journal.replay", "tools.tool", "tools.builtin.memory"):
+        sys.modules.pop(f"agent_kernel.{old}", None)
+        with pytest.warns(DeprecationWarning):
+            importlib.import_module(f"agent_kernel.{old}")
+    assert callable(agent_kernel.journal.sql) and callable(agent_kernel.journal.replay)
+    assert callable(agent_kernel.tools.tool) and type(agent_kernel.tools.builtin.memory).__name__ == "MemoryTool"
