@@ -159,6 +159,14 @@ class _MovedLoader(importlib.abc.Loader):
             parent.__class__ = _KeepsItsNames
 
 
+    def get_code(self, fullname: str) -> CodeType | None:
+        # ``python -m agent_kernel.install``: runpy runs the new module's code as __main__.
+        self._warn()
+        spec = importlib.util.find_spec(self.new)
+        loader: Any = spec.loader if spec is not None else None
+        return loader.get_code(self.new) if loader is not None else None
+
+
 class _KeepsItsNames(ModuleType):
     """A package that does not let an old import path rebind one of its public names.
 
@@ -170,13 +178,6 @@ class _KeepsItsNames(ModuleType):
         if isinstance(value, ModuleType) and name in getattr(self, "__all__", ()) and value.__name__ != f"{self.__name__}.{name}":
             return
         super().__setattr__(name, value)
-
-    def get_code(self, fullname: str) -> CodeType | None:
-        # ``python -m agent_kernel.install``: runpy runs the new module's code as __main__.
-        self._warn()
-        spec = importlib.util.find_spec(self.new)
-        loader: Any = spec.loader if spec is not None else None
-        return loader.get_code(self.new) if loader is not None else None
 
 
 class _MovedFinder(importlib.abc.MetaPathFinder):
