@@ -40,7 +40,17 @@ class RunStore {
     this.key = "ak-" + Math.random().toString(36).slice(2);
     this.scrolled = new Set(); // approvals already scrolled into view, by agent and call id
     this.views = 0;
+    this.gone = false; // the kernel behind this model has gone (restart, shutdown)
+    this.goneAt = 0;
     model.on("msg:custom", (msg) => this.onMessage(msg));
+    // The widget manager marks every model's comm dead when its kernel restarts or shuts down
+    // (comm_live becomes false, which triggers this event); nothing here answers after that.
+    model.on("comm_live_update", () => this.markGone());
+    // A finished run's transcript goes in the view's place in the notebook even when the
+    // kernel's display update cannot reach this page (reloaded, or the cell long finished).
+    model.on("change:saved", () => {
+      if ((model.get("saved") || {}).final) keepTranscript(model, false);
+    });
     model.on("change:snapshot", () => this.loadSnapshot(model.get("snapshot")));
     this.loadSnapshot(model.get("snapshot"));
   }
@@ -55,7 +65,28 @@ class RunStore {
     for (const listener of this.listeners) listener(change);
   }
 
+  // Sends to the kernel; false (and the view marked gone) when there is no kernel to send to.
+  send(msg) {
+    if (this.gone) return false;
+    try {
+      this.model.send(msg);
+      return true;
+    } catch (err) {
+      this.markGone();
+      return false;
+    }
+  }
+
+  markGone() {
+    if (this.gone) return;
+    this.gone = true;
+    this.goneAt = performance.now();
+    keepTranscript(this.model, true);
+    this.emit({ gone: true, added: [], changed: new Set() });
+  }
+
   awaiting() {
+    if (this.gone) return 0;
     let n = 0;
     for (const item of this.items.values()) if (item.status === "awaiting_approval") n++;
     return this.status.phase === "running" ? n : 0;
@@ -144,8 +175,53 @@ class RunStore {
     const base = this.status.elapsed_s;
     if (typeof base !== "number") return null;
     if (this.status.phase !== "running") return base;
-    return base + (performance.now() - this.statusAt) / 1000;
+    const now = this.gone ? this.goneAt : performance.now();
+    return base + Math.max(0, now - this.statusAt) / 1000;
   }
+}
+
+const WIDGET_VIEW = "application/vnd.jupyter.widget-view+json";
+
+// Puts the run's static transcript (the `saved` trait: see view.py) where this model's widget
+// output is in the notebook the page holds, so the saved notebook keeps a transcript and never
+// a bare widget. `cutOff`: the kernel went mid-run; the transcript then says how to go on.
+// Works where the widget manager offers its document (JupyterLab, Notebook 7); elsewhere the
+// live view stays and says what happened.
+function keepTranscript(model, cutOff) {
+  const saved = model.get("saved") || {};
+  if (!saved.model_id || typeof saved.html !== "string") return false;
+  const manager = model.widget_manager;
+  let cells = null;
+  try {
+    cells = manager && manager.context && manager.context.model && manager.context.model.cells;
+  } catch (err) {
+    return false;
+  }
+  if (!cells || typeof cells.get !== "function") return false;
+  let html = saved.html;
+  let text = saved.text || "";
+  if (cutOff && !saved.final) {
+    const notice = h("div", "ak-kernel-gone", "The " + KERNEL_GONE.slice(4));
+    notice.setAttribute("role", "note");
+    notice.style.cssText = "margin: 4px 0; padding: 4px 8px; border-left: 3px solid " +
+      "var(--jp-warn-color1, #9a6700); color: var(--jp-content-font-color1, inherit);";
+    html = notice.outerHTML + html;
+    text = "The " + KERNEL_GONE.slice(4) + "\n" + text;
+  }
+  let kept = false;
+  for (let c = 0; c < cells.length; c++) {
+    const outputs = cells.get(c).outputs;
+    if (!outputs || typeof outputs.set !== "function") continue;
+    for (let i = 0; i < outputs.length; i++) {
+      const view = (outputs.get(i).data || {})[WIDGET_VIEW];
+      if (view && view.model_id === saved.model_id) {
+        outputs.set(i, { output_type: "display_data", metadata: {},
+          data: { "text/html": html, "text/plain": text } });
+        kept = true;
+      }
+    }
+  }
+  return kept;
 }
 
 function storeFor(model) {
@@ -416,6 +492,11 @@ function tokenFigures(s, chars) {
   return (pending ? "~" : "") + fmtInt((s.input_tokens || 0) + pending) + " in · " +
     (extra ? "~" : "") + fmtInt((s.output_tokens || 0) + Math.ceil(extra / 4)) + " out";
 }
+
+// What the view says once its kernel is gone, and how to go on from there.
+const KERNEL_GONE = "the kernel behind this view was restarted or shut down. To go on with this " +
+  "session, run %agent resume in a cell (in a Python kernel, run %load_ext agent_kernel first), " +
+  "or re-run this cell with %load_ext agent_kernel before it. The journal keeps everything so far.";
 
 const PHASE_LABELS = { idle: "waiting to start", running: "running", finished: "finished",
   cancelled: "cancelled", error: "error", interrupted: "interrupted (the journal ends here)" };
@@ -706,7 +787,8 @@ function toolItem(model, item, store) {
     for (const b of [approve, reject, always]) b.disabled = true;
     ask.textContent = "Sending your decision…";
     const text = reason.value.trim();
-    model.send({
+    if (store.gone) return;
+    store.send({
       type: "approval",
       call_id: current.call_id,
       agent: current.agent || null, // sub-agents may number their calls alike
@@ -715,7 +797,7 @@ function toolItem(model, item, store) {
     });
     // No answer (kernel busy elsewhere, or gone): let the person try again.
     setTimeout(() => {
-      if (current.status === "awaiting_approval" && performance.now() - sentAt >= 4000) {
+      if (!store.gone && current.status === "awaiting_approval" && performance.now() - sentAt >= 4000) {
         for (const b of [approve, reject, always]) b.disabled = false;
         ask.textContent = "No answer from the kernel yet. If it was restarted, reload this page: until then " +
           "JupyterLab may deliver clicks to the kernel that is gone. The run keeps waiting; you can also answer " +
@@ -737,7 +819,8 @@ function toolItem(model, item, store) {
     children,
     // Called every 200 ms by the view: counts an approval's deadline down.
     tick() {
-      const counting = current.status === "awaiting_approval" && typeof current.expires_at === "number";
+      const counting = !store.gone && current.status === "awaiting_approval" &&
+        typeof current.expires_at === "number";
       expiry.hidden = !counting;
       if (counting) expiry.textContent = expiryLabel(current.expires_at);
     },
@@ -764,6 +847,11 @@ function toolItem(model, item, store) {
           () => store.scrolled.add(key));
       }
       wasAwaiting = awaiting;
+      if (awaiting && store.gone) {
+        for (const b of [approve, reject, always]) b.disabled = true;
+        reason.disabled = true;
+        ask.textContent = "This call can no longer be answered here: " + KERNEL_GONE;
+      }
       approval.hidden = !awaiting;
       const running = it.status === "running" && (it.progress || typeof it.fraction === "number");
       progress.hidden = !running;
@@ -1013,7 +1101,7 @@ function elicitationForm(model, request) {
   const send = (action) => {
     if (action === "accept" && !form.reportValidity()) return;
     for (const b of buttons.querySelectorAll("button")) b.disabled = true;
-    model.send({ type: "elicitation", id: request.id, action,
+    storeFor(model).send({ type: "elicitation", id: request.id, action,
       content: action === "accept" ? elicitationValues(inputs) : null });
   };
   for (const [cls, label, action, title] of [
@@ -1068,7 +1156,11 @@ function render({ model, el }) {
   for (const b of [send, pause, resume]) b.type = "button";
   const queued = h("span", "ak-steer-queued ak-muted");
   steer.append(steerInput, send, pause, resume, queued);
-  root.append(list, asking, steer, bar);
+  // Said at once when the kernel goes while the run is live; the controls go with it.
+  const gone = h("div", "ak-item ak-notice ak-level-error ak-kernel-gone", "The " + KERNEL_GONE.slice(4));
+  gone.setAttribute("role", "alert");
+  gone.hidden = true;
+  root.append(list, asking, gone, steer, bar);
   el.appendChild(root);
   const drawQuestion = () => {
     const request = model.get("elicitation") || {};
@@ -1087,12 +1179,12 @@ function render({ model, el }) {
   stop.addEventListener("click", () => {
     stopSent = true;
     drawStatus();
-    model.send({ type: "stop" });
+    store.send({ type: "stop" });
   });
   const sendSteer = () => {
     const text = steerInput.value.trim();
     if (!text || store.status.phase !== "running") return;
-    model.send({ type: "steer", text });
+    store.send({ type: "steer", text });
     steerInput.value = "";
   };
   send.addEventListener("click", sendSteer);
@@ -1107,11 +1199,11 @@ function render({ model, el }) {
   pause.addEventListener("click", () => {
     pauseSent = true;
     drawStatus();
-    model.send({ type: "pause" });
+    store.send({ type: "pause" });
   });
   resume.addEventListener("click", () => {
     resume.disabled = true;
-    model.send({ type: "resume_run" });
+    store.send({ type: "resume_run" });
   });
 
   // Where an item goes: a sub-agent's card under the call that started it; any other item of a
@@ -1162,7 +1254,12 @@ function render({ model, el }) {
     if (running && s.paused) label = PAUSED_LABEL;
     if (running && s.stopping) label = "stopping…";
     if (s.phase === "finished" && s.reason && s.reason !== "end_turn") label += " (" + s.reason + ")";
+    // Gone before the run's end was drawn (the kernel may have marked it interrupted as it went).
+    const orphaned = store.gone && !(model.get("saved") || {}).final && s.phase !== "finished";
+    if (orphaned) label = "kernel gone: this run stopped with it";
     phase.textContent = label;
+    gone.hidden = !orphaned;
+    root.dataset.kernel = store.gone ? "gone" : "live";
     const held = running && s.paused;
     phase.className = "ak-phase ak-phase-" + (waiting ? "waiting" : held ? "paused" : s.phase || "idle");
     activity.textContent = activityLabel(s, store.items.values(), waiting);
@@ -1178,11 +1275,11 @@ function render({ model, el }) {
     elapsed.textContent = fmtSeconds(store.elapsed());
     modelName.textContent = s.model || "";
     const stopping = running && (s.stopping || stopSent);
-    stop.hidden = !running;
+    stop.hidden = !running || store.gone;
     stop.disabled = stopping;
     stop.textContent = stopping ? "Stopping…" : "Stop";
     // Steering controls exist only while the run does: an ended run has nothing to steer.
-    steer.hidden = !running;
+    steer.hidden = !running || store.gone;
     root.dataset.paused = held ? "true" : "false";
     steerInput.disabled = send.disabled = stopping;
     pause.disabled = stopping || held || !!s.pausing || pauseSent;
@@ -1213,6 +1310,10 @@ function render({ model, el }) {
       if (item.status === "awaiting_approval") reveal(item.agent);
     }
     if (change.status) stopSent = pauseSent = false; // the kernel has answered: its status says it all
+    if (change.gone) {
+      for (const [id, view] of views) if (store.items.has(id)) view.update(store.items.get(id));
+      for (const b of asking.querySelectorAll("button, input, select, textarea")) b.disabled = true;
+    }
     for (const id of change.added) {
       const view = views.get(id);
       if (view) view.update(store.items.get(id));
@@ -1222,7 +1323,7 @@ function render({ model, el }) {
   });
 
   const ticker = setInterval(() => {
-    if (store.status.phase !== "running") return;
+    if (store.status.phase !== "running" || store.gone) return;
     elapsed.textContent = fmtSeconds(store.elapsed());
     for (const view of views.values()) if (view.tick) view.tick();
   }, 200);

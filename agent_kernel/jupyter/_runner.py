@@ -244,6 +244,11 @@ class RunHandle:
     def __repr__(self) -> str:
         return f"RunHandle(session={self.agent.session_id!r}, {self.state})"
 
+    def _ipython_display_(self) -> None:
+        """Shows nothing as a cell's result: the cell's view (then its transcript) shows the run,
+        and a line saying ``running`` would stay under the finished transcript and be saved.
+        ``_`` still holds the handle, so ``await _`` waits for it."""
+
     @property
     def state(self) -> str:
         """``running``, ``finished``, ``cancelled`` or ``failed``."""
