@@ -686,6 +686,43 @@ function stableEnd(text, from) {
   return end;
 }
 
+// A "Copy" button that puts `text()` on the clipboard and says so.
+function copyButton(text, title) {
+  const button = h("button", "ak-copy", "Copy");
+  button.type = "button";
+  button.title = title;
+  button.addEventListener("click", async (e) => {
+    e.stopPropagation();
+    const value = text();
+    let copied = false;
+    try {
+      await navigator.clipboard.writeText(value);
+      copied = true;
+    } catch (err) { // no clipboard API (an insecure page): the selection way
+      const area = h("textarea");
+      area.value = value;
+      area.style.cssText = "position: fixed; opacity: 0;";
+      document.body.appendChild(area);
+      area.select();
+      try { copied = document.execCommand("copy"); } catch (err2) { copied = false; }
+      area.remove();
+    }
+    button.textContent = copied ? "Copied" : "Copy failed";
+    setTimeout(() => { button.textContent = "Copy"; }, 1500);
+  });
+  return button;
+}
+
+// Gives each code block under `node` its own Copy button (once).
+function addCodeCopyButtons(node) {
+  for (const pre of node.querySelectorAll("pre.ak-code:not([data-copy])")) {
+    pre.dataset.copy = "1";
+    const wrap = h("div", "ak-code-wrap");
+    pre.replaceWith(wrap);
+    wrap.append(pre, copyButton(() => pre.textContent, "Copy this code"));
+  }
+}
+
 function textItem(model, item) {
   const root = h("div", "ak-item ak-text");
   const body = h("div", "ak-md");
@@ -694,12 +731,14 @@ function textItem(model, item) {
   const stable = h("div", "ak-md-part");
   const tail = h("div", "ak-md-part");
   body.append(stable, tail);
-  root.appendChild(body);
+  let current = item;
+  root.append(copyButton(() => current.text || "", "Copy the answer (Markdown)"), body);
   let stableText = "";
   let tailText = null;
   return {
     root,
     update(it) {
+      current = it;
       root.classList.toggle("ak-discarded", !!it.discarded);
       root.title = it.discarded ? "Discarded: the model call was retried" : "";
       const text = it.text || "";
@@ -710,12 +749,14 @@ function textItem(model, item) {
       const end = stableEnd(text, stableText.length);
       if (end > stableText.length) {
         stable.appendChild(renderMarkdown(text.slice(stableText.length, end)));
+        addCodeCopyButtons(stable);
         stableText = text.slice(0, end);
       }
       const rest = text.slice(stableText.length);
       if (rest !== tailText) {
         tailText = rest;
         tail.replaceChildren(renderMarkdown(rest));
+        addCodeCopyButtons(tail);
       }
     },
   };
@@ -762,7 +803,9 @@ function toolItem(model, item, store) {
   reason.setAttribute("aria-label", "Reason for rejecting");
   const buttons = h("div", "ak-buttons");
   const approve = h("button", "ak-button ak-approve", "Approve");
+  approve.title = "Run this call (shortcut: a)";
   const reject = h("button", "ak-button ak-reject", "Reject");
+  reject.title = "Refuse this call; the reason, if any, goes to the model (shortcut: r)";
   const always = h("button", "ak-button ak-always", "Always allow");
   always.title = "Approve this call and allow calls like it for the rest of the session";
   for (const b of [approve, reject, always]) b.type = "button";
@@ -1136,7 +1179,7 @@ function render({ model, el }) {
   const modelName = h("span", "ak-stat ak-muted");
   const stop = h("button", "ak-button ak-stop", "Stop");
   stop.type = "button";
-  stop.title = "Cancel the run (the journal keeps everything so far)";
+  stop.title = "Cancel the run; the journal keeps everything so far (shortcut: Esc or s)";
   bar.append(phase, activity, turn, tokens, cost, elapsed, modelName, h("span", "ak-spacer"), stop);
   const list = h("div", "ak-items");
   const asking = h("div", "ak-asking"); // an MCP server's question, while one waits
@@ -1162,6 +1205,28 @@ function render({ model, el }) {
   gone.hidden = true;
   root.append(list, asking, gone, steer, bar);
   el.appendChild(root);
+  // Shortcuts while the view (or a card in it) has focus: a approves and r rejects the card with
+  // focus, or the only one waiting; Escape or s stops the run. Typing in a text box is left alone,
+  // and a key the view acts on goes no further (JupyterLab's command mode would take it).
+  root.tabIndex = 0;
+  root.addEventListener("keydown", (e) => {
+    if (e.ctrlKey || e.metaKey || e.altKey || e.isComposing) return;
+    if (e.target.closest && e.target.closest("input, textarea, select, [contenteditable]")) return;
+    const shown = (b) => b && !b.disabled && b.getClientRects().length > 0;
+    let button = null;
+    if (e.key === "a" || e.key === "r") {
+      const waiting = [...root.querySelectorAll(".ak-tool[data-status='awaiting_approval']")];
+      const focused = e.target.closest && e.target.closest(".ak-tool[data-status='awaiting_approval']");
+      const card = focused || (waiting.length === 1 ? waiting[0] : null);
+      button = card && card.querySelector(e.key === "a" ? ".ak-approve" : ".ak-reject");
+    } else if (e.key === "Escape" || e.key === "s") {
+      button = stop;
+    }
+    if (!shown(button)) return;
+    e.preventDefault();
+    e.stopPropagation();
+    button.click();
+  });
   const drawQuestion = () => {
     const request = model.get("elicitation") || {};
     if (asking.firstChild && asking.firstChild.dataset.id === request.id) return;
