@@ -1007,7 +1007,7 @@ def test_the_front_end_nests_sub_agent_cards_that_fold_when_done_and_take_approv
         under: card.parentElement.closest(".ak-tool")?.dataset.callId ?? null,
         badge: card.querySelector(".ak-badge").textContent,
         text: [...card.querySelectorAll(":scope > .ak-agent-items > .ak-text")]
-            .map((t) => t.innerText).join("|"),
+            .map((t) => t.querySelector(".ak-md").innerText).join("|"),
         calls: [...card.querySelectorAll(":scope > .ak-agent-items > .ak-tool")]
             .map((t) => t.dataset.callId),
     }))"""
@@ -1074,7 +1074,7 @@ def test_the_front_end_nests_sub_agent_cards_that_fold_when_done_and_take_approv
     browser.render_saved("saved")  # no kernel: the snapshot alone rebuilds the nesting
     saved = page.locator('#saved .ak-tool[data-call-id="p1"] .ak-agent-card[data-agent-id="a1"]')
     assert saved.locator(".ak-badge").inner_text() == "done"
-    assert saved.locator(".ak-agent-items .ak-text").text_content() == "Looking around."  # folded
+    assert saved.locator(".ak-agent-items .ak-text .ak-md").text_content() == "Looking around."  # folded
     assert browser.errors == []
     page.close()
 

@@ -821,7 +821,12 @@ function toolItem(model, item, store) {
   const resultSummary = h("summary", null, "Full result");
   const resultBody = h("pre", "ak-pre");
   result.append(resultSummary, resultBody);
-  root.append(head, args, progress, approval, decision, children, resultPreview, result);
+  // write_file / edit_file waiting for approval: the change as a unified diff (see write_diff.py).
+  const diffBox = h("pre", "ak-pre ak-diff-view");
+  diffBox.setAttribute("aria-label", "What this call would change");
+  diffBox.hidden = true;
+  let drawnDiff = null;
+  root.append(head, diffBox, args, progress, approval, decision, children, resultPreview, result);
 
   let current = item;
   let sentAt = 0;
@@ -877,9 +882,21 @@ function toolItem(model, item, store) {
       duration.textContent = typeof it.duration_s === "number" ? fmtSeconds(it.duration_s) : "";
       argsBody.textContent = it.arguments || "";
       args.hidden = !it.arguments;
+      if ((it.diff || null) !== drawnDiff) {
+        drawnDiff = it.diff || null;
+        diffBox.replaceChildren(...(drawnDiff || "").split("\n").map((line) => {
+          const kind = line.startsWith("+++") || line.startsWith("---") ? "ak-diff-file"
+            : line.startsWith("@@") ? "ak-diff-hunk" : line.startsWith("+") ? "ak-diff-add"
+              : line.startsWith("-") ? "ak-diff-del" : "ak-diff-same";
+          return h("span", kind, line || " ");
+        }));
+        diffBox.hidden = !drawnDiff;
+        argsSummary.textContent = drawnDiff ? "Arguments (JSON)" : "Arguments";
+        if (drawnDiff) args.open = false; // the diff says it better
+      }
       const awaiting = it.status === "awaiting_approval";
       if (awaiting && !wasAwaiting) {
-        args.open = true; // a person should see what they are approving
+        args.open = !it.diff; // a person should see what they are approving
         for (const b of [approve, reject, always]) b.disabled = false;
         ask.textContent = "Approval needed" + (it.approval_reason ? ": " + it.approval_reason : "");
         // Brought into view once (during Run All it may wait below the fold); a person who

@@ -96,10 +96,11 @@ class ToolCard:
     expires_at: float | None = None
     timed_out_s: float | None = None
     approval_timeout_s: float | None = None  # the approval's timeout, if it has one (not sent)
+    diff: str | None = None  # write_file / edit_file waiting for approval: the change, as a diff
 
     _WIRE = ("call_id", "name", "status", "arguments", "approval_reason", "decision", "decided_by",
              "reason", "progress", "fraction", "duration_s", "result", "result_chars", "is_error",
-             "expires_at", "timed_out_s")
+             "expires_at", "timed_out_s", "diff")
 
     def to_json(self) -> dict[str, Any]:
         """The item as the front-end sees it (without the raw arguments dict)."""

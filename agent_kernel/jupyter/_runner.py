@@ -50,6 +50,7 @@ import sys
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent_kernel.agent._agent import Agent, RunResult
@@ -471,6 +472,8 @@ async def _drive(agent: Agent, prompt: str | None, events: list[AgentEvent], liv
                 events.append(event)
                 if view is not None:
                     view.handle(event)
+                    if event.type is EventType.APPROVAL_REQUIRED:
+                        _show_write_diff(view, agent, event)
     except BaseException:
         if view is not None:
             view.close_run()  # whatever was seen stays visible and saved
@@ -483,6 +486,21 @@ async def _drive(agent: Agent, prompt: str | None, events: list[AgentEvent], liv
         transcript = view.static() if view is not None else StaticTranscript.from_events(events)
         slots.finish(transcript, rendered=live is not None and live.rendered_flag)
     return result
+
+
+def _show_write_diff(view: AgentView, agent: Agent, event: AgentEvent) -> None:
+    """Puts on a ``write_file`` / ``edit_file`` card waiting for approval the diff it would make."""
+    from agent_kernel.jupyter._write_diff import write_diff
+
+    arguments = event.data.get("arguments")
+    if not isinstance(arguments, dict):
+        return
+    try:
+        diff = write_diff(str(event.data.get("tool")), arguments, Path(getattr(agent, "working_dir", ".")))
+    except OSError:
+        diff = None  # the card keeps the arguments
+    if diff is not None:
+        view.show_diff(str(event.data.get("call_id")), event.agent_id, diff)
 
 
 #: What an emptied output holds: no data at all, so nothing to see and nothing a checker compares.

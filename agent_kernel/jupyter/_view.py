@@ -230,6 +230,12 @@ class AgentView(anywidget.AnyWidget):
         self.saved = {"model_id": self.model_id, "html": render_html(state),
                       "text": RunSummary.from_transcript(self.transcript).text, "final": final}
 
+    def show_diff(self, call_id: str, agent: str | None, diff: str) -> None:
+        """Shows on a card waiting for approval the change its call would make, at once."""
+        with self._lock:
+            self.transcript.set_diff(call_id, agent, diff)
+            self.flush()
+
     def summary(self) -> RunSummary:
         """The static summary of the run so far (answer, tool calls, usage)."""
         with self._lock:

@@ -78,3 +78,33 @@ def test_a_and_r_answer_the_waiting_card_escape_stops_and_copy_buttons_copy(
         book.wait_done("stop")
         assert cells.count() == count
         assert book.run_and_wait("after").strip() == "['code'] user_interrupt"
+
+
+DIFF_CELLS = {
+    "setup": "%load_ext agent_kernel\nfrom pathlib import Path\nfrom agent_kernel.models.scripted import ScriptedModel, tool_call\n"
+             "Path('plan.md').write_text('one\\ntwo\\nthree\\n')",
+    "model": "writing = ScriptedModel([tool_call('write_file', {'path': 'plan.md', 'content': 'one\\n2\\nthree\\n'}), 'Done.'])",
+    "write": "%%agent -m writing --tools write_file --new\nChange two to 2 in plan.md.",
+    "check": "print(repr(Path('plan.md').read_text()))",
+}
+
+
+def test_a_write_waiting_for_approval_shows_the_diff_of_its_file(lab: LabServer, browser: Any, artifacts: Path) -> None:
+    with _open(lab, browser, "write-diff.ipynb", DIFF_CELLS, "perCommTarget") as book:
+        book.run_and_wait("model")
+        book.run("write")
+        view = book.view("write")
+        expect(view.locator(".ak-approve")).to_be_visible(timeout=30_000)
+        diff = view.locator(".ak-diff-view")
+        expect(diff).to_be_visible()
+        expect(diff.locator(".ak-diff-file").first).to_have_text("--- a/plan.md")
+        expect(diff.locator(".ak-diff-del")).to_have_text(["-two"])
+        expect(diff.locator(".ak-diff-add")).to_have_text(["+2"])
+        assert not view.locator(".ak-args").evaluate("(d) => d.open")  # the JSON is one click away
+        colours = diff.locator(".ak-diff-add").evaluate(
+            "(n) => [getComputedStyle(n).borderLeftColor, getComputedStyle(n).backgroundColor]")
+        assert colours[0] != colours[1] and "0, 0, 0, 0" not in colours[1]  # marked, not plain
+        view.screenshot(path=str(artifacts / "write-diff-card.png"))
+        view.locator(".ak-approve").click()
+        expect(book.transcript("write")).to_contain_text("Done.", timeout=30_000)
+        assert book.run_and_wait("check").strip() == "'one\\n2\\nthree\\n'"
