@@ -943,3 +943,25 @@ def test_a_notebook_continues_only_its_own_cut_off_run_when_two_share_a_folder(
 
     assert ("waiting for approval" in out.stdout) is continues
     assert cells.ns["touched"] == (["x"] if continues else [])
+
+
+def test_budget_caps_what_each_run_of_the_session_may_spend(cells: Cells) -> None:
+    cells.run("priced = ScriptedModel([tool_call('touch', {'name': 'x'}), tool_call('touch', {'name': 'y'}), 'Done.'], "
+              "name='claude-sonnet-4-6')")
+    cells.run("%agent model priced")
+    assert "No spending cap" in cells.run("%agent budget")[1].stdout
+    said = cells.run("%agent budget 0.0002")[1].stdout
+    assert "each run ends (reason budget) before a model call that would take it past $0.00" in said
+    assert cells.magics.sessions.get().agent.max_cost == 0.0002
+    _, shown = cells.run("%%agent --tools touch -o capped\nTouch x and y.")
+    capped = cells.ns["capped"]
+    assert capped.termination_reason.value == "budget" and capped.cost_usd <= 0.0002
+    assert len(priced_requests := cells.ns["priced"].requests) == 1, priced_requests  # the second call was refused
+    assert any("budget" in text for text in texts(shown))  # the transcript says how the run ended
+    from agent_kernel.jupyter._static_view import StaticTranscript
+
+    assert "of $0.00 budget" in StaticTranscript.from_events(capped.events).html  # the status bar shows the cap
+    assert "No spending cap" not in cells.run("%agent budget none")[1].stdout
+    assert cells.magics.sessions.get().agent.max_cost is None
+    for wrong in ("abc", "-1", "nan", "inf"):
+        assert "give a number of US dollars" in str(cells.error(f"%agent budget {wrong}"))

@@ -1353,7 +1353,7 @@ function render({ model, el }) {
       turn.textContent = s.turn ? "turn " + s.turn : "";
     }
     tokens.textContent = tokenFigures(s, streamedChars(store.items.values()));
-    cost.textContent = fmtCost(s.cost_usd);
+    cost.textContent = fmtCost(s.cost_usd) + (typeof s.max_cost === "number" ? " of $" + s.max_cost.toFixed(2) + " budget" : "");
     elapsed.textContent = fmtSeconds(store.elapsed());
     modelName.textContent = s.model || "";
     const stopping = running && (s.stopping || stopSent);

@@ -152,6 +152,7 @@ class RunStart(TypedDict):
     agents: NotRequired[list[str]]  # crews: the members' names
     tasks: NotRequired[list[CrewTask]]  # crews: the tasks in declared order
     continues: NotRequired[Continues]  # agents: this run finishes a turn a dead process left open
+    max_cost: NotRequired[float]  # agents with a spending cap: the most the run may spend, in US dollars
     notebook: NotRequired[str]  # agents: the notebook whose kernel ran it (Jupyter's JPY_SESSION_NAME)
 
 
@@ -226,7 +227,7 @@ class Error(TypedDict):
 class RunFinish(TypedDict):
     """The run ended; always the last event of a run."""
 
-    reason: str  # a TerminationReason value: end_turn, max_turns, stop_reason, user_interrupt, error, tool_stop
+    reason: str  # a TerminationReason value: end_turn, max_turns, stop_reason, user_interrupt, error, tool_stop, budget
     text: str  # the final answer (what streamed, for an interrupted run)
     stats: StatsDict  # the run's turns, calls, tokens, cost and duration
     stop_reason: NotRequired[str]  # the model's own stop reason, when the model ended the run
@@ -234,6 +235,8 @@ class RunFinish(TypedDict):
     tool: NotRequired[str]  # reason tool_stop: the tool that stopped the run
     stop: NotRequired[str]  # a hook or tool stopped the run: why
     outputs: NotRequired[list[dict[str, Any]]]  # crews: each task's output (TaskOutput.to_dict)
+    max_cost: NotRequired[float]  # reason budget: the cap in US dollars
+    next_cost_estimate: NotRequired[float | None]  # reason budget: what the refused call was estimated to cost (None: unknown)
 
 
 # ---- context management --------------------------------------------------------------------

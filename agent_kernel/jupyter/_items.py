@@ -239,10 +239,11 @@ class RunStatus:
     paused: bool = False
     pausing: bool = False
     queued: int = 0
+    max_cost: float | None = None  # the run's spending cap in US dollars, if it has one
 
     _WIRE = ("phase", "reason", "turn", "max_turns", "input_tokens", "output_tokens", "cost_usd",
              "model", "stopping", "activity", "pending_input", "usage_chars", "paused", "pausing",
-             "queued")
+             "queued", "max_cost")
 
     def to_json(self) -> dict[str, Any]:
         """The status as the front-end sees it, less ``elapsed_s`` (the transcript adds it) and

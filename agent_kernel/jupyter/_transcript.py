@@ -180,7 +180,7 @@ class Transcript:
         self._started = self._clock()
         self.duration_s = None
         self._set_status(phase="running", reason=None, model=data.get("model"),
-                         max_turns=data.get("max_iterations"), stopping=False, final_text=None,
+                         max_turns=data.get("max_iterations"), max_cost=data.get("max_cost"), stopping=False, final_text=None,
                          paused=False, pausing=False, queued=0)
 
     def _on_iteration_start(self, event: AgentEvent, data: p.IterationStart) -> None:

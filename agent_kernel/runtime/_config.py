@@ -45,6 +45,9 @@ class LoopConfig:
             goes to a file in ``tool_output_dir`` (None: no cap).
         tool_output_dir: where capped tool outputs are kept in full.
         max_continuations: times a response cut off by ``max_tokens`` is asked to go on.
+        max_cost: the most a run may spend in US dollars (None: no cap). Before each model call
+            the run ends with the reason ``budget`` if what it spent plus an estimate of that call
+            (the last call's cost) would pass the cap, or if a call's cost is unknown.
     """
 
     model: Model
@@ -61,5 +64,6 @@ class LoopConfig:
     tool_result_limit: int | None = DEFAULT_TOOL_RESULT_LIMIT
     tool_output_dir: Path | None = None
     max_continuations: int = 3
+    max_cost: float | None = None
 
 
