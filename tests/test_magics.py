@@ -965,3 +965,15 @@ def test_budget_caps_what_each_run_of_the_session_may_spend(cells: Cells) -> Non
     assert cells.magics.sessions.get().agent.max_cost is None
     for wrong in ("abc", "-1", "nan", "inf"):
         assert "give a number of US dollars" in str(cells.error(f"%agent budget {wrong}"))
+
+
+def test_setup_shows_the_form_whose_use_button_sets_the_session_model(cells: Cells) -> None:
+    from agent_kernel.jupyter._setup import SetupForm
+
+    result, _ = cells.run("%agent setup")
+    form = result.result
+    assert isinstance(form, SetupForm)
+    form.provider.value = "openai"
+    form.model.value = "gpt-4.1"
+    form.on_use("offline")  # what "Use this model" does with the spec it was given
+    assert cells.magics.model == "offline"

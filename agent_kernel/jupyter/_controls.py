@@ -28,6 +28,7 @@ __all__ = [
     "cmd_approvals",
     "cmd_approve",
     "cmd_budget",
+    "cmd_setup",
     "cmd_calls",
     "cmd_cancel",
     "cmd_events",
@@ -65,6 +66,7 @@ HELP = (
     ("%agent system TEXT", "set the session's system prompt (none: clear it)"),
     ("%agent max-turns N", "set the session's model turns per prompt"),
     ("%agent budget DOLLARS", "end each run before it would spend more (none: no cap)"),
+    ("%agent setup", "choose a provider, model and key in a form, and test the endpoint"),
     ("%agent events", "the session's events as a DataFrame (agent.events_df())"),
     ("%agent turns", "one row per turn (agent.turns_df()); %agent history is the same"),
     ("%agent calls", "one row per tool call (agent.tool_calls_df())"),
@@ -226,6 +228,14 @@ def cmd_budget(magics: AgentMagics, rest: str) -> None:
     print(f"Session {session.name!r} has no spending cap." if cap is None else
           f"Session {session.name!r}: each run ends (reason budget) before a model call that would take it past "
           f"${cap:.2f}.")
+
+
+def cmd_setup(magics: AgentMagics, rest: str) -> Any:
+    """``%agent setup``: a form to choose a provider, model, base URL and key, with a Test button
+    that checks the endpoint for real (``jupyter.setup``)."""
+    from agent_kernel.jupyter._setup import SetupForm
+
+    return SetupForm(on_use=lambda spec: cmd_model(magics, spec))
 
 
 def cmd_model(magics: AgentMagics, rest: str) -> None:
