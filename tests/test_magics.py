@@ -234,7 +234,10 @@ def test_an_unknown_name_is_left_as_written_with_a_warning(cells: Cells) -> None
     with pytest.warns(InterpolationWarning, match=r"\{nowhere\}.*--no-interpolate") as caught:
         warnings.simplefilter("always")  # so a second, identical warning would be seen too
         cells.run("%%agent -m model\nUse {nowhere} here")  # the kernel's first cell: the one a restart may have cut off
-    assert len([w for w in caught if w.category is InterpolationWarning]) == 1
+    [warning] = [w for w in caught if w.category is InterpolationWarning]
+    # Shown as the prompt's, with no line of the package's own source printed under it.
+    shown = warnings.formatwarning(warning.message, warning.category, warning.filename, warning.lineno)
+    assert shown.startswith("<%%agent prompt>:1: InterpolationWarning:") and shown.count("\n") == 1, shown
 
     assert cells.ns["model"].requests[-1].messages[-1].content[0].text == "Use {nowhere} here"
 
@@ -664,6 +667,8 @@ def test_steering_with_nothing_running_says_what_to_do(cells: Cells) -> None:
         assert "nothing is running in session 'default'" in str(error)
         assert "%%agent --detach" in str(error)
     assert "%agent say needs a message" in str(cells.error("%agent say"))
+    unclosed = str(cells.error('%agent say "hello'))
+    assert 'opens with " but has no closing "' in unclosed and '%agent say "hello"' in unclosed
 
 
 def test_approve_and_reject_answer_a_waiting_call_from_any_cell_and_the_card_follows(cells: Cells) -> None:

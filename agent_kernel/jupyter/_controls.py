@@ -551,11 +551,15 @@ def cmd_show(magics: AgentMagics, rest: str) -> None:
 # ---- steering and approvals of a run in progress ---------------------------------------------
 
 
-def _unquote(text: str) -> str:
+def _unquote(text: str, command: str = "say") -> str:
     """``text`` without one pair of surrounding quotes, so ``%agent say "..."`` reads naturally."""
     text = text.strip()
     if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
         return text[1:-1]
+    if text[:1] in ("\"", "'"):
+        quote = text[0]
+        raise UserError(f"The message opens with {quote} but has no closing {quote}: close it, e.g. "
+                        f"%agent {command} {quote}{text[1:]}{quote}, or leave the quotes out.")
     return text
 
 
@@ -669,7 +673,7 @@ def cmd_reject(magics: AgentMagics, rest: str) -> None:
     from agent_kernel.guard._approvals import Approval
 
     parts = rest.strip().split(None, 1)
-    reason = _unquote(parts[1]) if len(parts) > 1 else None
+    reason = _unquote(parts[1], f"reject {parts[0]}") if len(parts) > 1 else None
     session, pending = _find_pending(magics, "reject", parts[0] if parts else "")
     if not session.agent.approvals.resolve(pending.call_id, Approval.reject(reason), agent_id=pending.agent_id):
         raise UserError(f"%agent reject {pending.call_id}: it was answered meanwhile; nothing changed.")
