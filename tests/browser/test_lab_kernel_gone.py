@@ -15,6 +15,7 @@ import re
 import subprocess
 import sys
 import time
+import urllib.error
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +23,6 @@ from playwright.sync_api import expect
 
 from .conftest import LabServer
 from .test_lab_approvals import SETUP, Notebook, _open
-from .test_lab_resume import _reload
-from .test_lab_transcripts import _save
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
@@ -49,13 +48,37 @@ def _restart_from_the_menu(book: Notebook) -> None:
     page.locator(".jp-Dialog .jp-mod-accept").click()
 
 
+def _stored(lab: LabServer, name: str) -> dict[str, Any] | None:
+    """The notebook as the server has it, or None while a save is still writing it."""
+    try:
+        return dict(lab.api(f"/api/contents/{name}?content=1")["content"])
+    except urllib.error.HTTPError as exc:
+        if exc.code in (400, 500):  # read mid-write: not yet a whole notebook
+            return None
+        raise
+
+
+def _save(book: Notebook, lab: LabServer, name: str) -> dict[str, Any]:
+    """Saves as a person does (Ctrl+S); returns the stored notebook once it holds a transcript."""
+    book.cell("setup").locator(".jp-InputArea-editor").click()
+    book.page.keyboard.press("Escape")  # command mode: the shortcut saves the notebook
+    book.page.keyboard.press("Control+s")
+    deadline = time.monotonic() + 30
+    while True:
+        stored = _stored(lab, name)
+        if stored is not None and "ak-static" in json.dumps([c.get("outputs", []) for c in stored["cells"]]):
+            return stored
+        assert time.monotonic() < deadline, f"the saved notebook holds no transcript: {stored}"
+        time.sleep(0.2)  # polling the file the server writes; nothing to race
+
+
 def _save_as_is(book: Notebook, lab: LabServer, name: str) -> None:
     """Saves (Ctrl+S) while the run waits, and waits until the file holds the live view."""
     book.cell("setup").locator(".jp-InputArea-editor").click()
     book.page.keyboard.press("Escape")
     book.page.keyboard.press("Control+s")
     deadline = time.monotonic() + 30
-    while WIDGET_VIEW not in json.dumps(lab.api(f"/api/contents/{name}?content=1")["content"]):
+    while WIDGET_VIEW not in json.dumps(_stored(lab, name)):
         assert time.monotonic() < deadline, "the notebook was not saved"
         time.sleep(0.2)  # polling the file the server writes; nothing to race
 
@@ -115,7 +138,11 @@ def test_a_page_reloaded_before_the_approval_saves_the_finished_run_as_its_trans
         expect(book.view("ask").locator(".ak-approve")).to_be_visible(timeout=30_000)
 
         _save_as_is(book, lab, name)  # the card is saved as a widget, as autosave would
-        _reload(lab, book, name, len(CELLS) + 1)  # Shift+Enter on the last cell added one
+        # The page loaded afresh (as a reload does, but with the layout reset, so no notebook of
+        # an earlier test reopens beside this one); the kernel lives on, still waiting.
+        book.page.goto(lab.page_url(name))
+        expect(book.page.locator(".jp-Notebook .jp-Cell")).to_have_count(len(CELLS) + 1, timeout=60_000)
+        lab.wait_for_kernel(name)
         approve = book.view("ask").locator(".ak-approve")
         expect(approve).to_be_visible(timeout=30_000)
         approve.click()
