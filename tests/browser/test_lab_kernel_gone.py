@@ -1,4 +1,4 @@
-"""What a run leaves behind when its kernel or its page goes, in real JupyterLab (Chromium).
+"""What a run leaves behind when its kernel or its page goes, in real JupyterLab and Notebook 7 (Chromium).
 
 No card outlives its kernel silently: Kernel > Restart with an approval pending turns the old
 card, at once, into a static transcript that says the kernel went and how to go on (``%agent
@@ -19,6 +19,7 @@ import urllib.error
 from pathlib import Path
 from typing import Any
 
+import pytest
 from playwright.sync_api import expect
 
 from .conftest import LabServer
@@ -101,10 +102,11 @@ def _check_saved(lab: LabServer, stored: dict[str, Any], name: str, cell: int, e
     return converted.stdout
 
 
+@pytest.mark.parametrize("app", ["lab", "notebooks"])  # JupyterLab and Notebook 7
 def test_a_restart_with_a_card_pending_turns_the_card_into_a_transcript_that_says_how_to_go_on(
-        lab: LabServer, browser: Any, artifacts: Path) -> None:
-    name = "kernel-gone.ipynb"
-    with _open(lab, browser, name, CELLS, "perCommTarget") as book:
+        lab: LabServer, browser: Any, artifacts: Path, app: str) -> None:
+    name = f"kernel-gone-{app}.ipynb"
+    with _open(lab, browser, name, CELLS, "perCommTarget", app=app) as book:
         book.run_and_wait("asking")
         book.run("ask")
         expect(book.view("ask").locator(".ak-approve")).to_be_visible(timeout=30_000)
@@ -122,7 +124,7 @@ def test_a_restart_with_a_card_pending_turns_the_card_into_a_transcript_that_say
         expect(transcript.locator(".ak-tool")).to_contain_text("write_note")
         expect(transcript.locator(".ak-phase")).to_contain_text("interrupted")
         assert "Sending your decision" not in output.inner_text()
-        output.screenshot(path=str(artifacts / "kernel-gone-card.png"))
+        output.screenshot(path=str(artifacts / f"kernel-gone-card-{app}.png"))
         lab.wait_for_kernel(name)
         stored = _save(book, lab, name)
     page = _check_saved(lab, stored, name, 2, "was restarted or shut down")
