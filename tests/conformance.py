@@ -325,6 +325,38 @@ async def max_iterations_final_answer(h: Harness, tmp: Path) -> None:
 
 
 @scenario
+async def spending_cap(h: Harness, tmp: Path) -> None:
+    """Agent(max_cost=...) ends the run (reason budget) before the model call that would pass
+    the cap, after the tools of the calls it made; a model without a price ends it at once."""
+    script = (turn(calls=[("c1", "add", {"a": 1, "b": 1})]), turn(calls=[("c2", "add", {"a": 2, "b": 2})]), turn("Done."))
+    priced = "claude-sonnet-4-6" if h.name in ("scripted", "anthropic") else "gpt-4.1"
+    h.script(*script)
+    free = await collect(Agent(h.model(priced), tools=[add], working_dir=tmp, journal=None, retry_base_delay=0.001), "add")
+    costs = [e.data["cost_usd"] for e in of(free, EventType.LLM_COMPLETE)]
+    assert finish(free)["reason"] == "end_turn" and len(costs) == 3 and all(c > 0 for c in costs)
+
+    h.script(*script)
+    before = len(h.requests())
+    cap = costs[0] + costs[1] + costs[2] / 2  # room for two calls, not a third
+    capped = Agent(h.model(priced), tools=[add], working_dir=tmp, retry_base_delay=0.001, max_cost=cap)
+    events = await collect(capped, "add")
+    end = finish(events)
+    made = len(h.requests()) - before
+    assert end["reason"] == "budget" and end["max_cost"] == cap and 1 <= made < 3, (end, made)
+    assert end["stats"]["llm_calls"] == made and end["stats"]["cost_usd"] <= cap
+    assert end["stats"]["cost_usd"] + end["next_cost_estimate"] > cap  # the call refused would have passed it
+    assert len(of(events, EventType.TOOL_RESULT)) == made  # the calls made had their tools run
+    assert [e.data["reason"] for e in of(journaled(capped), EventType.RUN_FINISH)] == ["budget"]
+    assert capped.result_type.from_events(events).termination_reason.value == "budget"
+
+    h.script(*script)
+    unknown = await collect(Agent(h.model("a-model-with-no-price"), tools=[add], working_dir=tmp, journal=None,
+                                  max_cost=10.0), "add")
+    assert finish(unknown)["reason"] == "budget" and finish(unknown)["next_cost_estimate"] is None
+    assert of(unknown, EventType.LLM_START) == []  # a cap that cannot be checked is not left to luck
+
+
+@scenario
 async def cancel_mid_stream(h: Harness, tmp: Path) -> None:
     # Six events: every wire has sent a text delta by then (the Responses API opens with three
     # events of bookkeeping before its first).

@@ -19,7 +19,7 @@ from jupyter_client.blocking.client import BlockingKernelClient
 from jupyter_client.manager import KernelManager
 
 from agent_kernel import Agent
-from agent_kernel.jupyter._kernel import classify, is_python_cell, strip_python_escape
+from agent_kernel.jupyter._kernel import _marker, classify, is_python_cell, strip_python_escape
 from agent_kernel.jupyter.install import DISPLAY_NAME, KERNEL_NAME, kernel_spec, main
 from agent_kernel.models.scripted import ScriptedModel
 
@@ -119,7 +119,9 @@ def test_python_whose_names_are_all_defined_runs_as_python(cell: str) -> None:
     "Summarise the data in df",
     "hello",
     "help",  # a builtin, but as a lone word it is a request
-    "print(undefined)",
+    "not sure",  # prose that parses as Python, as names and operators
+    "tables and charts",
+    "yes or no",
     "%pwd\nthen tell me what is there",
     "What does !important mean in CSS?",
     "print(1)\n%%python",
@@ -129,8 +131,18 @@ def test_everything_else_is_a_prompt(cell: str) -> None:
     assert not is_python_cell(cell, {"df": object()})
 
 
+@pytest.mark.parametrize("cell", ["prnt('hello')", "print(undefined)", "x = undefined + 1", "df.describ()",
+                                  "import numpyy", "result = summarise(df)"])
+def test_code_with_a_typo_runs_as_python_so_its_name_error_shows_rather_than_costing_a_request(cell: str) -> None:
+    kind = classify(cell, {"df": object()})
+    assert kind.python and kind.judged, kind
+    assert "reads as Python code" in kind.reason or kind.reason.startswith("it is Python")
+
+
 def test_the_judgement_says_why() -> None:
-    assert classify("print(undefined)", {}).reason == "'undefined' is not defined"
+    assert classify("prnt('hello')", {}).reason == "it reads as Python code, though 'prnt' is not defined"
+    assert "%%prompt" in _marker(classify("prnt('hello')", {}))["text/plain"]  # and how to send it instead
+    assert classify("not sure", {}).reason == "'sure' is not defined"
     assert classify("Summarise it", {}).reason == "it is not Python"
     assert not classify("%%prompt\nx = 1", {}).judged
 
@@ -188,12 +200,20 @@ def test_print_hello_runs_as_python_and_says_so(kc: BlockingKernelClient) -> Non
 
 def test_a_prompt_is_marked_as_sent_to_the_agent_with_the_reason(kc: BlockingKernelClient) -> None:
     script(kc, '"Hi there."')
-    reply, messages = execute(kc, "print(greeting_nobody_defined)")
+    reply, messages = execute(kc, "greeting or farewell")
 
     assert reply["status"] == "ok", messages
-    assert marker(messages) == ("▶ sent to the agent ('greeting_nobody_defined' is not defined; start the cell "
+    assert marker(messages) == ("▶ sent to the agent ('greeting' is not defined; start the cell "
                                 "with %%python to run it as Python)")
     assert "Hi there." in summary_text(messages)
+
+
+def test_a_python_typo_shows_its_name_error_and_costs_no_request(kc: BlockingKernelClient) -> None:
+    reply, messages = execute(kc, "prnt('hello')")
+
+    assert reply["status"] == "error" and reply["ename"] == "NameError", reply
+    assert marker(messages) == ("▶ ran as Python (it reads as Python code, though 'prnt' is not defined; start "
+                                "the cell with %%prompt to send it to the agent)")
 
 
 def test_the_prompt_escape_sends_python_to_the_agent_without_the_escape_line(kc: BlockingKernelClient) -> None:

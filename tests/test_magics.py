@@ -234,7 +234,10 @@ def test_an_unknown_name_is_left_as_written_with_a_warning(cells: Cells) -> None
     with pytest.warns(InterpolationWarning, match=r"\{nowhere\}.*--no-interpolate") as caught:
         warnings.simplefilter("always")  # so a second, identical warning would be seen too
         cells.run("%%agent -m model\nUse {nowhere} here")  # the kernel's first cell: the one a restart may have cut off
-    assert len([w for w in caught if w.category is InterpolationWarning]) == 1
+    [warning] = [w for w in caught if w.category is InterpolationWarning]
+    # Shown as the prompt's, with no line of the package's own source printed under it.
+    shown = warnings.formatwarning(warning.message, warning.category, warning.filename, warning.lineno)
+    assert shown.startswith("<%%agent prompt>:1: InterpolationWarning:") and shown.count("\n") == 1, shown
 
     assert cells.ns["model"].requests[-1].messages[-1].content[0].text == "Use {nowhere} here"
 
@@ -666,6 +669,8 @@ def test_steering_with_nothing_running_says_what_to_do(cells: Cells) -> None:
         assert "nothing is running in session 'default'" in str(error)
         assert "%%agent --detach" in str(error)
     assert "%agent say needs a message" in str(cells.error("%agent say"))
+    unclosed = str(cells.error('%agent say "hello'))
+    assert 'opens with " but has no closing "' in unclosed and '%agent say "hello"' in unclosed
 
 
 def test_approve_and_reject_answer_a_waiting_call_from_any_cell_and_the_card_follows(cells: Cells) -> None:
@@ -995,3 +1000,37 @@ def test_agent_undo_reverts_the_last_runs_notebook_edits(cells: Cells, tmp_path:
     assert [c.source for c in nbformat.read(tmp_path / "work.ipynb", as_version=4).cells] == ["x = 1"]
     undone = cells.magics.sessions.get().agent.events[-1].data["undoes"]
     assert "already undone" in str(cells.error(f"%agent undo {undone}"))
+
+
+def test_budget_caps_what_each_run_of_the_session_may_spend(cells: Cells) -> None:
+    cells.run("priced = ScriptedModel([tool_call('touch', {'name': 'x'}), tool_call('touch', {'name': 'y'}), 'Done.'], "
+              "name='claude-sonnet-4-6')")
+    cells.run("%agent model priced")
+    assert "No spending cap" in cells.run("%agent budget")[1].stdout
+    said = cells.run("%agent budget 0.0002")[1].stdout
+    assert "each run ends (reason budget) before a model call that would take it past $0.00" in said
+    assert cells.magics.sessions.get().agent.max_cost == 0.0002
+    _, shown = cells.run("%%agent --tools touch -o capped\nTouch x and y.")
+    capped = cells.ns["capped"]
+    assert capped.termination_reason.value == "budget" and capped.cost_usd <= 0.0002
+    assert len(priced_requests := cells.ns["priced"].requests) == 1, priced_requests  # the second call was refused
+    assert any("budget" in text for text in texts(shown))  # the transcript says how the run ended
+    from agent_kernel.jupyter._static_view import StaticTranscript
+
+    assert "of $0.00 budget" in StaticTranscript.from_events(capped.events).html  # the status bar shows the cap
+    assert "No spending cap" not in cells.run("%agent budget none")[1].stdout
+    assert cells.magics.sessions.get().agent.max_cost is None
+    for wrong in ("abc", "-1", "nan", "inf"):
+        assert "give a number of US dollars" in str(cells.error(f"%agent budget {wrong}"))
+
+
+def test_setup_shows_the_form_whose_use_button_sets_the_session_model(cells: Cells) -> None:
+    from agent_kernel.jupyter._setup import SetupForm
+
+    result, _ = cells.run("%agent setup")
+    form = result.result
+    assert isinstance(form, SetupForm)
+    form.provider.value = "openai"
+    form.model.value = "gpt-4.1"
+    form.on_use("offline")  # what "Use this model" does with the spec it was given
+    assert cells.magics.model == "offline"

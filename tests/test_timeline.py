@@ -175,3 +175,34 @@ def test_a_long_session_draws_only_its_latest_turns() -> None:
     assert "the last 1 of 2 turns" in svg and "run 1 · turn 1" in svg and "turn 0" not in svg
     assert len(t.bars) == 7  # the data keeps every turn
     assert svg.count("<rect") < timeline(events).to_svg().count("<rect")
+
+
+def test_the_picture_is_a_png_only_so_an_untrusted_notebook_shows_it() -> None:
+    from io import BytesIO
+
+    from PIL import Image
+
+    t = timeline(recorded_run())
+    data, metadata = DisplayFormatter().format(t.picture())
+    assert sorted(data) == ["image/png", "text/plain"]  # no HTML or SVG for a sanitiser to strip
+    assert metadata["image/png"] == {"width": 920} and data["text/plain"] == repr(t)
+    png = data["image/png"]  # bytes here; the kernel sends them base64-encoded
+    image = Image.open(BytesIO(png if isinstance(png, bytes) else base64.b64decode(png))).convert("RGB")
+    assert image.width == 2 * 920  # drawn at twice its shown size, for sharp screens
+    colours = {colour for _, colour in image.getcolors(maxcolors=1 << 20)}
+    for hex_colour in ("#4c78a8", "#f58518", "#e45756", "#54a24b"):  # every kind of bar is drawn
+        assert tuple(int(hex_colour[i:i + 2], 16) for i in (1, 3, 5)) in colours
+    labels = image.crop((0, 0, 2 * 84, image.height))  # the lane labels' column holds dark text
+    assert labels.convert("L").getextrema()[0] < 80
+
+
+@pytest.mark.parametrize("name", ["03_journals_as_dataframes", "07_subagents_and_crews"])
+def test_the_teaching_notebooks_store_their_timelines_as_pictures(name: str) -> None:
+    notebook = nbformat.read(Path(__file__).parents[1] / "notebooks" / f"{name}.ipynb", as_version=4)
+    cells = [cell for cell in notebook.cells if cell.cell_type == "code" and "timeline" in cell.source]
+    shown = [output for cell in cells for output in cell.get("outputs", []) if "data" in output
+             and output["data"].get("text/plain", "").startswith("Timeline(")]
+    assert shown, "the notebook shows no timeline"
+    for output in shown:
+        assert "image/png" in output["data"]
+        assert "text/html" not in output["data"] and "image/svg+xml" not in output["data"]

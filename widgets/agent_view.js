@@ -40,7 +40,17 @@ class RunStore {
     this.key = "ak-" + Math.random().toString(36).slice(2);
     this.scrolled = new Set(); // approvals already scrolled into view, by agent and call id
     this.views = 0;
+    this.gone = false; // the kernel behind this model has gone (restart, shutdown)
+    this.goneAt = 0;
     model.on("msg:custom", (msg) => this.onMessage(msg));
+    // The widget manager marks every model's comm dead when its kernel restarts or shuts down
+    // (comm_live becomes false, which triggers this event); nothing here answers after that.
+    model.on("comm_live_update", () => this.markGone());
+    // A finished run's transcript goes in the view's place in the notebook even when the
+    // kernel's display update cannot reach this page (reloaded, or the cell long finished).
+    model.on("change:saved", () => {
+      if ((model.get("saved") || {}).final) keepTranscript(model, false);
+    });
     model.on("change:snapshot", () => this.loadSnapshot(model.get("snapshot")));
     this.loadSnapshot(model.get("snapshot"));
   }
@@ -55,7 +65,28 @@ class RunStore {
     for (const listener of this.listeners) listener(change);
   }
 
+  // Sends to the kernel; false (and the view marked gone) when there is no kernel to send to.
+  send(msg) {
+    if (this.gone) return false;
+    try {
+      this.model.send(msg);
+      return true;
+    } catch (err) {
+      this.markGone();
+      return false;
+    }
+  }
+
+  markGone() {
+    if (this.gone) return;
+    this.gone = true;
+    this.goneAt = performance.now();
+    keepTranscript(this.model, true);
+    this.emit({ gone: true, added: [], changed: new Set() });
+  }
+
   awaiting() {
+    if (this.gone) return 0;
     let n = 0;
     for (const item of this.items.values()) if (item.status === "awaiting_approval") n++;
     return this.status.phase === "running" ? n : 0;
@@ -144,8 +175,53 @@ class RunStore {
     const base = this.status.elapsed_s;
     if (typeof base !== "number") return null;
     if (this.status.phase !== "running") return base;
-    return base + (performance.now() - this.statusAt) / 1000;
+    const now = this.gone ? this.goneAt : performance.now();
+    return base + Math.max(0, now - this.statusAt) / 1000;
   }
+}
+
+const WIDGET_VIEW = "application/vnd.jupyter.widget-view+json";
+
+// Puts the run's static transcript (the `saved` trait: see view.py) where this model's widget
+// output is in the notebook the page holds, so the saved notebook keeps a transcript and never
+// a bare widget. `cutOff`: the kernel went mid-run; the transcript then says how to go on.
+// Works where the widget manager offers its document (JupyterLab, Notebook 7); elsewhere the
+// live view stays and says what happened.
+function keepTranscript(model, cutOff) {
+  const saved = model.get("saved") || {};
+  if (!saved.model_id || typeof saved.html !== "string") return false;
+  const manager = model.widget_manager;
+  let cells = null;
+  try {
+    cells = manager && manager.context && manager.context.model && manager.context.model.cells;
+  } catch (err) {
+    return false;
+  }
+  if (!cells || typeof cells.get !== "function") return false;
+  let html = saved.html;
+  let text = saved.text || "";
+  if (cutOff && !saved.final) {
+    const notice = h("div", "ak-kernel-gone", "The " + KERNEL_GONE.slice(4));
+    notice.setAttribute("role", "note");
+    notice.style.cssText = "margin: 4px 0; padding: 4px 8px; border-left: 3px solid " +
+      "var(--jp-warn-color1, #9a6700); color: var(--jp-content-font-color1, inherit);";
+    html = notice.outerHTML + html;
+    text = "The " + KERNEL_GONE.slice(4) + "\n" + text;
+  }
+  let kept = false;
+  for (let c = 0; c < cells.length; c++) {
+    const outputs = cells.get(c).outputs;
+    if (!outputs || typeof outputs.set !== "function") continue;
+    for (let i = 0; i < outputs.length; i++) {
+      const view = (outputs.get(i).data || {})[WIDGET_VIEW];
+      if (view && view.model_id === saved.model_id) {
+        outputs.set(i, { output_type: "display_data", metadata: {},
+          data: { "text/html": html, "text/plain": text } });
+        kept = true;
+      }
+    }
+  }
+  return kept;
 }
 
 function storeFor(model) {
@@ -432,6 +508,11 @@ function tokenFigures(s, chars) {
     (extra ? "~" : "") + fmtInt((s.output_tokens || 0) + Math.ceil(extra / 4)) + " out";
 }
 
+// What the view says once its kernel is gone, and how to go on from there.
+const KERNEL_GONE = "the kernel behind this view was restarted or shut down. To go on with this " +
+  "session, run %agent resume in a cell (in a Python kernel, run %load_ext agent_kernel first), " +
+  "or re-run this cell with %load_ext agent_kernel before it. The journal keeps everything so far.";
+
 const PHASE_LABELS = { idle: "waiting to start", running: "running", finished: "finished",
   cancelled: "cancelled", error: "error", interrupted: "interrupted (the journal ends here)" };
 const ACTIVITY_LABELS = { model: "waiting for the model", writing: "writing", thinking: "thinking",
@@ -620,6 +701,43 @@ function stableEnd(text, from) {
   return end;
 }
 
+// A "Copy" button that puts `text()` on the clipboard and says so.
+function copyButton(text, title) {
+  const button = h("button", "ak-copy", "Copy");
+  button.type = "button";
+  button.title = title;
+  button.addEventListener("click", async (e) => {
+    e.stopPropagation();
+    const value = text();
+    let copied = false;
+    try {
+      await navigator.clipboard.writeText(value);
+      copied = true;
+    } catch (err) { // no clipboard API (an insecure page): the selection way
+      const area = h("textarea");
+      area.value = value;
+      area.style.cssText = "position: fixed; opacity: 0;";
+      document.body.appendChild(area);
+      area.select();
+      try { copied = document.execCommand("copy"); } catch (err2) { copied = false; }
+      area.remove();
+    }
+    button.textContent = copied ? "Copied" : "Copy failed";
+    setTimeout(() => { button.textContent = "Copy"; }, 1500);
+  });
+  return button;
+}
+
+// Gives each code block under `node` its own Copy button (once).
+function addCodeCopyButtons(node) {
+  for (const pre of node.querySelectorAll("pre.ak-code:not([data-copy])")) {
+    pre.dataset.copy = "1";
+    const wrap = h("div", "ak-code-wrap");
+    pre.replaceWith(wrap);
+    wrap.append(pre, copyButton(() => pre.textContent, "Copy this code"));
+  }
+}
+
 function textItem(model, item) {
   const root = h("div", "ak-item ak-text");
   const body = h("div", "ak-md");
@@ -628,12 +746,14 @@ function textItem(model, item) {
   const stable = h("div", "ak-md-part");
   const tail = h("div", "ak-md-part");
   body.append(stable, tail);
-  root.appendChild(body);
+  let current = item;
+  root.append(copyButton(() => current.text || "", "Copy the answer (Markdown)"), body);
   let stableText = "";
   let tailText = null;
   return {
     root,
     update(it) {
+      current = it;
       root.classList.toggle("ak-discarded", !!it.discarded);
       root.title = it.discarded ? "Discarded: the model call was retried" : "";
       const text = it.text || "";
@@ -644,12 +764,14 @@ function textItem(model, item) {
       const end = stableEnd(text, stableText.length);
       if (end > stableText.length) {
         stable.appendChild(renderMarkdown(text.slice(stableText.length, end)));
+        addCodeCopyButtons(stable);
         stableText = text.slice(0, end);
       }
       const rest = text.slice(stableText.length);
       if (rest !== tailText) {
         tailText = rest;
         tail.replaceChildren(renderMarkdown(rest));
+        addCodeCopyButtons(tail);
       }
     },
   };
@@ -696,7 +818,9 @@ function toolItem(model, item, store) {
   reason.setAttribute("aria-label", "Reason for rejecting");
   const buttons = h("div", "ak-buttons");
   const approve = h("button", "ak-button ak-approve", "Approve");
+  approve.title = "Run this call (shortcut: a)";
   const reject = h("button", "ak-button ak-reject", "Reject");
+  reject.title = "Refuse this call; the reason, if any, goes to the model (shortcut: r)";
   const always = h("button", "ak-button ak-always", "Always allow");
   always.title = "Approve this call and allow calls like it for the rest of the session";
   for (const b of [approve, reject, always]) b.type = "button";
@@ -713,8 +837,13 @@ function toolItem(model, item, store) {
   const resultBody = h("pre", "ak-pre");
   result.append(resultSummary, resultBody);
   const pictures = h("div", "ak-pictures"); // images the result showed (a plot), as the model got them
-  root.append(head, args, progress, approval, decision, children, resultPreview, pictures, result);
   let shownPictures = "";
+  // write_file / edit_file waiting for approval: the change as a unified diff (see write_diff.py).
+  const diffBox = h("pre", "ak-pre ak-diff-view");
+  diffBox.setAttribute("aria-label", "What this call would change");
+  diffBox.hidden = true;
+  let drawnDiff = null;
+  root.append(head, diffBox, args, progress, approval, decision, children, resultPreview, pictures, result);
 
   let current = item;
   let sentAt = 0;
@@ -723,7 +852,8 @@ function toolItem(model, item, store) {
     for (const b of [approve, reject, always]) b.disabled = true;
     ask.textContent = "Sending your decision…";
     const text = reason.value.trim();
-    model.send({
+    if (store.gone) return;
+    store.send({
       type: "approval",
       call_id: current.call_id,
       agent: current.agent || null, // sub-agents may number their calls alike
@@ -732,7 +862,7 @@ function toolItem(model, item, store) {
     });
     // No answer (kernel busy elsewhere, or gone): let the person try again.
     setTimeout(() => {
-      if (current.status === "awaiting_approval" && performance.now() - sentAt >= 4000) {
+      if (!store.gone && current.status === "awaiting_approval" && performance.now() - sentAt >= 4000) {
         for (const b of [approve, reject, always]) b.disabled = false;
         ask.textContent = "No answer from the kernel yet. If it was restarted, reload this page: until then " +
           "JupyterLab may deliver clicks to the kernel that is gone. The run keeps waiting; you can also answer " +
@@ -754,7 +884,8 @@ function toolItem(model, item, store) {
     children,
     // Called every 200 ms by the view: counts an approval's deadline down.
     tick() {
-      const counting = current.status === "awaiting_approval" && typeof current.expires_at === "number";
+      const counting = !store.gone && current.status === "awaiting_approval" &&
+        typeof current.expires_at === "number";
       expiry.hidden = !counting;
       if (counting) expiry.textContent = expiryLabel(current.expires_at);
     },
@@ -768,9 +899,21 @@ function toolItem(model, item, store) {
       duration.textContent = typeof it.duration_s === "number" ? fmtSeconds(it.duration_s) : "";
       argsBody.textContent = it.arguments || "";
       args.hidden = !it.arguments;
+      if ((it.diff || null) !== drawnDiff) {
+        drawnDiff = it.diff || null;
+        diffBox.replaceChildren(...(drawnDiff || "").split("\n").map((line) => {
+          const kind = line.startsWith("+++") || line.startsWith("---") ? "ak-diff-file"
+            : line.startsWith("@@") ? "ak-diff-hunk" : line.startsWith("+") ? "ak-diff-add"
+              : line.startsWith("-") ? "ak-diff-del" : "ak-diff-same";
+          return h("span", kind, line || " ");
+        }));
+        diffBox.hidden = !drawnDiff;
+        argsSummary.textContent = drawnDiff ? "Arguments (JSON)" : "Arguments";
+        if (drawnDiff) args.open = false; // the diff says it better
+      }
       const awaiting = it.status === "awaiting_approval";
       if (awaiting && !wasAwaiting) {
-        args.open = true; // a person should see what they are approving
+        args.open = !it.diff; // a person should see what they are approving
         for (const b of [approve, reject, always]) b.disabled = false;
         ask.textContent = "Approval needed" + (it.approval_reason ? ": " + it.approval_reason : "");
         // Brought into view once (during Run All it may wait below the fold); a person who
@@ -781,6 +924,11 @@ function toolItem(model, item, store) {
           () => store.scrolled.add(key));
       }
       wasAwaiting = awaiting;
+      if (awaiting && store.gone) {
+        for (const b of [approve, reject, always]) b.disabled = true;
+        reason.disabled = true;
+        ask.textContent = "This call can no longer be answered here: " + KERNEL_GONE;
+      }
       approval.hidden = !awaiting;
       const running = it.status === "running" && (it.progress || typeof it.fraction === "number");
       progress.hidden = !running;
@@ -1043,7 +1191,7 @@ function elicitationForm(model, request) {
   const send = (action) => {
     if (action === "accept" && !form.reportValidity()) return;
     for (const b of buttons.querySelectorAll("button")) b.disabled = true;
-    model.send({ type: "elicitation", id: request.id, action,
+    storeFor(model).send({ type: "elicitation", id: request.id, action,
       content: action === "accept" ? elicitationValues(inputs) : null });
   };
   for (const [cls, label, action, title] of [
@@ -1085,7 +1233,7 @@ function render({ model, el }) {
   meter.append(meterBar, meterText);
   const stop = h("button", "ak-button ak-stop", "Stop");
   stop.type = "button";
-  stop.title = "Cancel the run (the journal keeps everything so far)";
+  stop.title = "Cancel the run; the journal keeps everything so far (shortcut: Esc or s)";
   bar.append(phase, activity, turn, tokens, cost, elapsed, meter, modelName, h("span", "ak-spacer"), stop);
   const list = h("div", "ak-items");
   const asking = h("div", "ak-asking"); // an MCP server's question, while one waits
@@ -1105,8 +1253,34 @@ function render({ model, el }) {
   for (const b of [send, pause, resume]) b.type = "button";
   const queued = h("span", "ak-steer-queued ak-muted");
   steer.append(steerInput, send, pause, resume, queued);
-  root.append(list, asking, steer, bar);
+  // Said at once when the kernel goes while the run is live; the controls go with it.
+  const gone = h("div", "ak-item ak-notice ak-level-error ak-kernel-gone", "The " + KERNEL_GONE.slice(4));
+  gone.setAttribute("role", "alert");
+  gone.hidden = true;
+  root.append(list, asking, gone, steer, bar);
   el.appendChild(root);
+  // Shortcuts while the view (or a card in it) has focus: a approves and r rejects the card with
+  // focus, or the only one waiting; Escape or s stops the run. Typing in a text box is left alone,
+  // and a key the view acts on goes no further (JupyterLab's command mode would take it).
+  root.tabIndex = 0;
+  root.addEventListener("keydown", (e) => {
+    if (e.ctrlKey || e.metaKey || e.altKey || e.isComposing) return;
+    if (e.target.closest && e.target.closest("input, textarea, select, [contenteditable]")) return;
+    const shown = (b) => b && !b.disabled && b.getClientRects().length > 0;
+    let button = null;
+    if (e.key === "a" || e.key === "r") {
+      const waiting = [...root.querySelectorAll(".ak-tool[data-status='awaiting_approval']")];
+      const focused = e.target.closest && e.target.closest(".ak-tool[data-status='awaiting_approval']");
+      const card = focused || (waiting.length === 1 ? waiting[0] : null);
+      button = card && card.querySelector(e.key === "a" ? ".ak-approve" : ".ak-reject");
+    } else if (e.key === "Escape" || e.key === "s") {
+      button = stop;
+    }
+    if (!shown(button)) return;
+    e.preventDefault();
+    e.stopPropagation();
+    button.click();
+  });
   const drawQuestion = () => {
     const request = model.get("elicitation") || {};
     if (asking.firstChild && asking.firstChild.dataset.id === request.id) return;
@@ -1124,12 +1298,12 @@ function render({ model, el }) {
   stop.addEventListener("click", () => {
     stopSent = true;
     drawStatus();
-    model.send({ type: "stop" });
+    store.send({ type: "stop" });
   });
   const sendSteer = () => {
     const text = steerInput.value.trim();
     if (!text || store.status.phase !== "running") return;
-    model.send({ type: "steer", text });
+    store.send({ type: "steer", text });
     steerInput.value = "";
   };
   send.addEventListener("click", sendSteer);
@@ -1144,11 +1318,11 @@ function render({ model, el }) {
   pause.addEventListener("click", () => {
     pauseSent = true;
     drawStatus();
-    model.send({ type: "pause" });
+    store.send({ type: "pause" });
   });
   resume.addEventListener("click", () => {
     resume.disabled = true;
-    model.send({ type: "resume_run" });
+    store.send({ type: "resume_run" });
   });
 
   // Where an item goes: a sub-agent's card under the call that started it; any other item of a
@@ -1199,7 +1373,12 @@ function render({ model, el }) {
     if (running && s.paused) label = PAUSED_LABEL;
     if (running && s.stopping) label = "stopping…";
     if (s.phase === "finished" && s.reason && s.reason !== "end_turn") label += " (" + s.reason + ")";
+    // Gone before the run's end was drawn (the kernel may have marked it interrupted as it went).
+    const orphaned = store.gone && !(model.get("saved") || {}).final && s.phase !== "finished";
+    if (orphaned) label = "kernel gone: this run stopped with it";
     phase.textContent = label;
+    gone.hidden = !orphaned;
+    root.dataset.kernel = store.gone ? "gone" : "live";
     const held = running && s.paused;
     phase.className = "ak-phase ak-phase-" + (waiting ? "waiting" : held ? "paused" : s.phase || "idle");
     activity.textContent = activityLabel(s, store.items.values(), waiting);
@@ -1211,7 +1390,7 @@ function render({ model, el }) {
       turn.textContent = s.turn ? "turn " + s.turn : "";
     }
     tokens.textContent = tokenFigures(s, streamedChars(store.items.values()));
-    cost.textContent = fmtCost(s.cost_usd);
+    cost.textContent = fmtCost(s.cost_usd) + (typeof s.max_cost === "number" ? " of $" + s.max_cost.toFixed(2) + " budget" : "");
     const share = contextShare(s);
     meter.hidden = share === null;
     if (share !== null) {
@@ -1223,11 +1402,11 @@ function render({ model, el }) {
     elapsed.textContent = fmtSeconds(store.elapsed());
     modelName.textContent = s.model || "";
     const stopping = running && (s.stopping || stopSent);
-    stop.hidden = !running;
+    stop.hidden = !running || store.gone;
     stop.disabled = stopping;
     stop.textContent = stopping ? "Stopping…" : "Stop";
     // Steering controls exist only while the run does: an ended run has nothing to steer.
-    steer.hidden = !running;
+    steer.hidden = !running || store.gone;
     root.dataset.paused = held ? "true" : "false";
     steerInput.disabled = send.disabled = stopping;
     pause.disabled = stopping || held || !!s.pausing || pauseSent;
@@ -1258,6 +1437,10 @@ function render({ model, el }) {
       if (item.status === "awaiting_approval") reveal(item.agent);
     }
     if (change.status) stopSent = pauseSent = false; // the kernel has answered: its status says it all
+    if (change.gone) {
+      for (const [id, view] of views) if (store.items.has(id)) view.update(store.items.get(id));
+      for (const b of asking.querySelectorAll("button, input, select, textarea")) b.disabled = true;
+    }
     for (const id of change.added) {
       const view = views.get(id);
       if (view) view.update(store.items.get(id));
@@ -1267,7 +1450,7 @@ function render({ model, el }) {
   });
 
   const ticker = setInterval(() => {
-    if (store.status.phase !== "running") return;
+    if (store.status.phase !== "running" || store.gone) return;
     elapsed.textContent = fmtSeconds(store.elapsed());
     for (const view of views.values()) if (view.tick) view.tick();
   }, 200);

@@ -87,6 +87,9 @@ class Agent(metaclass=_RefusesUnknownSettings):
         tool_result_limit: characters of one tool result the model sees (30,000, and at most a
             quarter of the model's context window); the whole output is kept in
             ``.agent_kernel/sessions/<id>/tool-output/``. None: no cap.
+        max_cost: the most one run may spend, in US dollars (None: no cap). A run that would
+            pass it ends before the model call that would, with ``termination_reason`` ``budget``
+            (see ``LoopConfig.max_cost``).
         name: a display name (sub-agents, crews).
         subagents: agents the built-in ``task`` tool may delegate to, by name: ``{"researcher":
             Agent(...)}`` (or ``Subagent`` objects); see ``add_subagent``.
@@ -140,6 +143,7 @@ class Agent(metaclass=_RefusesUnknownSettings):
     model_options = LoopSetting[dict[str, Any]]()
     tool_result_limit = LoopSetting[int | None]()
     on_tool_error = LoopSetting[str]()
+    max_cost = LoopSetting[float | None]()
 
     def __init__(
         self,
@@ -166,6 +170,7 @@ class Agent(metaclass=_RefusesUnknownSettings):
         model_options: dict[str, Any] | None = None,
         tool_result_limit: int | None = DEFAULT_TOOL_RESULT_LIMIT,
         on_tool_error: str = "continue",
+        max_cost: float | None = None,
         name: str | None = None,
         subagents: Mapping[str, Any] | None = None,
         sandbox: Any = None,
@@ -194,6 +199,7 @@ class Agent(metaclass=_RefusesUnknownSettings):
             model_options=dict(model_options or {}),
             tool_result_limit=tool_result_limit,
             on_tool_error=on_tool_error,
+            max_cost=None if max_cost is None else float(max_cost),
         )
         self.max_iterations = max_iterations
         self.name = name
@@ -413,6 +419,8 @@ class Agent(metaclass=_RefusesUnknownSettings):
                 turn_state=turn.to_dict(),
                 agent_name=self.name,
             )
+            if self.max_cost is not None:
+                start["max_cost"] = self.max_cost
             notebook = os.environ.get("JPY_SESSION_NAME")
             if notebook:  # a kernel's cut-off check and %agent resume find this notebook's own runs
                 start["notebook"] = notebook

@@ -154,7 +154,7 @@ def fork_of(
         "fallback_model": cfg.fallback_model, "max_retries": cfg.max_retries, "retry_base_delay": cfg.retry_base_delay,
         "retry_max_delay": cfg.retry_max_delay, "stall_timeout": cfg.stall_timeout, "on_stall": cfg.on_stall,
         "max_parallel_tools": cfg.max_parallel_tools, "model_options": dict(cfg.model_options),
-        "tool_result_limit": cfg.tool_result_limit, "on_tool_error": cfg.on_tool_error, "on_state_change": self.on_state_change,
+        "tool_result_limit": cfg.tool_result_limit, "on_tool_error": cfg.on_tool_error, "max_cost": cfg.max_cost, "on_state_change": self.on_state_change,
         "memory": self.memory.enabled, "reminders": self.memory.reminders or False, "namespace": self.memory.namespace,
     }
     try:

@@ -68,6 +68,7 @@ _CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "max_parallel_tools": (lambda v: _whole(v, 1), "a whole number of at least 1"),
     "model_options": (_optional(lambda v: isinstance(v, Mapping)), "a dict of options for the model, or None"),
     "tool_result_limit": (_optional(lambda v: _whole(v, 1)), "a whole number of characters of at least 1, or None for no limit"),
+    "max_cost": (_optional(lambda v: _number(v, 0)), "a number of US dollars, at least 0, or None for no cap: max_cost=0.50"),
     "name": (_optional(lambda v: isinstance(v, str)), "a str, or None"),
     "session_id": (_optional(lambda v: isinstance(v, str) and bool(v)), "a non-empty str, or None for a new id"),
     "working_dir": (_optional(lambda v: isinstance(v, (str, os.PathLike))), "a folder path, or None for the current folder"),

@@ -164,6 +164,7 @@ class RunStart(TypedDict):
     agents: NotRequired[list[str]]  # crews: the members' names
     tasks: NotRequired[list[CrewTask]]  # crews: the tasks in declared order
     continues: NotRequired[Continues]  # agents: this run finishes a turn a dead process left open
+    max_cost: NotRequired[float]  # agents with a spending cap: the most the run may spend, in US dollars
     notebook: NotRequired[str]  # agents: the notebook whose kernel ran it (Jupyter's JPY_SESSION_NAME)
 
 
@@ -238,7 +239,7 @@ class Error(TypedDict):
 class RunFinish(TypedDict):
     """The run ended; always the last event of a run."""
 
-    reason: str  # a TerminationReason value: end_turn, max_turns, stop_reason, user_interrupt, error, tool_stop
+    reason: str  # a TerminationReason value: end_turn, max_turns, stop_reason, user_interrupt, error, tool_stop, budget
     text: str  # the final answer (what streamed, for an interrupted run)
     stats: StatsDict  # the run's turns, calls, tokens, cost and duration
     stop_reason: NotRequired[str]  # the model's own stop reason, when the model ended the run
@@ -248,6 +249,8 @@ class RunFinish(TypedDict):
     outputs: NotRequired[list[dict[str, Any]]]  # crews: each task's output (TaskOutput.to_dict)
     state: NotRequired[dict[str, Any]]  # crews: the shared state at the end (crew.state)
     background_cancelled: NotRequired[list[str]]  # background sub-agents still running when the run ended otherwise than by its answer, cancelled (their ids)
+    max_cost: NotRequired[float]  # reason budget: the cap in US dollars
+    next_cost_estimate: NotRequired[float | None]  # reason budget: what the refused call was estimated to cost (None: unknown)
 
 
 # ---- context management --------------------------------------------------------------------

@@ -4,7 +4,13 @@
 per turn, the two runs in two columns, the first turn where they part marked, and in each cell the
 assistant's text, its tool calls with their arguments, their results (long ones cut, the whole
 text one click away), tokens, cost and duration. Fields that differ between the two sides of a
-turn are tinted.
+turn are marked by a bar at their left (no fill); the first divergence by a bar and
+its label.
+
+Every piece of text is JupyterLab's first font colour on its layout background (each cell sets
+that background, so the output area's striped table rows do not show through): readable in the
+light and the dark theme alike (contrast >= 4.5:1, checked in the browser). Emphasis comes from
+weight, size and coloured borders, never from a tinted fill or lowered opacity under the text.
 
 The HTML is static: inline styles using JupyterLab's theme variables with fallbacks, no script,
 no stylesheet, nothing fetched, so it reads the same in a live notebook, a saved one, nbconvert
@@ -30,19 +36,24 @@ TEXT_PREVIEW = 1_500
 PREVIEW_LINES = 6
 
 _FG = "var(--jp-content-font-color1, inherit)"
-_MUTED = "var(--jp-content-font-color2, #6e7781)"
+#: Labels: the same colour as the text (a second, fainter colour fails contrast on some
+#: backgrounds); they stand apart by size.
+_MUTED = _FG
+_BG = "var(--jp-layout-color0, transparent)"
 _BORDER = "var(--jp-border-color2, rgba(127, 127, 127, 0.35))"
 _ACCENT = "var(--jp-warn-color1, #9a6700)"
-_CHANGED = "var(--jp-warn-color3, rgba(212, 167, 44, 0.18))"
 _MONO = "var(--jp-code-font-family, ui-monospace, SFMono-Regular, Menlo, Consolas, monospace)"
 _S_TABLE = (f"border-collapse: collapse; width: 100%; table-layout: fixed; color: {_FG}; "
             "font-family: var(--jp-content-font-family, system-ui, sans-serif); "
             "font-size: var(--jp-content-font-size1, 14px); line-height: 1.45;")
-_S_CELL = f"border: 1px solid {_BORDER}; padding: 6px 8px; vertical-align: top; text-align: left;"
+_S_CELL = (f"border: 1px solid {_BORDER}; padding: 6px 8px; vertical-align: top; text-align: left; "
+           f"color: {_FG}; background: {_BG};")
 _S_PRE = (f"font-family: {_MONO}; font-size: var(--jp-code-font-size, 12px); white-space: pre-wrap; "
-          "word-break: break-word; margin: 2px 0; background: var(--jp-cell-editor-background, "
-          "rgba(127, 127, 127, 0.08)); border-radius: 3px; padding: 2px 6px;")
+          f"word-break: break-word; margin: 2px 0; color: {_FG}; background: {_BG}; "
+          f"border: 1px solid {_BORDER}; border-radius: 3px; padding: 2px 6px;")
 _S_LABEL = f"color: {_MUTED}; font-size: 0.85em;"
+#: A field that differs from the other side: a bar at its left, no fill under the text.
+_S_CHANGED = f" border-left: 3px solid {_ACCENT}; padding-left: 6px;"
 
 
 def _esc(value: Any) -> str:
@@ -91,7 +102,7 @@ def _side(row: Any, side: str, other: str) -> str:
 
     def tint(name: str) -> str:
         mine, theirs = row[f"{side}_{name}"], row[f"{other}_{name}"]
-        return f" background: {_CHANGED};" if theirs is not None and mine != theirs else ""
+        return _S_CHANGED if theirs is not None and mine != theirs else ""
 
     parts = [f'<td class="ak-diff-{side}" style="{_S_CELL}">']
     sent = row.get(f"{side}_sent") if hasattr(row, "get") else None
@@ -148,10 +159,10 @@ class RunDiff:
             diverges = turn == first
             same = bool(row["same"])
             mark = f" border-left: 4px solid {_ACCENT};" if diverges else ""
-            style = ' style="opacity: 0.7;"' if same else ""
+            style = ""
             label = f'<div style="font-weight: 600;">{int(turn)}</div>'
             if diverges:
-                label += (f'<div style="color: {_ACCENT}; font-weight: 600; font-size: 0.85em;">'
+                label += (f'<div style="color: {_FG}; font-weight: 600; font-size: 0.85em;">'
                           "first divergence</div>")
             elif same:
                 label += f'<div style="{_S_LABEL}">same</div>'

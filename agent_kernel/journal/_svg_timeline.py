@@ -14,13 +14,22 @@ such as parallel tool calls, are stacked in sub-lanes. A bar with no end yet (a 
 or killed) reaches the last event and is drawn dashed. Lanes are labelled by agent (sub-agents
 by their id), run and turn (``researcher · run 1 · turn 0``); a label too long for the label
 column ends in an ellipsis and keeps its full text in its ``<title>``.
+
+``Timeline.picture()`` is the same SVG drawn as a PNG image (by resvg, a Rust renderer shipped
+as a wheel: ``pip install resvg-py``, part of the ``lab`` extra). It is what a notebook meant to be
+read saved should display: JupyterLab sanitises the HTML of an untrusted notebook (a notebook
+someone else saved) and strips its inline SVG, and shows no ``image/svg+xml`` there either, but it
+does show a PNG. Text is drawn with the system's sans-serif font, or DejaVu Sans from matplotlib
+where that is installed and the system has none.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import math
 from dataclasses import dataclass
 from html import escape
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -28,7 +37,7 @@ import pandas as pd
 from agent_kernel.events._event import AgentEvent, EventType
 from agent_kernel.journal._frames import source_events
 
-__all__ = ["BAR_COLUMNS", "COLORS", "Palette", "STATIC", "Timeline", "timeline"]
+__all__ = ["BAR_COLUMNS", "COLORS", "Palette", "STATIC", "Timeline", "TimelinePicture", "timeline"]
 
 BAR_COLUMNS = ("lane", "turn_id", "turn_counter", "sublane", "kind", "label", "start_s", "end_s", "finished",
                "run_id", "agent", "detail")
@@ -357,10 +366,72 @@ class Timeline:
     def _repr_svg_(self) -> str:
         return self.to_svg()
 
+    def to_png(self, *, scale: float = 2.0) -> bytes:
+        """The picture (``to_svg``) as PNG bytes, ``scale`` times its size in pixels.
+
+        Raises:
+            UserError: resvg-py is not installed.
+        """
+        try:
+            import resvg_py
+        except ImportError:
+            from agent_kernel.errors import UserError
+
+            raise UserError("Drawing the timeline as a PNG needs resvg-py: pip install resvg-py "
+                            "(or pip install 'agent-kernel[lab]'). The HTML and SVG forms need nothing.") from None
+        fonts = _fallback_fonts()
+        return bytes(resvg_py.svg_to_bytes(svg_string=self.to_svg(), zoom=scale, background="white",
+                                           font_files=fonts or None, sans_serif_family="DejaVu Sans"))
+
+    def picture(self, *, scale: float = 2.0) -> TimelinePicture:
+        """The timeline as a PNG image for a notebook: it shows wherever images do, including an
+        untrusted notebook in JupyterLab, which hides the HTML form's inline SVG.
+
+        Example:
+            >>> timeline(agent).picture()  # doctest: +SKIP
+        """
+        return TimelinePicture(self.to_png(scale=scale), _WIDTH, repr(self))
+
     def save(self, path: str) -> None:
         """Writes the SVG to ``path`` (``.html``: the themed, responsive HTML fragment)."""
         with open(path, "w", encoding="utf-8") as f:
             f.write(self.to_html() if str(path).endswith((".html", ".htm")) else self.to_svg())
+
+
+@dataclass(frozen=True)
+class TimelinePicture:
+    """A timeline drawn as a PNG: displays as ``image/png`` at ``width`` CSS pixels.
+
+    Attributes:
+        png: the image's bytes.
+        width: the width it is shown at (the image holds more pixels, for sharp screens).
+        text: what ``repr`` says (the timeline's one-line summary).
+    """
+
+    png: bytes
+    width: int
+    text: str
+
+    def _repr_png_(self) -> tuple[bytes, dict[str, int]]:
+        return self.png, {"width": self.width}
+
+    def __repr__(self) -> str:
+        return self.text
+
+    def save(self, path: str) -> None:
+        """Writes the PNG to ``path``."""
+        Path(path).write_bytes(self.png)
+
+
+def _fallback_fonts() -> list[str]:
+    """DejaVu Sans from matplotlib's own data, when matplotlib is installed (found without
+    importing it), so text is drawn on a system with no fonts too."""
+    spec = importlib.util.find_spec("matplotlib")
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        font = Path(folder) / "mpl-data" / "fonts" / "ttf" / "DejaVuSans.ttf"
+        if font.is_file():
+            return [str(font)]
+    return []
 
 
 def _fill(color: str) -> str:

@@ -27,6 +27,8 @@ __all__ = [
     "HELP",
     "cmd_approvals",
     "cmd_approve",
+    "cmd_budget",
+    "cmd_setup",
     "cmd_calls",
     "cmd_cancel",
     "cmd_events",
@@ -63,6 +65,8 @@ HELP = (
     ("%agent mode MODE", "set the session's permission mode (default, accept_edits, plan, bypass)"),
     ("%agent system TEXT", "set the session's system prompt (none: clear it)"),
     ("%agent max-turns N", "set the session's model turns per prompt"),
+    ("%agent budget DOLLARS", "end each run before it would spend more (none: no cap)"),
+    ("%agent setup", "choose a provider, model and key in a form, and test the endpoint"),
     ("%agent events", "the session's events as a DataFrame (agent.events_df())"),
     ("%agent turns", "one row per turn (agent.turns_df()); %agent history is the same"),
     ("%agent calls", "one row per tool call (agent.tool_calls_df())"),
@@ -200,6 +204,42 @@ def cmd_max_turns(magics: AgentMagics, rest: str) -> None:
     session = _idle_session(magics, "max-turns")
     session.agent.max_iterations = magics.max_turns = int(rest)
     print(f"Session {session.name!r} now stops after {int(rest)} model turns per prompt; so will new sessions.")
+
+def cmd_budget(magics: AgentMagics, rest: str) -> None:
+    """``%agent budget 0.50``: the most one run of the session may spend, in US dollars
+    (``Agent.max_cost``); ``%agent budget none`` lifts the cap, ``%agent budget`` shows it."""
+    text = rest.strip().lstrip("$")
+    cap: float | None
+    if not text:
+        session = magics.sessions.find()
+        cap = session.agent.max_cost if session is not None else None
+        print("No spending cap: set one with %agent budget 0.50 (US dollars per run)." if cap is None
+              else f"Each run stops before it would spend more than ${cap:.2f}; %agent budget none lifts the cap.")
+        return
+    if text.lower() == "none":
+        cap = None
+    else:
+        try:
+            cap = float(text)
+        except ValueError:
+            cap = -1.0
+        if not cap >= 0 or cap == float("inf"):  # NaN fails this too
+            raise UserError(f"%agent budget {rest.strip()}: give a number of US dollars, e.g. %agent budget 0.50, "
+                            "or none to lift the cap.")
+    session = _idle_session(magics, "the budget")
+    session.agent.max_cost = cap
+    print(f"Session {session.name!r} has no spending cap." if cap is None else
+          f"Session {session.name!r}: each run ends (reason budget) before a model call that would take it past "
+          f"${cap:.2f}.")
+
+
+def cmd_setup(magics: AgentMagics, rest: str) -> Any:
+    """``%agent setup``: a form to choose a provider, model, base URL and key, with a Test button
+    that checks the endpoint for real (``jupyter.setup``)."""
+    from agent_kernel.jupyter._setup import SetupForm
+
+    return SetupForm(on_use=lambda spec: cmd_model(magics, spec))
+
 
 def cmd_model(magics: AgentMagics, rest: str) -> None:
     """``%agent model NAME``: the model of the current session and of sessions started later."""
@@ -535,11 +575,15 @@ def cmd_show(magics: AgentMagics, rest: str) -> None:
 # ---- steering and approvals of a run in progress ---------------------------------------------
 
 
-def _unquote(text: str) -> str:
+def _unquote(text: str, command: str = "say") -> str:
     """``text`` without one pair of surrounding quotes, so ``%agent say "..."`` reads naturally."""
     text = text.strip()
     if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
         return text[1:-1]
+    if text[:1] in ("\"", "'"):
+        quote = text[0]
+        raise UserError(f"The message opens with {quote} but has no closing {quote}: close it, e.g. "
+                        f"%agent {command} {quote}{text[1:]}{quote}, or leave the quotes out.")
     return text
 
 
@@ -653,7 +697,7 @@ def cmd_reject(magics: AgentMagics, rest: str) -> None:
     from agent_kernel.guard._approvals import Approval
 
     parts = rest.strip().split(None, 1)
-    reason = _unquote(parts[1]) if len(parts) > 1 else None
+    reason = _unquote(parts[1], f"reject {parts[0]}") if len(parts) > 1 else None
     session, pending = _find_pending(magics, "reject", parts[0] if parts else "")
     if not session.agent.approvals.resolve(pending.call_id, Approval.reject(reason), agent_id=pending.agent_id):
         raise UserError(f"%agent reject {pending.call_id}: it was answered meanwhile; nothing changed.")

@@ -73,11 +73,12 @@ def interpolate(text: str, namespace: Mapping[str, Any]) -> str:
     result = _TOKEN.sub(replace, text)
     if missing:
         names = ", ".join(missing)
-        warnings.warn(
+        # Attributed to the prompt itself, not to a line of this package: Python would print that
+        # line of source under the warning, which says nothing to the person who wrote the prompt.
+        warnings.warn_explicit(
             f"{names} in the prompt {'is' if len(missing) == 1 else 'are'} not defined in the notebook, "
             "so the prompt says it as written. Define it in a cell above, write {{ and }} for literal "
             "braces, or use %%agent --no-interpolate.",
-            InterpolationWarning,
-            stacklevel=3,
+            InterpolationWarning, "<%%agent prompt>", 1, module="agent_kernel.prompt",
         )
     return result

@@ -99,10 +99,11 @@ class ToolCard:
     timed_out_s: float | None = None
     approval_timeout_s: float | None = None  # the approval's timeout, if it has one (not sent)
     images: list[dict[str, str]] = field(default_factory=list)  # {"src": data URL, "alt"}: what the result showed
+    diff: str | None = None  # write_file / edit_file waiting for approval: the change, as a diff
 
     _WIRE = ("call_id", "name", "status", "arguments", "approval_reason", "decision", "decided_by",
              "reason", "progress", "fraction", "duration_s", "result", "result_chars", "is_error",
-             "expires_at", "timed_out_s", "images")
+             "expires_at", "timed_out_s", "images", "diff")
 
     def to_json(self) -> dict[str, Any]:
         """The item as the front-end sees it (without the raw arguments dict)."""
@@ -247,10 +248,11 @@ class RunStatus:
     context_used: int | None = None
     context_window: int | None = None
     context_warned: bool = False
+    max_cost: float | None = None  # the run's spending cap in US dollars, if it has one
 
     _WIRE = ("phase", "reason", "turn", "max_turns", "input_tokens", "output_tokens", "cost_usd",
              "model", "stopping", "activity", "pending_input", "usage_chars", "paused", "pausing",
-             "queued", "context_used", "context_window", "context_warned")
+             "queued", "context_used", "context_window", "context_warned", "max_cost")
 
     def to_json(self) -> dict[str, Any]:
         """The status as the front-end sees it, less ``elapsed_s`` (the transcript adds it) and

@@ -10,7 +10,9 @@ first match wins (``classify``):
 * a cell made only of line magics (``%...``) and shell escapes (``!...``), or an empty one,
   runs as IPython code;
 * a cell that parses as Python (line magics and shell escapes aside) and reads only names that
-  are defined (in the namespace, as builtins, or by the cell itself) runs as Python:
+  are defined (in the namespace, as builtins, or by the cell itself) runs as Python, and so does
+  one that reads as code (a call, an assignment, an import...) whatever its names: a typo such as
+  ``prnt('hello')`` shows IPython's NameError, with the marker naming ``%%prompt``:
   ``print('hello')``, ``x = 1``, ``df.describe()``, ``df?``. A lone name runs as Python only if
   the notebook defined it, so ``help`` or ``Thanks`` is a prompt;
 * everything else is a prompt.
@@ -140,6 +142,8 @@ def classify(code: str, namespace: Mapping[str, Any] | None = None) -> CellKind:
     except SyntaxError:
         return CellKind(False, True, "it is not Python")
     missing = _undefined_names(tree, ns)
+    if missing and _looks_like_code(tree):  # prnt('hello'): a typo, which IPython's NameError shows
+        return CellKind(True, True, f"it reads as Python code, though {missing[0]!r} is not defined")
     if missing:
         return CellKind(False, True, f"{missing[0]!r} is not defined")
     body = tree.body
@@ -147,6 +151,19 @@ def classify(code: str, namespace: Mapping[str, Any] | None = None) -> CellKind:
             and body[0].value.id not in ns:
         return CellKind(False, True, f"{body[0].value.id!r} is a word, not a variable of the notebook")
     return CellKind(True, True, "it is Python and every name in it is defined")
+
+
+#: What prose that happens to parse as Python never has: calls, attribute and item access,
+#: assignments, imports, definitions and blocks ("not sure" or "tables and charts" parse too,
+#: as names joined by operators, and stay prompts).
+_CODE_NODES = (ast.Call, ast.Attribute, ast.Subscript, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Import,
+               ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.For, ast.AsyncFor,
+               ast.While, ast.With, ast.AsyncWith, ast.If, ast.Try, ast.Return, ast.Lambda, ast.Await)
+
+
+def _looks_like_code(tree: ast.AST) -> bool:
+    """Whether the parsed cell is code a person wrote as code, names undefined or not."""
+    return any(isinstance(node, _CODE_NODES) for node in ast.walk(tree))
 
 
 def _undefined_names(tree: ast.AST, ns: Mapping[str, Any]) -> list[str]:

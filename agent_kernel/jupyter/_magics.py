@@ -64,7 +64,7 @@ __all__ = ["AgentMagics"]
 F = TypeVar("F", bound=Callable[..., Any])
 
 #: ``%agent`` subcommands, as ``%agent`` with no argument lists them.
-SUBCOMMANDS = ("help", "session", "model", "models", "tools", "mode", "system", "max-turns", "sessions",
+SUBCOMMANDS = ("help", "session", "model", "models", "tools", "mode", "system", "max-turns", "budget", "setup", "sessions",
                "events", "turns", "history", "calls", "usage", "timeline", "compact",
                "wait", "cancel", "replay", "reset", "mcp", "show", "say", "pause", "resume-run",
                "approvals", "approve", "reject", "resume", "undo", "fix")
@@ -587,7 +587,8 @@ class AgentMagics(Magics):
 
         ``%agent help`` lists the subcommands and the ``%%agent`` options. The session:
         ``session`` (its ``Agent``, for Python), ``model NAME``, ``tools NAMES``, ``mode MODE``,
-        ``system TEXT``, ``max-turns N`` (change the session's settings), ``models``,
+        ``system TEXT``, ``max-turns N``, ``budget DOLLARS`` (change the session's settings), ``setup``
+        (a form to choose a provider, model and key, and test them), ``models``,
         ``sessions``. Its record as DataFrames: ``events``, ``turns`` (or ``history``), ``calls``
         (tool calls), ``usage`` (model calls), and ``timeline``. Runs: ``compact [FOCUS]``,
         ``wait``, ``cancel``, ``replay [SESSION]``, ``show [RUN]``, ``reset``, ``mcp`` (MCP servers; ``mcp add

@@ -52,6 +52,7 @@ import sys
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent_kernel.agent._agent import Agent, RunResult
@@ -261,6 +262,11 @@ class RunHandle:
 
     def __repr__(self) -> str:
         return f"RunHandle(session={self.agent.session_id!r}, {self.state})"
+
+    def _ipython_display_(self) -> None:
+        """Shows nothing as a cell's result: the cell's view (then its transcript) shows the run,
+        and a line saying ``running`` would stay under the finished transcript and be saved.
+        ``_`` still holds the handle, so ``await _`` waits for it."""
 
     @property
     def state(self) -> str:
@@ -486,6 +492,8 @@ async def _drive(agent: Agent, prompt: str | None, handle: RunHandle, live: _Liv
                 events.append(event)
                 if view is not None:
                     view.handle(event)
+                    if event.type is EventType.APPROVAL_REQUIRED:
+                        _show_write_diff(view, agent, event)
     except BaseException:
         if view is not None:
             view.close_run()  # whatever was seen stays visible and saved
@@ -506,6 +514,21 @@ async def _drive(agent: Agent, prompt: str | None, handle: RunHandle, live: _Liv
         view.dispose()  # its output is the transcript now: no widget state kept, no comm left open
     handle._ended(result, summary)
     return result
+
+
+def _show_write_diff(view: AgentView, agent: Agent, event: AgentEvent) -> None:
+    """Puts on a ``write_file`` / ``edit_file`` card waiting for approval the diff it would make."""
+    from agent_kernel.jupyter._write_diff import write_diff
+
+    arguments = event.data.get("arguments")
+    if not isinstance(arguments, dict):
+        return
+    try:
+        diff = write_diff(str(event.data.get("tool")), arguments, Path(getattr(agent, "working_dir", ".")))
+    except OSError:
+        diff = None  # the card keeps the arguments
+    if diff is not None:
+        view.show_diff(str(event.data.get("call_id")), event.agent_id, diff)
 
 
 #: What an emptied output holds: no data at all, so nothing to see and nothing a checker compares.

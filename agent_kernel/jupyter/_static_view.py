@@ -447,7 +447,7 @@ def _draw_status(status: dict[str, Any], items: list[dict[str, Any]]) -> str:
              f'<span aria-hidden="true" style="color: {dot};">● </span>'
              f'{_esc(phase_label(status, waiting))}</span>']
     for text in (activity_label(status, items, waiting), turn_label(status),
-                 token_figures(status, streamed_chars(items)), format_cost(status.get("cost_usd")),
+                 token_figures(status, streamed_chars(items)), _cost_label(status),
                  format_seconds(status.get("elapsed_s"))):
         if text:
             spans.append(f'<span class="ak-stat">{_esc(text)}</span>')
@@ -457,6 +457,12 @@ def _draw_status(status: dict[str, Any], items: list[dict[str, Any]]) -> str:
     if status.get("model"):
         spans.append(f'<span class="ak-stat">{_esc(status["model"])}</span>')
     return f'<div class="ak-statusbar" style="{_S_BAR}">{"".join(spans)}</div>'
+
+
+def _cost_label(status: dict[str, Any]) -> str:
+    """The cost, and the run's budget when it has one (as the live view says it)."""
+    cap = status.get("max_cost")
+    return format_cost(status.get("cost_usd")) + (f" of ${cap:.2f} budget" if isinstance(cap, (int, float)) else "")
 
 
 def render_html(state: dict[str, Any]) -> str:

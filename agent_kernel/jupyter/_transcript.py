@@ -120,6 +120,12 @@ class Transcript:
         """The card of tool call ``call_id`` made by ``agent`` (``None``: the top-level agent)."""
         return self._cards.get((agent, call_id))
 
+    def set_diff(self, call_id: str, agent: str | None, diff: str) -> None:
+        """Shows on call ``call_id``'s card the change it would make (``jupyter.write_diff``)."""
+        card = self.card(call_id, agent)
+        if card is not None:
+            self._set(card, diff=diff)
+
     def cards(self, call_id: str) -> list[ToolCard]:
         """Every card of a call named ``call_id``, whichever agent made it, oldest first."""
         return [card for (_, cid), card in self._cards.items() if cid == call_id]
@@ -176,7 +182,7 @@ class Transcript:
         self._started = self._clock()
         self.duration_s = None
         self._set_status(phase="running", reason=None, model=data.get("model"),
-                         max_turns=data.get("max_iterations"), stopping=False, final_text=None,
+                         max_turns=data.get("max_iterations"), max_cost=data.get("max_cost"), stopping=False, final_text=None,
                          paused=False, pausing=False, queued=0)
 
     def _on_iteration_start(self, event: AgentEvent, data: p.IterationStart) -> None:

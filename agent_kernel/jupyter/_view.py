@@ -22,6 +22,13 @@ The runner calls ``view.handle(event)`` for every event of a run. The view folds
   widget state and exported HTML show the finished run with no kernel. The runner goes further
   and replaces the view's output with ``static()``, a static transcript drawn from the same
   snapshot, so a saved notebook needs no widget state at all (see ``static_view.py``).
+* The synced ``saved`` trait is what the page puts in the notebook in the view's place when the
+  kernel cannot: ``{"model_id", "html", "text", "final"}``, the run's static transcript, drawn at
+  the run's milestones (its start, each approval asked for, and every ``SAVE_EVERY_S`` at most
+  as model calls and tool results come in; never per token) as if the run stopped there, and
+  drawn once more, ``final``, when it ends. A page reloaded mid-run, a detached cell whose display
+  update no longer reaches the page, and a kernel that restarts with a card pending so all leave
+  a transcript in the saved notebook rather than a bare widget.
 * JS → Python ``{"type": "approval", "call_id", "agent", "decision", "reason"}`` (decision
   ``approve``, ``reject`` or ``always_allow``; ``agent`` the card's agent, which tells apart
   sub-agents whose calls have equal ids) and ``{"type": "stop"}`` call ``on_decision`` /
@@ -54,7 +61,7 @@ import agent_kernel
 from agent_kernel.events._event import AgentEvent, EventType
 from agent_kernel.jupyter._items import TERMINAL_STATUSES, Item, Notice, TextBlock
 from agent_kernel.jupyter._protocol import TO_KERNEL, Batch, Snapshot, problem
-from agent_kernel.jupyter._static_view import StaticTranscript
+from agent_kernel.jupyter._static_view import StaticTranscript, render_html
 from agent_kernel.jupyter._summary import RunSummary
 from agent_kernel.jupyter._transcript import Transcript
 
@@ -73,6 +80,11 @@ DECISIONS = frozenset({"approve", "reject", "always_allow"})
 REASON_CAP = 2_000
 #: Longest message to a running agent accepted from the front-end (characters).
 STEER_CAP = 4_000
+#: Seconds between two drawings of the ``saved`` transcript, apart from milestones.
+SAVE_EVERY_S = 2.0
+#: Events after which the ``saved`` transcript may be drawn again (rate-limited).
+_SAVE_AFTER = frozenset({EventType.TOOL_RESULT, EventType.LLM_COMPLETE, EventType.APPROVAL_DECISION})
+
 #: Events a person must see at once, so they are flushed without waiting for the timer: a
 #: request for approval (and the decision on one, see ``handle``), the top-level start and end,
 #: and what answers a person steering the run (it holds, goes on, takes their message in).
@@ -132,6 +144,8 @@ class AgentView(anywidget.AnyWidget):
     #: An MCP server's pending question, shown as a form: ``{id, server, message, schema}``, or
     #: ``{}``. The front end answers with an ``elicitation`` message (``jupyter.protocol``).
     elicitation = traitlets.Dict().tag(sync=True)
+    #: The static transcript the page saves in the view's place (see the module docs).
+    saved = traitlets.Dict().tag(sync=True)
 
     def __init__(self, *, on_decision: DecisionCallback | None = None,
                  on_stop: StopCallback | None = None, on_steer: SteerCallback | None = None,
@@ -163,6 +177,7 @@ class AgentView(anywidget.AnyWidget):
         self._decided: set[tuple[str | None, str]] = set()
         self._stop_sent = False
         self._asking: tuple[str, asyncio.AbstractEventLoop, asyncio.Future[Any]] | None = None
+        self._saved_at = float("-inf")
         self.on_msg(self._on_front_end_msg)
 
     # -- feeding ---------------------------------------------------------------------------------
@@ -183,7 +198,12 @@ class AgentView(anywidget.AnyWidget):
             self.transcript.apply(event)
             if event.type is EventType.RUN_FINISH and event.agent_id is None:
                 self.close_run()
+                self._save(final=True)
                 return
+            if event.type is EventType.APPROVAL_REQUIRED or (
+                    event.type is EventType.RUN_START and event.agent_id is None) or (
+                    event.type in _SAVE_AFTER and self._clock() - self._saved_at >= SAVE_EVERY_S):
+                self._save(final=False)
             if urgent:
                 self.flush()
                 return
@@ -233,6 +253,24 @@ class AgentView(anywidget.AnyWidget):
         self.close()
         if layout is not None:
             layout.close()
+
+    def _save(self, *, final: bool) -> None:
+        """Draws the ``saved`` transcript: the run as it ended, or as if it stopped now."""
+        state = self.transcript.to_json()
+        status = state.get("status") or {}
+        if not final and status.get("phase") == "running":
+            # What the notebook keeps if the kernel goes now: the run cut off here.
+            status.update(phase="interrupted", reason="interrupted", stopping=False, activity=None,
+                          paused=False, pausing=False)
+        self._saved_at = self._clock()
+        self.saved = {"model_id": self.model_id, "html": render_html(state),
+                      "text": RunSummary.from_transcript(self.transcript).text, "final": final}
+
+    def show_diff(self, call_id: str, agent: str | None, diff: str) -> None:
+        """Shows on a card waiting for approval the change its call would make, at once."""
+        with self._lock:
+            self.transcript.set_diff(call_id, agent, diff)
+            self.flush()
 
     def summary(self) -> RunSummary:
         """The static summary of the run so far (answer, tool calls, usage)."""

@@ -48,6 +48,9 @@ class LoopConfig:
         on_tool_error: what a failed tool call does to the calls of the same response not
             started yet: ``"continue"`` (they run) or ``"cancel"`` (they never start, each
             answered with why). A tool's own ``on_error`` takes precedence.
+        max_cost: the most a run may spend in US dollars (None: no cap). Before each model call
+            the run ends with the reason ``budget`` if what it spent plus an estimate of that call
+            (the last call's cost) would pass the cap, or if a call's cost is unknown.
     """
 
     model: Model
@@ -65,5 +68,6 @@ class LoopConfig:
     tool_output_dir: Path | None = None
     max_continuations: int = 3
     on_tool_error: str = "continue"
+    max_cost: float | None = None
 
 

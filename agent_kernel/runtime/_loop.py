@@ -72,6 +72,8 @@ class _Ending(TypedDict, total=False):
     tool: str
     stop: str
     background_cancelled: list[str]
+    max_cost: float
+    next_cost_estimate: float | None
 
 
 class _HookNotes(TypedDict, total=False):
@@ -166,6 +168,8 @@ class _Loop:
         self._prepared: tuple[ModelRequest, TurnState] = (ModelRequest(()), TurnState.initial(1))
         self._completed = Message("assistant")
         self._answer = ""  # the turn's answer text, continuations joined
+        self._last_usage: Usage | None = None  # the latest model call's: the next one's estimate
+        self._last_model: str | None = None
         self._stop_reason = ""
         self._end: MessageEnd | None = None
         self._error: ModelError | None = None
@@ -208,6 +212,7 @@ class _Loop:
                         async for ev in self._prepare(turn, self._request(final)):  # context
                             yield ev
                         request, turn = self._prepared
+                        self._check_budget(request)  # before the call: a cap is never passed knowingly
                         hooked = await self._hook(HookPoint.BEFORE_LLM_CALL, turn, request=request)
                         if hooked is not None and hooked.request is not None:
                             request = self._replaced(request, hooked.request)
@@ -271,6 +276,28 @@ class _Loop:
                 ctx.state.set(LoopState.COMPLETED)
 
     # -- phases -----------------------------------------------------------------------------
+
+    def _check_budget(self, request: ModelRequest) -> None:
+        """Ends the run (reason ``budget``) when the call about to be made could pass ``max_cost``.
+
+        The call is estimated at its request's input tokens (four characters a token, or the last
+        call's input if more: the history only grows) and the last call's output, at the model's
+        price. What the run spent plus that estimate passing the cap ends the run; so does a cost
+        that is unknown (a model with no price, a server that reports no usage): a cap that
+        cannot be checked is not kept by luck (fail closed). Only runs with a cap pay for this.
+        """
+        cap = self.config.max_cost
+        if cap is None:
+            return
+        from agent_kernel.models.scripted import estimate_request_tokens
+
+        last = self._last_usage or Usage()
+        tokens = max(estimate_request_tokens(request), last.input_tokens + last.cache_read_tokens + last.cache_write_tokens)
+        estimate = pricing.cost(self._last_model or self.config.model.name, Usage(input_tokens=tokens, output_tokens=last.output_tokens))
+        spent = self.ctx.stats.cost_usd
+        if spent is not None and estimate is not None and spent + estimate <= cap:
+            return
+        raise _Finish(TerminationReason.BUDGET, self.last_text, {"max_cost": cap, "next_cost_estimate": estimate})
 
     def _request(self, final: bool) -> ModelRequest:
         cfg = self.config
@@ -526,6 +553,8 @@ class _Loop:
         usage = Usage() if end.usage is None else end.usage
         cost = None if end.usage is None else pricing.cost(model.name if end.model is None else end.model, usage)
         ctx.stats.add_usage(usage, cost)
+        self._last_usage = usage
+        self._last_model = end.model or model.name
         self.messages.append(message)
         self._completed = message
         self._stop_reason = end.stop_reason

@@ -46,6 +46,7 @@ class TerminationReason(str, Enum):
     USER_INTERRUPT = "user_interrupt"
     ERROR = "error"
     TOOL_STOP = "tool_stop"
+    BUDGET = "budget"
 
     def __str__(self) -> str:
         return self.value
