@@ -613,7 +613,9 @@ async def cleared_results_name_the_file_that_keeps_them(h: Harness, tmp: Path) -
     spilled = next((tmp / ".agent_kernel" / "sessions").glob("*/tool-output/c1.txt"))
     assert spilled.read_text() == "log 1: " + "e" * 3_000  # the whole result, to read back
     last = sent_text(h.requests()[-1])
-    assert f"[tool result cleared to save context: 3007 chars, kept whole in {spilled}]" in last
+    # The path as the file tools take it, relative to the working folder the session lives in.
+    shown = spilled.relative_to(tmp).as_posix()
+    assert f"[tool result cleared to save context: 3007 chars, kept whole in {shown}]" in last
     assert "log 2: " + "e" * 3_000 in last and "log 1: eee" not in last
     assert of(events, EventType.MICRO_COMPACTION)[0].data["results_cleared"] == 1
 

@@ -13,7 +13,7 @@ import os
 import re
 from pathlib import Path
 
-__all__ = ["spill_path", "write_spill"]
+__all__ = ["shown_path", "spill_path", "write_spill"]
 
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]")
 
@@ -21,6 +21,16 @@ _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]")
 def spill_path(folder: Path, call_id: str) -> Path:
     """The file that keeps the whole result of tool call ``call_id`` in ``folder``."""
     return folder / f"{_UNSAFE_NAME.sub('_', call_id)[:100] or 'output'}.txt"
+
+
+def shown_path(path: Path) -> str:
+    """``path`` as the model is told it: from ``.agent_kernel/`` on when it lies in a session folder
+    under the working directory (where the file tools read it, and the same whatever folder the
+    work is in), else in full."""
+    parts = path.parts
+    if ".agent_kernel" in parts:
+        return Path(*parts[parts.index(".agent_kernel"):]).as_posix()
+    return str(path)
 
 
 def write_spill(folder: Path, call_id: str, content: str, *, replace: bool = True) -> Path:

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent_kernel._util.spill import spill_path, write_spill
+from agent_kernel._util.spill import shown_path, spill_path, write_spill
 from agent_kernel.context._tokens import TokenCounter
 from agent_kernel.messages import Message, ToolResultBlock
 
@@ -35,7 +35,7 @@ def placeholder(chars: int, path: Path | None = None) -> str:
     if path is None:
         return f"[tool result cleared to save context: {chars} chars]"
     # Short: every cleared result of a long session carries one, in every later request.
-    return f"[tool result cleared to save context: {chars} chars, kept whole in {path}]"
+    return f"[tool result cleared to save context: {chars} chars, kept whole in {shown_path(path)}]"
 
 
 def spilled_placeholder(block: ToolResultBlock, folder: Path | None, *, write: bool = True) -> str:

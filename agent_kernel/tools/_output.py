@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agent_kernel._util.spill import write_spill
+from agent_kernel._util.spill import shown_path, write_spill
 
 __all__ = ["DEFAULT_TOOL_RESULT_LIMIT", "WINDOW_SHARE", "cap_tool_output", "result_limit_for_window"]
 
@@ -58,7 +58,7 @@ def cap_tool_output(content: str, limit: int | None, folder: Path | None, call_i
     if folder is not None:
         try:
             path = write_spill(folder, call_id, content)
-            where = f"is in {path}; read parts of it with read_file (offset and limit) or search it with grep"
+            where = f"is in {shown_path(path)}; read parts of it with read_file (offset and limit) or search it with grep"
         except OSError as exc:
             where = f"could not be saved ({exc})"
     head_chars = max(0, limit * 2 // 3)

@@ -28,11 +28,14 @@ from agent_kernel import tool
 from agent_kernel.models.scripted import ScriptedModel, text, tool_call
 
 notes = []
+subshells_when_approved = []
 
 @tool
 def write_note(text: str) -> str:
     """Writes a note (it changes things, so the default permission mode asks first)."""
     notes.append(text)
+    # While the run is live (its view closes, and with it its subshell, once the run ends).
+    subshells_when_approved.append(len(get_ipython().kernel.shell_channel_thread.manager.list_subshell()))
     return "saved"
 '''
 
@@ -49,7 +52,7 @@ CELLS = {
     "stopping": "stopping = ScriptedModel([text('Thinking aloud for a long while. ' * 40, chunk=4, delay=0.05)])",
     "stop": "%%agent -m stopping --new -o stopped\nThink for a long time.",
     "stopped?": "print(stopped.termination_reason.value, notes)",
-    "subshells?": "print('subshells:', len(get_ipython().kernel.shell_channel_thread.manager.list_subshell()))",
+    "subshells?": "print('subshells:', subshells_when_approved[-1])",
 }
 
 
