@@ -1007,12 +1007,12 @@ def test_budget_caps_what_each_run_of_the_session_may_spend(cells: Cells) -> Non
               "name='claude-sonnet-4-6')")
     cells.run("%agent model priced")
     assert "No spending cap" in cells.run("%agent budget")[1].stdout
-    said = cells.run("%agent budget 0.0002")[1].stdout
+    said = cells.run("%agent budget 0.0004")[1].stdout
     assert "each run ends (reason budget) before a model call that would take it past $0.00" in said
-    assert cells.magics.sessions.get().agent.max_cost == 0.0002
+    assert cells.magics.sessions.get().agent.max_cost == 0.0004
     _, shown = cells.run("%%agent --tools touch -o capped\nTouch x and y.")
     capped = cells.ns["capped"]
-    assert capped.termination_reason.value == "budget" and capped.cost_usd <= 0.0002
+    assert capped.termination_reason.value == "budget" and capped.cost_usd <= 0.0004
     assert len(priced_requests := cells.ns["priced"].requests) == 1, priced_requests  # the second call was refused
     assert any("budget" in text for text in texts(shown))  # the transcript says how the run ended
     from agent_kernel.jupyter._static_view import StaticTranscript

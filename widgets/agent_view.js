@@ -918,10 +918,12 @@ function toolItem(model, item, store) {
         ask.textContent = "Approval needed" + (it.approval_reason ? ": " + it.approval_reason : "");
         // Brought into view once (during Run All it may wait below the fold); a person who
         // scrolls away afterwards is left alone, and a view rebuilt later does not scroll again.
+        // The whole card, buttons included, which are laid out only once this update ends (the
+        // approval section is unhidden below): scroll on the next frame.
         const key = (it.agent || "") + "\u0000" + it.call_id;
-        scrollWhenShown(root,
+        requestAnimationFrame(() => scrollWhenShown(root,
           () => current.status === "awaiting_approval" && !store.scrolled.has(key),
-          () => store.scrolled.add(key));
+          () => store.scrolled.add(key)));
       }
       wasAwaiting = awaiting;
       if (awaiting && store.gone) {

@@ -249,6 +249,9 @@ class AgentView(anywidget.AnyWidget):
                 self._css = ""  # type: ignore[assignment]
                 self.snapshot = {}
                 self.elicitation = {}
+                # The page had the final transcript when the run ended (``_save``); the output
+                # now shows it, so a saved widget state need not carry it a second time.
+                self.saved = {}
         layout = self.layout
         self.close()
         if layout is not None:
