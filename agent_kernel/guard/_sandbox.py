@@ -338,6 +338,10 @@ class Sandbox:
         # /tmp and /var/tmp are private already: a socket there is out of sight unless a writable
         # folder brings it back.
         private = (Path("/tmp"), Path("/var/tmp"))
+        # The Python running the agent stays runnable (read-only) when it lives under one of them,
+        # as a virtualenv in a temporary checkout does: commands name it (sys.executable).
+        args += [arg for prefix in _interpreter_prefixes() if any(prefix.is_relative_to(p) for p in private)
+                 for arg in ("--ro-bind", str(prefix), str(prefix))]
         masks = [m for m in self.masked_paths(environ)
                  if not any(m.is_relative_to(p) for p in private) or any(m.is_relative_to(r) for r in roots)]
         # A runtime folder that holds a writable folder is emptied first, so the bind below brings
@@ -586,6 +590,14 @@ def _links_on_the_way(path: Path, roots: list[Path]) -> list[tuple[Path, str]]:
                 pass
         current = current.parent
     return found[::-1]  # outermost first: a link below is put back through its restored parents
+
+
+def _interpreter_prefixes() -> list[Path]:
+    """The folders of the Python running the agent: its environment and the installation under it."""
+    import sys
+
+    folders = {sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix, os.path.dirname(os.path.realpath(sys.executable))}
+    return sorted({Path(os.path.realpath(f)) for f in folders if f and os.path.isdir(f)})
 
 
 def _mask_args(paths: Iterable[Path]) -> list[str]:
