@@ -1263,9 +1263,13 @@ function render({ model, el }) {
   el.appendChild(root);
   // Shortcuts while the view (or a card in it) has focus: a approves and r rejects the card with
   // focus, or the only one waiting; Escape or s stops the run. Typing in a text box is left alone,
-  // and a key the view acts on goes no further (JupyterLab's command mode would take it).
+  // and a key the view acts on goes no further. The listener is on the window in the capture phase:
+  // Notebook 7 reads shortcuts while the key travels down to the focused element (JupyterLab on its
+  // way back up), so a listener on the view itself would come after its command mode (a inserts a
+  // cell above).
   root.tabIndex = 0;
-  root.addEventListener("keydown", (e) => {
+  const onKey = (e) => {
+    if (!root.contains(e.target)) return;
     if (e.ctrlKey || e.metaKey || e.altKey || e.isComposing) return;
     if (e.target.closest && e.target.closest("input, textarea, select, [contenteditable]")) return;
     const shown = (b) => b && !b.disabled && b.getClientRects().length > 0;
@@ -1282,7 +1286,8 @@ function render({ model, el }) {
     e.preventDefault();
     e.stopPropagation();
     button.click();
-  });
+  };
+  window.addEventListener("keydown", onKey, true);
   const drawQuestion = () => {
     const request = model.get("elicitation") || {};
     if (asking.firstChild && asking.firstChild.dataset.id === request.id) return;
@@ -1463,6 +1468,7 @@ function render({ model, el }) {
   store.requestSync();
   return () => {
     clearInterval(ticker);
+    window.removeEventListener("keydown", onKey, true);
     model.off("change:elicitation", drawQuestion);
     unsubscribe();
     store.views--;

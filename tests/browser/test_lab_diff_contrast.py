@@ -82,16 +82,17 @@ def _write_notebook(path: Path) -> None:
     path.write_text(json.dumps(notebook, indent=1))
 
 
+@pytest.mark.parametrize("app", ["lab", "notebooks"])  # JupyterLab and Notebook 7
 @pytest.mark.parametrize("theme", ["JupyterLab Light", "JupyterLab Dark"])
 def test_every_text_of_the_diff_view_has_a_contrast_of_at_least_4_5_to_1(
-        lab: LabServer, browser: Any, artifacts: Path, theme: str) -> None:
+        lab: LabServer, browser: Any, artifacts: Path, theme: str, app: str) -> None:
     lab.api(f"/lab/api/settings/{THEMES}", method="PUT", body={"raw": json.dumps({"theme": theme})})
-    name = "diff-" + theme.split()[-1].lower() + ".ipynb"
+    name = f"diff-{theme.split()[-1].lower()}-{app}.ipynb"
     _write_notebook(lab.root / name)
     context = browser.new_context(viewport={"width": 1300, "height": 1000})
     page = context.new_page()
     try:
-        page.goto(lab.page_url(name))
+        page.goto(lab.page_url(name, app))
         light = "true" if theme.endswith("Light") else "false"
         expect(page.locator("body")).to_have_attribute("data-jp-theme-light", light, timeout=60_000)
         cell = page.locator(".jp-Notebook .jp-Cell").first
@@ -104,7 +105,7 @@ def test_every_text_of_the_diff_view_has_a_contrast_of_at_least_4_5_to_1(
         diff = cell.locator(".jp-OutputArea-output .ak-diff")
         expect(diff.locator(".ak-diff-first")).to_be_visible(timeout=60_000)
         measured = diff.evaluate(CONTRASTS)
-        diff.screenshot(path=str(artifacts / f"diff-{theme.split()[-1].lower()}.png"))
+        diff.screenshot(path=str(artifacts / name.replace(".ipynb", ".png")))
     finally:
         context.close()
         lab.shutdown_kernels()

@@ -131,10 +131,11 @@ def test_a_restart_with_a_card_pending_turns_the_card_into_a_transcript_that_say
     assert "Let me write the note." in page
 
 
+@pytest.mark.parametrize("app", ["lab", "notebooks"])  # JupyterLab and Notebook 7
 def test_a_page_reloaded_before_the_approval_saves_the_finished_run_as_its_transcript(
-        lab: LabServer, browser: Any) -> None:
-    name = "reload-approve.ipynb"
-    with _open(lab, browser, name, CELLS, "perCommTarget") as book:
+        lab: LabServer, browser: Any, app: str) -> None:
+    name = f"reload-approve-{app}.ipynb"
+    with _open(lab, browser, name, CELLS, "perCommTarget", app=app) as book:
         book.run_and_wait("asking")
         book.run("ask")
         expect(book.view("ask").locator(".ak-approve")).to_be_visible(timeout=30_000)
@@ -142,7 +143,7 @@ def test_a_page_reloaded_before_the_approval_saves_the_finished_run_as_its_trans
         _save_as_is(book, lab, name)  # the card is saved as a widget, as autosave would
         # The page loaded afresh (as a reload does, but with the layout reset, so no notebook of
         # an earlier test reopens beside this one); the kernel lives on, still waiting.
-        book.page.goto(lab.page_url(name))
+        book.page.goto(lab.page_url(name, app))
         expect(book.page.locator(".jp-Notebook .jp-Cell")).to_have_count(len(CELLS) + 1, timeout=60_000)
         lab.wait_for_kernel(name)
         approve = book.view("ask").locator(".ak-approve")
@@ -156,10 +157,11 @@ def test_a_page_reloaded_before_the_approval_saves_the_finished_run_as_its_trans
     _check_saved(lab, stored, name, 2, "The note is saved.")
 
 
+@pytest.mark.parametrize("app", ["lab", "notebooks"])
 def test_a_detached_cell_saves_its_finished_run_as_its_transcript_alone(
-        lab: LabServer, browser: Any) -> None:
-    name = "detached.ipynb"
-    with _open(lab, browser, name, DETACHED_CELLS, "perCommTarget") as book:
+        lab: LabServer, browser: Any, app: str) -> None:
+    name = f"detached-{app}.ipynb"
+    with _open(lab, browser, name, DETACHED_CELLS, "perCommTarget", app=app) as book:
         book.run_and_wait("slow")
         book.run_and_wait("detached")  # the cell returns while the run goes on
         transcript = book.transcript("detached")

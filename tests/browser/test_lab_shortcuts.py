@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from playwright.sync_api import expect
 
 from .conftest import LabServer
@@ -32,9 +33,10 @@ CELLS = {
 }
 
 
+@pytest.mark.parametrize("app", ["lab", "notebooks"])  # JupyterLab and Notebook 7
 def test_a_and_r_answer_the_waiting_card_escape_stops_and_copy_buttons_copy(
-        lab: LabServer, browser: Any, artifacts: Path) -> None:
-    with _open(lab, browser, "shortcuts.ipynb", CELLS, "perCommTarget") as book:
+        lab: LabServer, browser: Any, artifacts: Path, app: str) -> None:
+    with _open(lab, browser, f"shortcuts-{app}.ipynb", CELLS, "perCommTarget", app=app) as book:
         page = book.page
         page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=lab.url)
         cells = page.locator(".jp-Notebook .jp-Cell")
@@ -53,7 +55,7 @@ def test_a_and_r_answer_the_waiting_card_escape_stops_and_copy_buttons_copy(
         answer.hover()
         answer.locator(":scope > .ak-copy").click()
         assert page.evaluate("navigator.clipboard.readText()") == ANSWER
-        view.screenshot(path=str(artifacts / "shortcuts-copy.png"))
+        view.screenshot(path=str(artifacts / f"shortcuts-copy-{app}.png"))
 
         count = cells.count()
         view.locator(".ak-tool .ak-tool-name").click()  # focus the card, as a person clicks it
@@ -89,8 +91,10 @@ DIFF_CELLS = {
 }
 
 
-def test_a_write_waiting_for_approval_shows_the_diff_of_its_file(lab: LabServer, browser: Any, artifacts: Path) -> None:
-    with _open(lab, browser, "write-diff.ipynb", DIFF_CELLS, "perCommTarget") as book:
+@pytest.mark.parametrize("app", ["lab", "notebooks"])
+def test_a_write_waiting_for_approval_shows_the_diff_of_its_file(
+        lab: LabServer, browser: Any, artifacts: Path, app: str) -> None:
+    with _open(lab, browser, f"write-diff-{app}.ipynb", DIFF_CELLS, "perCommTarget", app=app) as book:
         book.run_and_wait("model")
         book.run("write")
         view = book.view("write")
@@ -104,7 +108,7 @@ def test_a_write_waiting_for_approval_shows_the_diff_of_its_file(lab: LabServer,
         colours = diff.locator(".ak-diff-add").evaluate(
             "(n) => [getComputedStyle(n).borderLeftColor, getComputedStyle(n).backgroundColor]")
         assert colours[0] != colours[1] and "0, 0, 0, 0" not in colours[1]  # marked, not plain
-        view.screenshot(path=str(artifacts / "write-diff-card.png"))
+        view.screenshot(path=str(artifacts / f"write-diff-card-{app}.png"))
         view.locator(".ak-approve").click()
         expect(book.transcript("write")).to_contain_text("Done.", timeout=30_000)
         assert book.run_and_wait("check").strip() == "'one\\n2\\nthree\\n'"
