@@ -118,8 +118,9 @@ def test_a_failing_cell_shows_the_button_under_its_traceback_and_a_good_one_does
     "raise KeyboardInterrupt",
     "%%agent -m nowhere\nHello",  # a %%agent cell's own error
     "%%agent --frobnicate\nHello",
+    "%agent on-error maybe",  # the magic's usage error says what to do already
 ])
-def test_no_button_for_an_interrupt_or_an_agent_cell(asking: Cells, code: str) -> None:
+def test_no_button_for_an_interrupt_or_the_agents_own_errors(asking: Cells, code: str) -> None:
     assert shown_buttons(fail(asking, code)) == []
 
 

@@ -2,8 +2,8 @@
 
 When it is on, a ``post_run_cell`` handler looks at every cell that ran. Under the traceback of
 one that raised it shows an ``ipywidgets.Output`` holding a small "Ask the agent" button, unless
-the error is a ``KeyboardInterrupt``, an agent run's own failure or interruption, or comes from a
-``%%agent`` cell. The failure is kept as it was then (the cell's source, its traceback, its cell
+the error is a ``KeyboardInterrupt``, an agent run's own failure or interruption, comes from a
+``%%agent`` cell, or is a ``%agent`` line's usage error (which says what to do already). The failure is kept as it was then (the cell's source, its traceback, its cell
 id), so a click asks about *that* cell however many have failed since (``%agent fix`` asks about
 the last); the names the cell uses are described as they are at the click.
 
@@ -30,6 +30,8 @@ import re
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from IPython.core.error import UsageError
+
 from agent_kernel.errors import RunCancelled, UserError
 from agent_kernel.jupyter._fix import Failure, failure_of, names_used, prompt_about
 from agent_kernel.jupyter._runner import RunFailed, RunHandle
@@ -43,9 +45,11 @@ _log = logging.getLogger("agent_kernel.jupyter")
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 #: What a front-end without widgets (or a notebook reopened without the kernel) shows instead.
-FALLBACK_TEXT = "[Ask the agent about this error: a button shown while the kernel runs; %agent fix asks about the last one.]"
+FALLBACK_TEXT = "Ask the agent (a button, shown while the kernel runs; %agent fix asks about the last error)"
 #: An ``%%agent`` cell: its failures are the run's own, shown in its view.
 _AGENT_CELL = re.compile(r"^\s*%%agent(?=\s|$)")
+#: A ``%agent`` line: its usage errors say what to do already.
+_AGENT_LINE = re.compile(r"^\s*%agent(?=\s|$)", re.M)
 #: Errors that are no bug in the cell: a person stopped it, or an agent run failed (its view says why).
 _NOT_ASKED = (KeyboardInterrupt, RunCancelled, RunFailed)
 
@@ -77,10 +81,10 @@ class AskButton:
             description="Ask the agent", icon="question",
             tooltip="Ask the session's agent what went wrong in this cell and how to fix it (as %agent fix does)",
             layout=ipywidgets.Layout(width="auto"))
-        self.button.add_class("ak-ask")
+        self.button.add_class("ak-onerror-button")
         self.button.on_click(self._clicked)
         self.output = ipywidgets.Output()
-        self.output.add_class("ak-ask-output")
+        self.output.add_class("ak-onerror-output")
         self.output.outputs = (self._button_output(),)
 
     def show(self) -> None:
@@ -123,6 +127,9 @@ class AskButton:
         self._asked = True
         self.button.disabled = True
         loop = self.loop
+        if loop.is_closed():
+            self._refused("The kernel's event loop has stopped; run the cell again, then ask.")
+            return
         if loop.is_running():
             try:
                 loop.call_soon_threadsafe(self._ask)
@@ -227,7 +234,8 @@ class OnError:
         if error is None or isinstance(error, _NOT_ASKED):
             return
         source = getattr(getattr(result, "info", None), "raw_cell", None)
-        if isinstance(source, str) and _AGENT_CELL.match(source):
+        if isinstance(source, str) and (_AGENT_CELL.match(source) or (
+                isinstance(error, UsageError) and _AGENT_LINE.search(source))):
             return
         failure = failure_of(error, None, source if isinstance(source, str) and source.strip() else None)
         button = AskButton(self.magics, failure, cell_id, _shell_loop())
