@@ -39,6 +39,7 @@ __all__ = [
     "cmd_mode",
     "cmd_model",
     "cmd_models",
+    "cmd_on_error",
     "cmd_pause",
     "cmd_reject",
     "cmd_replay",
@@ -87,6 +88,8 @@ HELP = (
     ("%agent reset", "a new conversation in the session, same settings"),
     ("%agent undo [RUN_ID]", "revert one run's notebook edits (edit_notebook) in one step; the latest run's by default"),
     ("%agent fix [REQUEST]", "ask the agent about the last failing cell: its source, traceback and the names it uses"),
+    ("%agent on-error [on|off]", "an \"Ask the agent\" button under each traceback, asking as %agent fix does "
+                                 "about that cell (off by default); alone: whether it is on"),
     ("%agent mcp", "the session's MCP servers; mcp add NAME [--timeout S] [--trusted] -- COMMAND ... adds one, mcp remove NAME stops one"),
 )
 
@@ -143,6 +146,8 @@ def status(magics: AgentMagics) -> None:
         if others:
             print(f"Other sessions: {', '.join(others)}.")
     print(f"Cells run {mode.name}: {mode.reason}.")
+    if magics.on_error:
+        print("Failing cells show an \"Ask the agent\" button (%agent on-error off removes it).")
     print("A cell's -m, --tools, --mode, --max-turns and --system apply to that cell only; "
           "%agent help lists the commands that change the session.")
 
@@ -455,6 +460,26 @@ def cmd_undo(magics: AgentMagics, rest: str) -> None:
 def cmd_fix(magics: AgentMagics, rest: str) -> None:
     """``%agent fix [REQUEST]``: asks the agent about the last failing cell (awaited: see ``line_async``)."""
     raise UserError("%agent fix must await the agent's run; run it in a Jupyter kernel or with %autoawait on.")
+
+
+_ON_ERROR_WORDS = {"on": True, "off": False}
+
+
+def cmd_on_error(magics: AgentMagics, rest: str) -> None:
+    """``%agent on-error [on|off]``: whether a failing cell shows an "Ask the agent" button under
+    its traceback (``jupyter.on_error``); alone, says which."""
+    word = rest.strip().lower()
+    if word and word not in _ON_ERROR_WORDS:
+        raise UserError(f"%agent on-error {rest.strip()}: say on or off (%agent on-error alone says which it "
+                        "is now).")
+    if word:
+        magics.on_error = _ON_ERROR_WORDS[word]
+    if magics.on_error:
+        print("On: a cell that raises shows an \"Ask the agent\" button under its traceback; a click asks the "
+              "session's agent about that cell, as %agent fix does. %agent on-error off removes it.")
+    else:
+        print("Off: failing cells show no button (%agent fix still asks about the last one). "
+              "%agent on-error on adds an \"Ask the agent\" button under each traceback.")
 
 
 def cmd_reset(magics: AgentMagics, rest: str) -> None:

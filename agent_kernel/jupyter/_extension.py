@@ -42,6 +42,7 @@ def unload_ipython_extension(ipython: Any) -> None:
     if magics is None:
         return
     magics.sessions.close()
+    magics.on_error_handler.turn_off()  # no handler left behind, no button left to click
     uninstall_live_notebooks()
     transformers = ipython.input_transformers_cleanup
     transformers[:] = [t for t in transformers if getattr(t, "__self__", None) is not magics]

@@ -22,7 +22,7 @@ from typing import Any
 from agent_kernel.errors import UserError
 from agent_kernel.tools.builtin._nbrender import DATA_NOTE, DATA_TAG, inert
 
-__all__ = ["Failure", "fix_prompt", "last_failure"]
+__all__ = ["Failure", "failure_of", "fix_prompt", "last_failure", "names_used", "prompt_about"]
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 #: Characters of traceback and of each name's repr put in the prompt at most.
@@ -51,7 +51,9 @@ def _cell_source(tb: Any) -> str:
     return ""
 
 
-def _names(source: str, namespace: dict[str, Any]) -> dict[str, str]:
+def names_used(source: str, namespace: dict[str, Any]) -> dict[str, str]:
+    """The names ``source`` reads, each with what ``namespace`` holds for it now: a type and a
+    short repr, or "not defined" (built-ins left out)."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
@@ -79,17 +81,45 @@ def _names(source: str, namespace: dict[str, Any]) -> dict[str, str]:
     return described
 
 
+def failure_of(exc: BaseException, namespace: dict[str, Any] | None, source: str | None = None) -> Failure:
+    """The ``Failure`` that ``exc`` makes of the cell that raised it.
+
+    Args:
+        exc: the exception the cell raised.
+        namespace: where to look up the names the cell uses; None leaves them out (to be
+            described later, as they are then: ``names_used``).
+        source: the cell's source; None finds it from the traceback.
+    """
+    tb = exc.__traceback__
+    text = _ANSI.sub("", "".join(traceback.format_exception(type(exc), exc, tb)))
+    if len(text) > TRACEBACK_CHARS:
+        text = "[… start of the traceback cut]\n" + text[-TRACEBACK_CHARS:]
+    if source is None:
+        source = _cell_source(tb)
+    names = names_used(source, namespace) if namespace is not None else {}
+    return Failure(source, text, f"{type(exc).__name__}: {exc}", names)
+
+
 def last_failure(namespace: dict[str, Any]) -> Failure | None:
     """The last exception a cell raised in this process, or None when none has."""
     exc = getattr(sys, "last_exc", None) or getattr(sys, "last_value", None)
     if exc is None:
         return None
-    tb = exc.__traceback__
-    text = _ANSI.sub("", "".join(traceback.format_exception(type(exc), exc, tb)))
-    if len(text) > TRACEBACK_CHARS:
-        text = "[… start of the traceback cut]\n" + text[-TRACEBACK_CHARS:]
-    source = _cell_source(tb)
-    return Failure(source, text, f"{type(exc).__name__}: {exc}", _names(source, namespace))
+    return failure_of(exc, namespace)
+
+
+def prompt_about(failure: Failure, request: str = "", *, which: str = "The last notebook cell") -> str:
+    """The question put to the agent about ``failure``: the cell, its error and the names it uses,
+    as data; ``which`` names the cell in the first sentence."""
+    names = "\n".join(f"- {name}: {about}" for name, about in failure.names.items()) or "(none)"
+    ask = request.strip() or "Explain what went wrong and how to fix it; then fix the cell if you can."
+    return (
+        f"{which} failed with {inert(failure.error.splitlines()[0] if failure.error else 'an error')}. {ask}\n\n"
+        f"{DATA_NOTE}\n<{DATA_TAG}>\n"
+        f"The cell's source:\n{inert(failure.source) or '(not available)'}\n\n"
+        f"The traceback:\n{inert(failure.traceback)}\n"
+        f"The names it uses, as they are now:\n{inert(names)}\n</{DATA_TAG}>"
+    )
 
 
 def fix_prompt(namespace: dict[str, Any], request: str = "") -> str:
@@ -101,12 +131,4 @@ def fix_prompt(namespace: dict[str, Any], request: str = "") -> str:
     failure = last_failure(namespace)
     if failure is None:
         raise UserError("No cell has failed in this kernel yet; %agent fix asks about the last cell that raised an error.")
-    names = "\n".join(f"- {name}: {about}" for name, about in failure.names.items()) or "(none)"
-    ask = request.strip() or "Explain what went wrong and how to fix it; then fix the cell if you can."
-    return (
-        f"The last notebook cell failed with {inert(failure.error.splitlines()[0] if failure.error else 'an error')}. {ask}\n\n"
-        f"{DATA_NOTE}\n<{DATA_TAG}>\n"
-        f"The cell's source:\n{inert(failure.source) or '(not available)'}\n\n"
-        f"The traceback:\n{inert(failure.traceback)}\n"
-        f"The names it uses, as they are now:\n{inert(names)}\n</{DATA_TAG}>"
-    )
+    return prompt_about(failure, request)

@@ -44,7 +44,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.utils.process import arg_split
-from traitlets import Bool, Enum, Int, TraitError, Unicode, validate
+from traitlets import Bool, Enum, Int, TraitError, Unicode, observe, validate
 
 from agent_kernel.agent._agent import Agent, RunResult
 from agent_kernel.agent._parts import file_in_the_way
@@ -67,7 +67,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 SUBCOMMANDS = ("help", "session", "model", "models", "tools", "mode", "system", "max-turns", "budget", "setup", "sessions",
                "events", "turns", "history", "calls", "usage", "timeline", "compact",
                "wait", "cancel", "replay", "reset", "mcp", "show", "say", "pause", "resume-run",
-               "approvals", "approve", "reject", "resume", "undo", "fix")
+               "approvals", "approve", "reject", "resume", "undo", "fix", "on-error")
 _CELL = re.compile(r"^%%agent(?=\s|$)")
 _AWAITED = ("wait", "compact", "resume", "fix", "undo")  # subcommands that await: the cell stays busy until they end
 _AWAITED_LINE = re.compile(r"^%agent[ \t]+(?:wait|compact|resume|fix|undo)(?![\w-])[^\n]*$")
@@ -148,10 +148,28 @@ class AgentMagics(Magics):
     raise_on_error = Bool(True, help=(
         "Whether a %%agent cell whose run ends in error fails (so Run All and papermill stop "
         "there). A cell's --no-raise keeps going for that cell.")).tag(config=True)
+    on_error = Bool(False, help=(
+        "Whether a cell that raises shows an 'Ask the agent' button under its traceback, which "
+        "asks the session's agent about that cell as %agent fix does (%agent on-error on/off).")).tag(config=True)
 
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
+        from agent_kernel.jupyter._on_error import OnError
+
         super().__init__(shell=shell, **kwargs)
         self.sessions = Sessions()
+        self.on_error_handler = OnError(self)
+        if self.on_error:  # set by configuration before the handler existed
+            self.on_error_handler.turn_on()
+
+    @observe("on_error")
+    def _on_error_changed(self, change: Any) -> None:
+        handler = getattr(self, "on_error_handler", None)  # None while configuration loads in __init__
+        if handler is None:
+            return
+        if change["new"]:
+            handler.turn_on()
+        else:
+            handler.turn_off()
 
     @property
     def user_ns(self) -> dict[str, Any]:
@@ -388,12 +406,14 @@ class AgentMagics(Magics):
         without a kernel, since no front-end can render a view there."""
         return RENDER_GRACE_S if getattr(self.shell, "kernel", None) is not None else 0.0
 
-    def _start(self, parsed: _Cell, *, detached: bool, on_end: Callable[[RunHandle], None] | None = None) -> RunHandle:
-        """Starts the cell's run with its own options, restoring the session's when it ends."""
+    def _start(self, parsed: _Cell, *, detached: bool, on_end: Callable[[RunHandle], None] | None = None,
+               output: Any = None, cell_id: str | None = None) -> RunHandle:
+        """Starts the cell's run with its own options, restoring the session's when it ends.
+        ``output`` and ``cell_id``: a run with no cell of its own (``ask_in``)."""
         agent = parsed.session.agent
         saved = _settings_of(agent, parsed.overrides)
         self.apply_settings(agent, parsed.overrides)
-        cell_id = _running_cell_id(self.shell)
+        cell_id = cell_id or _running_cell_id(self.shell)
         if cell_id:  # edit_notebook inserts after the agent's own cell by default
             agent.tool_extras["notebook_cell_id"] = cell_id
 
@@ -404,7 +424,7 @@ class AgentMagics(Magics):
 
         try:
             return start_run(agent, parsed.prompt, quiet=parsed.quiet, detached=detached,
-                             on_end=ended, render_grace=self.render_grace())
+                             on_end=ended, render_grace=self.render_grace(), output=output)
         except BaseException:
             self.apply_settings(agent, saved)
             raise
@@ -436,6 +456,27 @@ class AgentMagics(Magics):
             self._store(parsed, handle.task.result())
 
         handle = self._start(parsed, detached=True, on_end=ended)
+        parsed.session.runs.append(handle)
+        return handle
+
+    def ask_in(self, output: Any, prompt: str, *, cell_id: str | None = None,
+               on_end: Callable[[RunHandle], None] | None = None) -> RunHandle:
+        """Starts the session's agent on ``prompt`` (sent as written), shown in ``output``.
+
+        For a run a widget's click starts (the "Ask the agent" button): it runs detached, as an
+        ``%%agent`` cell's would, its live view and then its transcript shown in the
+        ``ipywidgets.Output`` ``output``; ``cell_id`` is the cell the agent's notebook edits go
+        after. Call it on the kernel's loop.
+
+        Raises:
+            UserError: the session is running already, or cannot start (a model without a key).
+        """
+        session = self.sessions.find()
+        if session is not None and session.running:
+            raise UserError(f"The agent of session {session.name!r} is busy with another run; ask again once it "
+                            "has ended (%agent wait waits for it, %agent cancel stops it).")
+        parsed = self._parse("--no-interpolate", prompt)
+        handle = self._start(parsed, detached=True, on_end=on_end, output=output, cell_id=cell_id)
         parsed.session.runs.append(handle)
         return handle
 
@@ -596,7 +637,8 @@ class AgentMagics(Magics):
         NAME`` stops one). A run in progress: ``say TEXT``
         (``agent.steer``), ``pause``, ``resume-run``, ``approvals``, ``approve CALL_ID``,
         ``reject CALL_ID REASON``. The notebook: ``undo [RUN_ID]`` (reverts a run's notebook edits; the
-        latest run's by default), ``fix [REQUEST]`` (asks the agent about the last failing cell). After a restart: ``resume [SESSION]`` (the session back from its journal,
+        latest run's by default), ``fix [REQUEST]`` (asks the agent about the last failing cell),
+        ``on-error [on|off]`` (an "Ask the agent" button under each traceback). After a restart: ``resume [SESSION]`` (the session back from its journal,
         a run cut off while an approval waited continued in a live view).
         """
         command, rest = _split(_without_comment(line))

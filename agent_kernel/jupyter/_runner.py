@@ -39,6 +39,13 @@ closed (``AgentView.dispose``): no comm stays open, and its handle keeps only th
 and the ``RunSummary``, so a kernel of hundreds of runs holds a bounded amount per run. ``quiet``
 drops the view and shows only the transcript; ``display=False`` shows nothing (the caller
 renders).
+
+**A run with no cell.** A run a widget's click starts (the "Ask the agent" button of
+``on_error.py``) has no cell to display in: what it sends goes to the click's message, which the
+page has stopped listening to once the click was handled. Its view and transcript therefore go
+into an ``ipywidgets.Output`` (``output=``) by setting the widget's outputs, which reach the page
+as widget state whenever they are sent; and the view's ``saved`` transcript names that Output,
+so the page puts the final transcript in the Output's place in the notebook.
 """
 
 from __future__ import annotations
@@ -401,7 +408,7 @@ def _uncancel() -> None:
 
 def start_run(agent: Agent, prompt: str | None, *, display: bool = True, quiet: bool = False,
               detached: bool = True, on_end: Callable[[RunHandle], None] | None = None,
-              render_grace: float = RENDER_GRACE_S) -> RunHandle:
+              render_grace: float = RENDER_GRACE_S, output: Any = None) -> RunHandle:
     """Starts ``agent`` on ``prompt`` as a task on the running loop and returns at once.
 
     Must be called on the kernel's event loop thread (a cell, a magic, ``do_execute``).
@@ -418,6 +425,9 @@ def start_run(agent: Agent, prompt: str | None, *, display: bool = True, quiet: 
             directly when the run ends, as ``run_cell`` does.
         on_end: called with the handle when the run has ended (any outcome), on the loop.
         render_grace: seconds an approval waits for the view to render (see the module docs).
+        output: an ``ipywidgets.Output`` to show the run in instead of the current cell (a
+            button's click has no cell of its own): its outputs become the live view, then the
+            transcript, and the page keeps the transcript in the Output's place in the notebook.
 
     Raises:
         UserError: the agent is already running.
@@ -432,16 +442,12 @@ def start_run(agent: Agent, prompt: str | None, *, display: bool = True, quiet: 
                         "or cancel it (%agent cancel) first.")
     live = _LiveApprovals(agent, loop, render_grace) if display and not quiet else None
     view = live.view if live is not None else None
-    slots = _Slots()
+    slots = _Slots(output)
     if display:
-        from IPython.display import display as show
-
         if view is not None:
-            # The widget alone, without its text/plain: nbval, which never sees the update that
-            # puts the transcript in its place, then has nothing of it to compare.
-            slots.view = show(view, display_id=True, exclude=["text/plain"])
+            slots.show_view(view)
         if detached:
-            slots.placeholder = show(_Placeholder(), display_id=True)
+            slots.show_placeholder()
     handle = RunHandle(agent, prompt, view, None, [])
     task = handle.task = loop.create_task(_drive(agent, prompt, handle, live, display, slots),
                                           name=f"agent_kernel run {agent.session_id}")
@@ -536,16 +542,43 @@ _EMPTY: dict[str, str] = {}
 
 
 class _Slots:
-    """The outputs a run owns in its cell: the live view's and, when detached, the placeholder."""
+    """The outputs a run owns: in its cell, the live view's and, when detached, the placeholder;
+    or, given an ``ipywidgets.Output``, that widget's outputs."""
 
-    def __init__(self) -> None:
+    def __init__(self, output: Any = None) -> None:
+        self.output = output
         self.view: Any = None
         self.placeholder: Any = None
+
+    def show_view(self, view: AgentView) -> None:
+        """Shows the live view where the run's output goes."""
+        if self.output is not None:
+            # The page puts the final transcript in the Output's place in the notebook (the
+            # ``saved`` trait names it): the view inside is not a cell output of its own.
+            view.saved_in = self.output.model_id
+            self.output.outputs = (_display_data(view, exclude=["text/plain"]),)
+            return
+        from IPython.display import display as show
+
+        # The widget alone, without its text/plain: nbval, which never sees the update that
+        # puts the transcript in its place, then has nothing of it to compare.
+        self.view = show(view, display_id=True, exclude=["text/plain"])
+
+    def show_placeholder(self) -> None:
+        """Says, where the transcript will appear, that the run is going on (a detached run in a
+        cell: an Output shows the view, then the transcript, in the same place)."""
+        if self.output is None:
+            from IPython.display import display as show
+
+            self.placeholder = show(_Placeholder(), display_id=True)
 
     def finish(self, transcript: StaticTranscript, *, rendered: bool) -> None:
         """Puts ``transcript`` where the run's live output was (see the module docs)."""
         from IPython.display import display as show
 
+        if self.output is not None:
+            self.output.outputs = (_display_data(transcript),)
+            return
         if self.view is not None and rendered:
             self.view.update(transcript)  # in place: the person sees the view settle
             if self.placeholder is not None:
@@ -557,6 +590,16 @@ class _Slots:
             self.placeholder.update(transcript)
         else:
             show(transcript)
+
+
+def _display_data(obj: Any, exclude: Sequence[str] = ()) -> dict[str, Any]:
+    """``obj`` as a ``display_data`` output, as an ``ipywidgets.Output`` holds it."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    formatter = InteractiveShell.instance().display_formatter
+    assert formatter is not None  # every shell has one once it is initialised
+    data, metadata = formatter.format(obj, exclude=list(exclude))
+    return {"output_type": "display_data", "data": data, "metadata": metadata}
 
 
 class _Placeholder:

@@ -23,8 +23,9 @@ The runner calls ``view.handle(event)`` for every event of a run. The view folds
   and replaces the view's output with ``static()``, a static transcript drawn from the same
   snapshot, so a saved notebook needs no widget state at all (see ``static_view.py``).
 * The synced ``saved`` trait is what the page puts in the notebook in the view's place when the
-  kernel cannot: ``{"model_id", "html", "text", "final"}``, the run's static transcript, drawn at
-  the run's milestones (its start, each approval asked for, and every ``SAVE_EVERY_S`` at most
+  kernel cannot: ``{"model_id", "html", "text", "final"}``, the run's static transcript, put in
+  place of the output of the widget ``model_id`` names (the view, or the ``Output`` it is shown
+  in: ``saved_in``). It is drawn at the run's milestones (its start, each approval asked for, and every ``SAVE_EVERY_S`` at most
   as model calls and tool results come in; never per token) as if the run stopped there, and
   drawn once more, ``final``, when it ends. A page reloaded mid-run, a detached cell whose display
   update no longer reaches the page, and a kernel that restarts with a card pending so all leave
@@ -178,6 +179,10 @@ class AgentView(anywidget.AnyWidget):
         self._stop_sent = False
         self._asking: tuple[str, asyncio.AbstractEventLoop, asyncio.Future[Any]] | None = None
         self._saved_at = float("-inf")
+        #: The model id of the widget whose output in the notebook the page replaces with the
+        #: transcript (``saved``): this view's own, or that of the ``ipywidgets.Output`` it is
+        #: shown in (a run started by a click, see ``runner.start_run``).
+        self.saved_in: str | None = None
         self.on_msg(self._on_front_end_msg)
 
     # -- feeding ---------------------------------------------------------------------------------
@@ -266,7 +271,7 @@ class AgentView(anywidget.AnyWidget):
             status.update(phase="interrupted", reason="interrupted", stopping=False, activity=None,
                           paused=False, pausing=False)
         self._saved_at = self._clock()
-        self.saved = {"model_id": self.model_id, "html": render_html(state),
+        self.saved = {"model_id": self.saved_in or self.model_id, "html": render_html(state),
                       "text": RunSummary.from_transcript(self.transcript).text, "final": final}
 
     def show_diff(self, call_id: str, agent: str | None, diff: str) -> None:
