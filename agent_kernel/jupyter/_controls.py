@@ -39,6 +39,7 @@ __all__ = [
     "cmd_mode",
     "cmd_model",
     "cmd_models",
+    "cmd_panel",
     "cmd_pause",
     "cmd_reject",
     "cmd_replay",
@@ -87,6 +88,8 @@ HELP = (
     ("%agent reset", "a new conversation in the session, same settings"),
     ("%agent undo [RUN_ID]", "revert one run's notebook edits (edit_notebook) in one step; the latest run's by default"),
     ("%agent fix [REQUEST]", "ask the agent about the last failing cell: its source, traceback and the names it uses"),
+    ("%agent panel", "the session's conversation beside the notebook (JupyterLab, Notebook 7): its runs, "
+                     "their approvals, and a box whose Send starts the next run"),
     ("%agent mcp", "the session's MCP servers; mcp add NAME [--timeout S] [--trusted] -- COMMAND ... adds one, mcp remove NAME stops one"),
 )
 
@@ -455,6 +458,19 @@ def cmd_undo(magics: AgentMagics, rest: str) -> None:
 def cmd_fix(magics: AgentMagics, rest: str) -> None:
     """``%agent fix [REQUEST]``: asks the agent about the last failing cell (awaited: see ``line_async``)."""
     raise UserError("%agent fix must await the agent's run; run it in a Jupyter kernel or with %autoawait on.")
+
+
+def cmd_panel(magics: AgentMagics, rest: str) -> None:
+    """``%agent panel``: the session panel beside the notebook, made once and shown again after
+    (``jupyter.panel``); in a front end without the extension, in the cell's output."""
+    if rest:
+        raise UserError(f"%agent panel takes no argument (got {rest!r}); it shows the current session, "
+                        "and %%agent --session NAME makes another session current.")
+    from agent_kernel.jupyter._panel import SessionPanel
+
+    if magics.panel is None:
+        magics.panel = SessionPanel(magics)
+    magics.panel.show()
 
 
 def cmd_reset(magics: AgentMagics, rest: str) -> None:

@@ -42,6 +42,9 @@ def unload_ipython_extension(ipython: Any) -> None:
     if magics is None:
         return
     magics.sessions.close()
+    if magics.panel is not None:
+        magics.panel.close()
+        magics.panel = None
     uninstall_live_notebooks()
     transformers = ipython.input_transformers_cleanup
     transformers[:] = [t for t in transformers if getattr(t, "__self__", None) is not magics]

@@ -52,6 +52,7 @@ from agent_kernel.errors import UserError, did_you_mean
 from agent_kernel.events._turn import new_id
 from agent_kernel.guard._permissions import MODES
 from agent_kernel.jupyter._interpolation import InterpolationWarning, interpolate
+from agent_kernel.jupyter._panel import SessionPanel
 from agent_kernel.jupyter._runner import RENDER_GRACE_S, ExecutionMode, RunFailed, RunHandle, RunInterrupted, detect_mode, start_run, wait_all
 from agent_kernel.jupyter._sessions import Session, Sessions
 from agent_kernel.mcp._attach import PromptRequest, cell_options
@@ -67,7 +68,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 SUBCOMMANDS = ("help", "session", "model", "models", "tools", "mode", "system", "max-turns", "budget", "setup", "sessions",
                "events", "turns", "history", "calls", "usage", "timeline", "compact",
                "wait", "cancel", "replay", "reset", "mcp", "show", "say", "pause", "resume-run",
-               "approvals", "approve", "reject", "resume", "undo", "fix")
+               "approvals", "approve", "reject", "resume", "undo", "fix", "panel")
 _CELL = re.compile(r"^%%agent(?=\s|$)")
 _AWAITED = ("wait", "compact", "resume", "fix", "undo")  # subcommands that await: the cell stays busy until they end
 _AWAITED_LINE = re.compile(r"^%agent[ \t]+(?:wait|compact|resume|fix|undo)(?![\w-])[^\n]*$")
@@ -152,6 +153,8 @@ class AgentMagics(Magics):
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
         super().__init__(shell=shell, **kwargs)
         self.sessions = Sessions()
+        #: The session panel once ``%agent panel`` has opened it (``jupyter.panel``).
+        self.panel: SessionPanel | None = None
 
     @property
     def user_ns(self) -> dict[str, Any]:
@@ -388,8 +391,10 @@ class AgentMagics(Magics):
         without a kernel, since no front-end can render a view there."""
         return RENDER_GRACE_S if getattr(self.shell, "kernel", None) is not None else 0.0
 
-    def _start(self, parsed: _Cell, *, detached: bool, on_end: Callable[[RunHandle], None] | None = None) -> RunHandle:
-        """Starts the cell's run with its own options, restoring the session's when it ends."""
+    def _start(self, parsed: _Cell, *, detached: bool, on_end: Callable[[RunHandle], None] | None = None,
+               display: bool = True) -> RunHandle:
+        """Starts the cell's run with its own options, restoring the session's when it ends; the
+        session panel, once opened, shows it too."""
         agent = parsed.session.agent
         saved = _settings_of(agent, parsed.overrides)
         self.apply_settings(agent, parsed.overrides)
@@ -403,8 +408,8 @@ class AgentMagics(Magics):
                 on_end(handle)
 
         try:
-            return start_run(agent, parsed.prompt, quiet=parsed.quiet, detached=detached,
-                             on_end=ended, render_grace=self.render_grace())
+            return start_run(agent, parsed.prompt, quiet=parsed.quiet, detached=detached, display=display,
+                             on_end=ended, render_grace=self.render_grace(), host=self.panel)
         except BaseException:
             self.apply_settings(agent, saved)
             raise
@@ -436,6 +441,18 @@ class AgentMagics(Magics):
             self._store(parsed, handle.task.result())
 
         handle = self._start(parsed, detached=True, on_end=ended)
+        parsed.session.runs.append(handle)
+        return handle
+
+    def start_panel_run(self, prompt: str, on_end: Callable[[RunHandle], None] | None = None) -> RunHandle:
+        """Starts the current session's next run on ``prompt``, shown only in the session panel
+        (its Send button): as a detached ``%%agent`` cell with no options, ``{braces}`` as typed.
+
+        Raises:
+            UserError: the session is still running, or no model is usable.
+        """
+        parsed = self._parse("--no-interpolate", prompt)
+        handle = self._start(parsed, detached=True, on_end=on_end, display=False)
         parsed.session.runs.append(handle)
         return handle
 
@@ -596,7 +613,9 @@ class AgentMagics(Magics):
         NAME`` stops one). A run in progress: ``say TEXT``
         (``agent.steer``), ``pause``, ``resume-run``, ``approvals``, ``approve CALL_ID``,
         ``reject CALL_ID REASON``. The notebook: ``undo [RUN_ID]`` (reverts a run's notebook edits; the
-        latest run's by default), ``fix [REQUEST]`` (asks the agent about the last failing cell). After a restart: ``resume [SESSION]`` (the session back from its journal,
+        latest run's by default), ``fix [REQUEST]`` (asks the agent about the last failing cell), ``panel``
+        (the session's conversation beside the notebook: its runs, approvals and a box for the
+        next prompt). After a restart: ``resume [SESSION]`` (the session back from its journal,
         a run cut off while an approval waited continued in a live view).
         """
         command, rest = _split(_without_comment(line))
