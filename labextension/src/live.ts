@@ -1,15 +1,15 @@
 /**
- * agent-kernel-live: applies the edits and cell runs of agent_kernel's notebook tools to the
- * notebook open in JupyterLab 4 or Notebook 7, so they show at once, without a reload.
+ * The comm target `agent_kernel.notebook`: applies the edits and cell runs of agent_kernel's
+ * notebook tools to the notebook open in JupyterLab 4 or Notebook 7, so they show at once,
+ * without a reload, and opens the session panel (`%agent panel`) beside it.
  *
- * For each notebook panel's kernel it registers the comm target `agent_kernel.notebook`. The
- * kernel opens a comm to it when a tool first needs the open notebook, and sends requests
- * `{id, op, ...}`; each is answered `{id, ok: true, ...}` or `{id, ok: false, error}`. Edits
- * change the notebook's model only: the person saves, as with their own edits.
+ * For each notebook panel's kernel it registers the comm target. The kernel opens a comm to it
+ * when a tool first needs the open notebook (or `%agent panel` asks for the panel), and sends
+ * requests `{id, op, ...}`; each is answered `{id, ok: true, ...}` or `{id, ok: false, error}`.
+ * Edits change the notebook's model only: the person saves, as with their own edits.
  */
-import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { ICodeCellModel, ICellModel } from '@jupyterlab/cells';
-import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+import { NotebookPanel } from '@jupyterlab/notebook';
 import { Kernel, KernelMessage } from '@jupyterlab/services';
 import { JSONObject, JSONValue } from '@lumino/coreutils';
 
@@ -28,9 +28,13 @@ type Request =
   | { id: string; op: 'insert'; after: string | null; cell: CellJSON }
   | { id: string; op: 'replace'; cell: CellJSON }
   | { id: string; op: 'delete'; cell_id: string }
-  | { id: string; op: 'outputs'; cell_id: string; outputs: JSONObject[]; execution_count: number | null };
+  | { id: string; op: 'outputs'; cell_id: string; outputs: JSONObject[]; execution_count: number | null }
+  | { id: string; op: 'panel'; model_id: string; title: string };
 
 type Reply = JSONObject;
+
+/** Opens the session panel showing the widget `modelId` beside `panel`; says where it went. */
+export type PanelOpener = (panel: NotebookPanel, modelId: string, title: string) => string;
 
 /** Raised for a request the open notebook cannot carry out; its message goes back to the kernel. */
 class EditError extends Error {}
@@ -63,7 +67,7 @@ function asShared(cell: CellJSON): JSONObject {
   return shared;
 }
 
-async function apply(panel: NotebookPanel, request: Request): Promise<Reply> {
+async function apply(panel: NotebookPanel, request: Request, openPanel: PanelOpener): Promise<Reply> {
   const model = panel.content.model;
   if (!model) {
     throw new EditError(`The notebook ${panel.context.path} has no model yet.`);
@@ -118,20 +122,22 @@ async function apply(panel: NotebookPanel, request: Request): Promise<Reply> {
       code.executionCount = request.execution_count;
       return { index };
     }
+    case 'panel':
+      return { where: openPanel(panel, request.model_id, request.title) };
     default:
       throw new EditError(`Unknown request ${JSON.stringify((request as { op?: JSONValue }).op)}.`);
   }
 }
 
 /** Serves the comm the kernel of `panel` opens: one request at a time, each answered. */
-function serve(panel: NotebookPanel, comm: Kernel.IComm): void {
+function serve(panel: NotebookPanel, comm: Kernel.IComm, openPanel: PanelOpener): void {
   let queue: Promise<void> = Promise.resolve();
   comm.onMsg = (msg: KernelMessage.ICommMsgMsg) => {
     const request = msg.content.data as unknown as Request;
     queue = queue.then(async () => {
       let reply: Reply;
       try {
-        reply = { id: request.id, ok: true, ...(await apply(panel, request)) };
+        reply = { id: request.id, ok: true, ...(await apply(panel, request, openPanel)) };
       } catch (error) {
         reply = { id: request.id, ok: false, error: error instanceof Error ? error.message : String(error) };
       }
@@ -151,19 +157,20 @@ function serve(panel: NotebookPanel, comm: Kernel.IComm): void {
   };
 }
 
-function watch(panel: NotebookPanel): void {
+/** Registers the comm target on `panel`'s kernel, and again on each kernel it changes to. */
+export function watch(panel: NotebookPanel, openPanel: PanelOpener): void {
   const register = (kernel: Kernel.IKernelConnection | null | undefined): void => {
     kernel?.registerCommTarget(TARGET, (comm: Kernel.IComm, open: KernelMessage.ICommOpenMsg) => {
       if (panel.isDisposed) {
         comm.close();
         return;
       }
-      serve(panel, comm);
+      serve(panel, comm, openPanel);
       const request = open.content.data as unknown as Request;
       if (request && request.id) {
-        void apply(panel, request).then(
-          reply => comm.send({ id: request.id, ok: true, ...reply }),
-          error => comm.send({ id: request.id, ok: false, error: String(error) })
+        void apply(panel, request, openPanel).then(
+          reply => !comm.isDisposed && comm.send({ id: request.id, ok: true, ...reply }),
+          error => !comm.isDisposed && comm.send({ id: request.id, ok: false, error: String(error) })
         );
       }
     });
@@ -171,16 +178,3 @@ function watch(panel: NotebookPanel): void {
   register(panel.sessionContext.session?.kernel);
   panel.sessionContext.kernelChanged.connect((_, change) => register(change.newValue));
 }
-
-const plugin: JupyterFrontEndPlugin<void> = {
-  id: 'agent-kernel-live:plugin',
-  description: "Shows agent_kernel's notebook edits and cell runs in the open notebook.",
-  autoStart: true,
-  requires: [INotebookTracker],
-  activate: (_app: JupyterFrontEnd, tracker: INotebookTracker): void => {
-    tracker.forEach(watch);
-    tracker.widgetAdded.connect((_, panel) => watch(panel));
-  }
-};
-
-export default plugin;
