@@ -64,6 +64,10 @@ def test_agent_panel_shows_the_panel_for_the_extension_and_inline_for_other_fron
     assert again is panel  # the same panel, shown again
     assert shown_again.outputs[0].data[PANEL_MIME]["model_id"] == panel.widget.model_id
 
+    assert "takes no argument" in str(cells.error("%agent panel other"))
+    _, helped = cells.run("%agent help")
+    assert "%agent panel" in helped.stdout
+
 
 def test_send_starts_a_run_of_the_session_whose_live_view_then_transcript_the_panel_shows(cells: Cells) -> None:
     cells.run(HOLDING)

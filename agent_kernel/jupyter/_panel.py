@@ -84,7 +84,6 @@ class SessionPanel:
         self._inline = w.VBox([w.HTML(f'<div style="{_MUTED}">{html.escape(NO_SIDE_PANEL, quote=False)}</div>'), self.widget])
         self._loop = _kernel_loop()
         self._shown: dict[RunHandle, tuple[Any, Any]] = {}  # a live run -> (its prompt line, its view)
-        self._from_panel: set[RunHandle] = set()
         self._sending = False
         self.send_button.on_click(lambda _button: self._clicked())
         self._show_title()
@@ -163,7 +162,6 @@ class SessionPanel:
         return handle
 
     def _panel_run_ended(self, handle: RunHandle) -> None:
-        self._from_panel.discard(handle)
         if handle.task.cancelled():
             self._say("The run was cancelled before it ended.", error=True)
             return
@@ -184,8 +182,6 @@ class SessionPanel:
         """Adds the run under its prompt: its live view, or a line for a run without one."""
         import ipywidgets as w
 
-        if self._sending:
-            self._from_panel.add(handle)
         line = w.HTML(_prompt_html(handle.prompt, from_panel=self._sending))
         body = handle.view if handle.view is not None else w.HTML(
             f'<div style="{_MUTED}">Running without a live view (--quiet); its transcript shows here when it ends.</div>')
