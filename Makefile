@@ -16,8 +16,8 @@ $(STAMP): pyproject.toml
 kernelspec: $(STAMP)
 	$(PY) -m agent_kernel.jupyter.install --sys-prefix
 
-# The front-end extension that shows notebook edits live ships prebuilt in agent_kernel/_labextension
-# (a wheel installs it as shared data). An editable install may hold a copy; a link to the folder
+# The front-end extension (notebook edits shown live, the session panel, per-cell highlighting)
+# ships prebuilt in agent_kernel/_labextension (a wheel installs it as shared data). An editable install may hold a copy; a link to the folder
 # keeps JupyterLab and Notebook 7 on the one in this checkout.
 LABEXT_DIR := $(VENV)/share/jupyter/labextensions/agent-kernel-live
 labextension-link: $(STAMP)

@@ -35,6 +35,7 @@ from .kernel_harness import (
 )
 
 WIDGET = "application/vnd.jupyter.widget-view+json"
+PANEL = "application/vnd.agent-kernel.panel+json"
 NOTEBOOKS = Path(__file__).parent / "notebooks_kernel"
 
 
@@ -517,6 +518,24 @@ def test_agent_magics_act_on_the_agent_that_prompts_go_to(kc: BlockingKernelClie
     reply, messages = execute(kc, "%%python\nfrom agent_kernel.jupyter._extension import loaded_magics\n"
                                   "print(loaded_magics(get_ipython()).sessions.get().agent is agent)")
     assert stdout(messages) == "True\n"
+
+
+def test_agent_panel_asks_the_front_end_to_open_it_and_shows_prompt_cells_too(kc: BlockingKernelClient) -> None:
+    script(kc, "'Shown beside the notebook as well.'")
+    reply, messages = execute(kc, "%agent panel")
+    assert reply["status"] == "ok", messages
+    asked = [c["data"] for c in outputs(messages, "comm_open") if c["target_name"] == "agent_kernel.notebook"]
+    assert [request["op"] for request in asked] == ["panel"]
+    panel_output = next(c["data"] for c in outputs(messages, "display_data") if PANEL in c["data"])
+    assert panel_output[PANEL]["model_id"] == asked[0]["model_id"]
+
+    reply, messages = execute(kc, "Say something.")
+    assert reply["status"] == "ok", messages
+    assert "Shown beside the notebook as well." in summary_text(messages)  # the cell shows it as ever
+    reply, messages = execute(kc, "%%python\nfrom agent_kernel.jupyter._extension import loaded_magics\n"
+                                  "shown = [getattr(c, 'value', '') for c in loaded_magics(get_ipython()).panel.runs.children]\n"
+                                  "print('Say something.' in shown[-2], 'Shown beside the notebook as well.' in shown[-1])")
+    assert stdout(messages) == "True True\n"
 
 
 def test_completion_offers_python_names_in_python_cells_and_in_prompts(kc: BlockingKernelClient) -> None:

@@ -40,6 +40,7 @@ __all__ = [
     "cmd_model",
     "cmd_models",
     "cmd_on_error",
+    "cmd_panel",
     "cmd_pause",
     "cmd_reject",
     "cmd_replay",
@@ -90,6 +91,8 @@ HELP = (
     ("%agent fix [REQUEST]", "ask the agent about the last failing cell: its source, traceback and the names it uses"),
     ("%agent on-error [on|off]", "an \"Ask the agent\" button under each traceback, asking as %agent fix does "
                                  "about that cell (off by default); alone: whether it is on"),
+    ("%agent panel", "the session's conversation beside the notebook (JupyterLab, Notebook 7): its runs, "
+                     "their approvals, and a box whose Send starts the next run"),
     ("%agent mcp", "the session's MCP servers; mcp add NAME [--timeout S] [--trusted] -- COMMAND ... adds one, mcp remove NAME stops one"),
 )
 
@@ -480,6 +483,19 @@ def cmd_on_error(magics: AgentMagics, rest: str) -> None:
     else:
         print("Off: failing cells show no button (%agent fix still asks about the last one). "
               "%agent on-error on adds an \"Ask the agent\" button under each traceback.")
+
+
+def cmd_panel(magics: AgentMagics, rest: str) -> None:
+    """``%agent panel``: the session panel beside the notebook, made once and shown again after
+    (``jupyter.panel``); in a front end without the extension, in the cell's output."""
+    if rest:
+        raise UserError(f"%agent panel takes no argument (got {rest!r}); it shows the current session, "
+                        "and %%agent --session NAME makes another session current.")
+    from agent_kernel.jupyter._panel import SessionPanel
+
+    if magics.panel is None:
+        magics.panel = SessionPanel(magics)
+    magics.panel.show()
 
 
 def cmd_reset(magics: AgentMagics, rest: str) -> None:

@@ -43,6 +43,9 @@ def unload_ipython_extension(ipython: Any) -> None:
         return
     magics.sessions.close()
     magics.on_error_handler.turn_off()  # no handler left behind, no button left to click
+    if magics.panel is not None:
+        magics.panel.close()
+        magics.panel = None
     uninstall_live_notebooks()
     transformers = ipython.input_transformers_cleanup
     transformers[:] = [t for t in transformers if getattr(t, "__self__", None) is not magics]

@@ -248,7 +248,8 @@ class AgentKernel(IPythonKernel):
 
     Attributes:
         run_prompt: runs one prompt cell (``await run_prompt(agent, prompt)`` → ``RunResult``);
-            ``runner.run_cell`` by default, the same as ``%%agent``.
+            ``runner.run_cell`` by default, the same as ``%%agent`` (and so shown in the session
+            panel too).
     """
 
     implementation = "agent_kernel"
@@ -259,7 +260,7 @@ class AgentKernel(IPythonKernel):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.run_prompt: PromptRunner = run_cell
+        self.run_prompt: PromptRunner = self._run_cell
         self._agent: Agent | None = None
         self._agent_error: str | None = None
         self._prompted = False  # a prompt cell has run in this kernel
@@ -281,6 +282,11 @@ class AgentKernel(IPythonKernel):
             self._own = self._agent
             self._adopt(self._agent)
             shell.user_ns[AGENT_NAME] = self._published = self._agent
+
+    async def _run_cell(self, agent: Agent, prompt: str | None) -> RunResult:
+        """``runner.run_cell``, shown in the session panel too once ``%agent panel`` opened it."""
+        magics = loaded_magics(self.shell)
+        return await run_cell(agent, prompt, host=magics.panel if magics is not None else None)
 
     def _create_agent(self) -> Agent:
         """The kernel's first agent: the default model with the ``python`` tool."""

@@ -6,6 +6,9 @@ notebook tool first needs the open notebook, ``CommNotebooks`` opens a comm to t
 waits for the panel's answer (the notebook's path). Requests then go over that comm, each answered
 by the panel; they are handled while a ``%%agent`` cell awaits its run, as widget clicks are.
 
+The same target carries ``%agent panel``'s request to open the session panel (``jupyter.panel``),
+on a comm of its own that nothing waits on.
+
 No answer (VS Code, Colab, a kernel without the extension, a closed tab) means no live document,
 and the tools use the saved file. A change request that the panel does not confirm in time is an
 error, never a silent fallback: the edit may or may not have happened, so the model is told to read

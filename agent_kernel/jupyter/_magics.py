@@ -52,6 +52,7 @@ from agent_kernel.errors import UserError, did_you_mean
 from agent_kernel.events._turn import new_id
 from agent_kernel.guard._permissions import MODES
 from agent_kernel.jupyter._interpolation import InterpolationWarning, interpolate
+from agent_kernel.jupyter._panel import SessionPanel
 from agent_kernel.jupyter._runner import RENDER_GRACE_S, ExecutionMode, RunFailed, RunHandle, RunInterrupted, detect_mode, start_run, wait_all
 from agent_kernel.jupyter._sessions import Session, Sessions
 from agent_kernel.mcp._attach import PromptRequest, cell_options
@@ -67,7 +68,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 SUBCOMMANDS = ("help", "session", "model", "models", "tools", "mode", "system", "max-turns", "budget", "setup", "sessions",
                "events", "turns", "history", "calls", "usage", "timeline", "compact",
                "wait", "cancel", "replay", "reset", "mcp", "show", "say", "pause", "resume-run",
-               "approvals", "approve", "reject", "resume", "undo", "fix", "on-error")
+               "approvals", "approve", "reject", "resume", "undo", "fix", "on-error", "panel")
 _CELL = re.compile(r"^%%agent(?=\s|$)")
 _AWAITED = ("wait", "compact", "resume", "fix", "undo")  # subcommands that await: the cell stays busy until they end
 _AWAITED_LINE = re.compile(r"^%agent[ \t]+(?:wait|compact|resume|fix|undo)(?![\w-])[^\n]*$")
@@ -157,6 +158,8 @@ class AgentMagics(Magics):
 
         super().__init__(shell=shell, **kwargs)
         self.sessions = Sessions()
+        #: The session panel once ``%agent panel`` has opened it (``jupyter.panel``).
+        self.panel: SessionPanel | None = None
         self.on_error_handler = OnError(self)
         if self.on_error:  # set by configuration before the handler existed
             self.on_error_handler.turn_on()
@@ -407,9 +410,10 @@ class AgentMagics(Magics):
         return RENDER_GRACE_S if getattr(self.shell, "kernel", None) is not None else 0.0
 
     def _start(self, parsed: _Cell, *, detached: bool, on_end: Callable[[RunHandle], None] | None = None,
-               output: Any = None, cell_id: str | None = None) -> RunHandle:
-        """Starts the cell's run with its own options, restoring the session's when it ends.
-        ``output`` and ``cell_id``: a run with no cell of its own (``ask_in``)."""
+               display: bool = True, output: Any = None, cell_id: str | None = None) -> RunHandle:
+        """Starts the cell's run with its own options, restoring the session's when it ends; the
+        session panel, once opened, shows it too. ``output`` and ``cell_id``: a run with no cell of
+        its own (``ask_in``)."""
         agent = parsed.session.agent
         saved = _settings_of(agent, parsed.overrides)
         self.apply_settings(agent, parsed.overrides)
@@ -423,8 +427,8 @@ class AgentMagics(Magics):
                 on_end(handle)
 
         try:
-            return start_run(agent, parsed.prompt, quiet=parsed.quiet, detached=detached,
-                             on_end=ended, render_grace=self.render_grace(), output=output)
+            return start_run(agent, parsed.prompt, quiet=parsed.quiet, detached=detached, display=display,
+                             on_end=ended, render_grace=self.render_grace(), output=output, host=self.panel)
         except BaseException:
             self.apply_settings(agent, saved)
             raise
@@ -477,6 +481,18 @@ class AgentMagics(Magics):
                             "has ended (%agent wait waits for it, %agent cancel stops it).")
         parsed = self._parse("--no-interpolate", prompt)
         handle = self._start(parsed, detached=True, on_end=on_end, output=output, cell_id=cell_id)
+        parsed.session.runs.append(handle)
+        return handle
+
+    def start_panel_run(self, prompt: str, on_end: Callable[[RunHandle], None] | None = None) -> RunHandle:
+        """Starts the current session's next run on ``prompt``, shown only in the session panel
+        (its Send button): as a detached ``%%agent`` cell with no options, ``{braces}`` as typed.
+
+        Raises:
+            UserError: the session is still running, or no model is usable.
+        """
+        parsed = self._parse("--no-interpolate", prompt)
+        handle = self._start(parsed, detached=True, on_end=on_end, display=False)
         parsed.session.runs.append(handle)
         return handle
 
@@ -638,7 +654,9 @@ class AgentMagics(Magics):
         (``agent.steer``), ``pause``, ``resume-run``, ``approvals``, ``approve CALL_ID``,
         ``reject CALL_ID REASON``. The notebook: ``undo [RUN_ID]`` (reverts a run's notebook edits; the
         latest run's by default), ``fix [REQUEST]`` (asks the agent about the last failing cell),
-        ``on-error [on|off]`` (an "Ask the agent" button under each traceback). After a restart: ``resume [SESSION]`` (the session back from its journal,
+        ``on-error [on|off]`` (an "Ask the agent" button under each traceback), ``panel`` (the
+        session's conversation beside the notebook: its runs, approvals and a box for the next
+        prompt). After a restart: ``resume [SESSION]`` (the session back from its journal,
         a run cut off while an approval waited continued in a live view).
         """
         command, rest = _split(_without_comment(line))

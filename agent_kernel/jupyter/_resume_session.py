@@ -70,7 +70,7 @@ async def resume_session(magics: AgentMagics, rest: str) -> None:
     waiting = [p.call_id for p in agent.pending_approvals]
     what = f"{len(waiting)} call(s) waiting for approval ({', '.join(waiting)})" if waiting else "tool calls left unfinished"
     print(f"Resumed session {agent.session_id}: its last run stopped with {what}; continuing it.")
-    await run_cell(agent, None, render_grace=magics.render_grace())
+    await run_cell(agent, None, render_grace=magics.render_grace(), host=magics.panel)
 
 
 async def continue_cut_off_run(magics: AgentMagics, prompt: str) -> RunResult | None:
@@ -81,7 +81,7 @@ async def continue_cut_off_run(magics: AgentMagics, prompt: str) -> RunResult | 
         return None
     magics.sessions.put(magics.sessions.current, agent)
     print(cut_off_notice(agent, "%%agent --new starts afresh instead."))
-    return await run_cell(agent, None, render_grace=magics.render_grace())
+    return await run_cell(agent, None, render_grace=magics.render_grace(), host=magics.panel)
 
 
 def cut_off_agent(magics: AgentMagics, prompt: str) -> Agent | None:

@@ -46,6 +46,11 @@ page has stopped listening to once the click was handled. Its view and transcrip
 into an ``ipywidgets.Output`` (``output=``) by setting the widget's outputs, which reach the page
 as widget state whenever they are sent; and the view's ``saved`` transcript names that Output,
 so the page puts the final transcript in the Output's place in the notebook.
+
+**Somewhere else too.** A ``ViewHost`` (the session panel, ``jupyter.panel``) is handed the run
+when it starts, live view included, and its static transcript when it ends, just before the view
+closes: the same view then shows in the cell and in the host, or in the host alone
+(``display=False``).
 """
 
 from __future__ import annotations
@@ -60,7 +65,7 @@ import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agent_kernel.agent._agent import Agent, RunResult
 from agent_kernel.errors import AgentKernelError, RunCancelled
@@ -80,6 +85,7 @@ __all__ = [
     "RunHandle",
     "RunFailed",
     "RunInterrupted",
+    "ViewHost",
     "awaits_approval",
     "detect_mode",
     "kernel_handles_comms_while_awaiting",
@@ -406,9 +412,19 @@ def _uncancel() -> None:
 # ---- starting runs -------------------------------------------------------------------------
 
 
+class ViewHost(Protocol):
+    """Somewhere besides the cell that shows runs (the session panel): called on the loop."""
+
+    def run_started(self, handle: RunHandle) -> None:
+        """A run started; ``handle.view`` is its live view (None for a quiet run)."""
+
+    def run_ended(self, handle: RunHandle, transcript: StaticTranscript) -> None:
+        """The run ended and ``transcript`` is what it showed; its view closes right after."""
+
+
 def start_run(agent: Agent, prompt: str | None, *, display: bool = True, quiet: bool = False,
               detached: bool = True, on_end: Callable[[RunHandle], None] | None = None,
-              render_grace: float = RENDER_GRACE_S, output: Any = None) -> RunHandle:
+              render_grace: float = RENDER_GRACE_S, output: Any = None, host: ViewHost | None = None) -> RunHandle:
     """Starts ``agent`` on ``prompt`` as a task on the running loop and returns at once.
 
     Must be called on the kernel's event loop thread (a cell, a magic, ``do_execute``).
@@ -428,6 +444,8 @@ def start_run(agent: Agent, prompt: str | None, *, display: bool = True, quiet: 
         output: an ``ipywidgets.Output`` to show the run in instead of the current cell (a
             button's click has no cell of its own): its outputs become the live view, then the
             transcript, and the page keeps the transcript in the Output's place in the notebook.
+        host: also shows the run (its live view, then its transcript) somewhere else, such as
+            the session panel; with ``display=False`` it is the only place the run shows.
 
     Raises:
         UserError: the agent is already running.
@@ -440,7 +458,7 @@ def start_run(agent: Agent, prompt: str | None, *, display: bool = True, quiet: 
     if agent.running or (starting is not None and not starting.done()):
         raise UserError("This agent is already running; wait for it (%agent wait or await the handle) "
                         "or cancel it (%agent cancel) first.")
-    live = _LiveApprovals(agent, loop, render_grace) if display and not quiet else None
+    live = _LiveApprovals(agent, loop, render_grace) if (display or host is not None) and not quiet else None
     view = live.view if live is not None else None
     slots = _Slots(output)
     if display:
@@ -449,16 +467,18 @@ def start_run(agent: Agent, prompt: str | None, *, display: bool = True, quiet: 
         if detached:
             slots.show_placeholder()
     handle = RunHandle(agent, prompt, view, None, [])
-    task = handle.task = loop.create_task(_drive(agent, prompt, handle, live, display, slots),
+    task = handle.task = loop.create_task(_drive(agent, prompt, handle, live, display, slots, host),
                                           name=f"agent_kernel run {agent.session_id}")
     _IN_FLIGHT[agent] = task
+    if host is not None:
+        _tell_host(host.run_started, handle)
     if on_end is not None:
         task.add_done_callback(lambda _t: on_end(handle))
     return handle
 
 
 async def run_cell(agent: Agent, prompt: str | None, *, display: bool = True, quiet: bool = False,
-                   render_grace: float = RENDER_GRACE_S) -> RunResult:
+                   render_grace: float = RENDER_GRACE_S, host: ViewHost | None = None) -> RunResult:
     """Runs ``agent`` on ``prompt`` and returns when the run ends (blocking mode).
 
     The cell (or ``do_execute``) awaiting this stays busy for the whole run while the kernel's
@@ -466,7 +486,7 @@ async def run_cell(agent: Agent, prompt: str | None, *, display: bool = True, qu
     kernel interrupt) cancels the run with the reason ``"kernel interrupt"``, waits for it to
     record its end, and raises ``RunInterrupted``.
 
-    Args: as ``start_run`` (``display``, ``quiet``, ``render_grace``).
+    Args: as ``start_run`` (``display``, ``quiet``, ``render_grace``, ``host``).
 
     Returns:
         The run's ``RunResult``.
@@ -479,12 +499,12 @@ async def run_cell(agent: Agent, prompt: str | None, *, display: bool = True, qu
         >>> result = await run_cell(agent, "What is in data.csv?")  # doctest: +SKIP
     """
     handle = start_run(agent, prompt, display=display, quiet=quiet, detached=False,
-                       render_grace=render_grace)
+                       render_grace=render_grace, host=host)
     return await handle.wait()
 
 
 async def _drive(agent: Agent, prompt: str | None, handle: RunHandle, live: _LiveApprovals | None,
-                 display: bool, slots: _Slots) -> RunResult:
+                 display: bool, slots: _Slots, host: ViewHost | None = None) -> RunResult:
     """Feeds every event of the run to the view; puts the transcript in its place at the end,
     closes the view, and leaves the handle the result and summary alone."""
     view = live.view if live is not None else None
@@ -503,6 +523,9 @@ async def _drive(agent: Agent, prompt: str | None, handle: RunHandle, live: _Liv
     except BaseException:
         if view is not None:
             view.close_run()  # whatever was seen stays visible and saved
+        if host is not None:
+            transcript = view.static() if view is not None else StaticTranscript.from_events(events)
+            _tell_host(host.run_ended, handle, transcript)
         raise
     finally:
         if live is not None:
@@ -513,13 +536,24 @@ async def _drive(agent: Agent, prompt: str | None, handle: RunHandle, live: _Liv
         # the agent's window (or the journal) instead of pinning them for the kernel's lifetime.
         result.events = agent.events.view(start, len(agent.events))
     summary = view.summary() if view is not None else RunSummary.from_events(events)
-    if display:
+    if display or host is not None:
         transcript = view.static() if view is not None else StaticTranscript.from_events(events)
-        slots.finish(transcript, rendered=live is not None and live.rendered_flag)
+        if display:
+            slots.finish(transcript, rendered=live is not None and live.rendered_flag)
+        if host is not None:
+            _tell_host(host.run_ended, handle, transcript)
     if view is not None:
         view.dispose()  # its output is the transcript now: no widget state kept, no comm left open
     handle._ended(result, summary)
     return result
+
+
+def _tell_host(call: Callable[..., None], *args: Any) -> None:
+    """Calls a ``ViewHost`` method; a host that fails must not fail the run, so it is logged."""
+    try:
+        call(*args)
+    except Exception:
+        _log.exception("the session panel could not show the run")
 
 
 def _show_write_diff(view: AgentView, agent: Agent, event: AgentEvent) -> None:

@@ -1,186 +1,46 @@
 /**
- * agent-kernel-live: applies the edits and cell runs of agent_kernel's notebook tools to the
- * notebook open in JupyterLab 4 or Notebook 7, so they show at once, without a reload.
+ * agent-kernel-live: agent_kernel's front-end extension for JupyterLab 4 and Notebook 7.
  *
- * For each notebook panel's kernel it registers the comm target `agent_kernel.notebook`. The
- * kernel opens a comm to it when a tool first needs the open notebook, and sends requests
- * `{id, op, ...}`; each is answered `{id, ok: true, ...}` or `{id, ok: false, error}`. Edits
- * change the notebook's model only: the person saves, as with their own edits.
+ * - the notebook tools' edits and cell runs show in the open notebook at once (`live.ts`);
+ * - `%agent panel` opens the session's conversation beside the notebook (`panel.ts`);
+ * - `%%agent` cells are highlighted as Markdown in a Python notebook, `%%python` cells as
+ *   Python in the Agent kernel (`languages.ts`).
  */
-import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
-import { ICodeCellModel, ICellModel } from '@jupyterlab/cells';
+import { ILabShell, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
+import { IEditorLanguageRegistry } from '@jupyterlab/codemirror';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
-import { Kernel, KernelMessage } from '@jupyterlab/services';
-import { JSONObject, JSONValue } from '@lumino/coreutils';
 
-const TARGET = 'agent_kernel.notebook';
+import { watchLanguages } from './languages';
+import { watch } from './live';
+import { SessionPanels } from './panel';
 
-type CellJSON = {
-  cell_type: 'code' | 'markdown' | 'raw';
-  id: string;
-  source: string;
-  metadata?: JSONObject;
-};
-
-type Request =
-  | { id: string; op: 'hello' }
-  | { id: string; op: 'read' }
-  | { id: string; op: 'insert'; after: string | null; cell: CellJSON }
-  | { id: string; op: 'replace'; cell: CellJSON }
-  | { id: string; op: 'delete'; cell_id: string }
-  | { id: string; op: 'outputs'; cell_id: string; outputs: JSONObject[]; execution_count: number | null };
-
-type Reply = JSONObject;
-
-/** Raised for a request the open notebook cannot carry out; its message goes back to the kernel. */
-class EditError extends Error {}
-
-function indexOf(panel: NotebookPanel, cellId: string): number {
-  const cells = panel.content.model!.cells;
-  for (let i = 0; i < cells.length; i++) {
-    if (cells.get(i).id === cellId) {
-      return i;
-    }
-  }
-  throw new EditError(`No cell with id ${cellId} in the open notebook ${panel.context.path}.`);
-}
-
-function cellIds(panel: NotebookPanel): string[] {
-  const ids: string[] = [];
-  const cells = panel.content.model!.cells;
-  for (let i = 0; i < cells.length; i++) {
-    ids.push(cells.get(i).id);
-  }
-  return ids;
-}
-
-function asShared(cell: CellJSON): JSONObject {
-  const shared: JSONObject = { cell_type: cell.cell_type, id: cell.id, source: cell.source, metadata: cell.metadata ?? {} };
-  if (cell.cell_type === 'code') {
-    shared.outputs = [];
-    shared.execution_count = null;
-  }
-  return shared;
-}
-
-async function apply(panel: NotebookPanel, request: Request): Promise<Reply> {
-  const model = panel.content.model;
-  if (!model) {
-    throw new EditError(`The notebook ${panel.context.path} has no model yet.`);
-  }
-  const shared = model.sharedModel;
-  switch (request.op) {
-    case 'hello':
-      return { path: panel.context.path };
-    case 'read':
-      return { path: panel.context.path, notebook: model.toJSON() as unknown as JSONObject };
-    case 'insert': {
-      const index = request.after === null ? 0 : indexOf(panel, request.after) + 1;
-      shared.insertCell(index, asShared(request.cell) as never);
-      return { index, cell_ids: cellIds(panel) };
-    }
-    case 'replace': {
-      const index = indexOf(panel, request.cell.id);
-      const old: ICellModel = model.cells.get(index);
-      if (old.type !== request.cell.cell_type) {
-        shared.transact(() => {
-          shared.deleteCell(index);
-          shared.insertCell(index, asShared(request.cell) as never);
-        });
-      } else {
-        shared.transact(() => {
-          old.sharedModel.setSource(request.cell.source);
-          old.sharedModel.setMetadata(request.cell.metadata ?? {});
-          if (old.type === 'code') {
-            (old as ICodeCellModel).outputs.clear();
-            (old as ICodeCellModel).executionCount = null;
-          }
-        });
-      }
-      return { index, cell_ids: cellIds(panel) };
-    }
-    case 'delete': {
-      const index = indexOf(panel, request.cell_id);
-      shared.deleteCell(index);
-      return { index, cell_ids: cellIds(panel) };
-    }
-    case 'outputs': {
-      const index = indexOf(panel, request.cell_id);
-      const cell = model.cells.get(index);
-      if (cell.type !== 'code') {
-        throw new EditError(`Cell ${request.cell_id} of ${panel.context.path} is a ${cell.type} cell; only code cells have outputs.`);
-      }
-      const code = cell as ICodeCellModel;
-      code.outputs.clear();
-      for (const output of request.outputs) {
-        code.outputs.add(output as never);
-      }
-      code.executionCount = request.execution_count;
-      return { index };
-    }
-    default:
-      throw new EditError(`Unknown request ${JSON.stringify((request as { op?: JSONValue }).op)}.`);
-  }
-}
-
-/** Serves the comm the kernel of `panel` opens: one request at a time, each answered. */
-function serve(panel: NotebookPanel, comm: Kernel.IComm): void {
-  let queue: Promise<void> = Promise.resolve();
-  comm.onMsg = (msg: KernelMessage.ICommMsgMsg) => {
-    const request = msg.content.data as unknown as Request;
-    queue = queue.then(async () => {
-      let reply: Reply;
-      try {
-        reply = { id: request.id, ok: true, ...(await apply(panel, request)) };
-      } catch (error) {
-        reply = { id: request.id, ok: false, error: error instanceof Error ? error.message : String(error) };
-      }
-      if (!comm.isDisposed) {
-        comm.send(reply);
-      }
-    });
-  };
-  const closeWithPanel = (): void => {
-    if (!comm.isDisposed) {
-      comm.close();
-    }
-  };
-  panel.disposed.connect(closeWithPanel);
-  comm.onClose = () => {
-    panel.disposed.disconnect(closeWithPanel);
-  };
-}
-
-function watch(panel: NotebookPanel): void {
-  const register = (kernel: Kernel.IKernelConnection | null | undefined): void => {
-    kernel?.registerCommTarget(TARGET, (comm: Kernel.IComm, open: KernelMessage.ICommOpenMsg) => {
-      if (panel.isDisposed) {
-        comm.close();
-        return;
-      }
-      serve(panel, comm);
-      const request = open.content.data as unknown as Request;
-      if (request && request.id) {
-        void apply(panel, request).then(
-          reply => comm.send({ id: request.id, ok: true, ...reply }),
-          error => comm.send({ id: request.id, ok: false, error: String(error) })
-        );
-      }
-    });
-  };
-  register(panel.sessionContext.session?.kernel);
-  panel.sessionContext.kernelChanged.connect((_, change) => register(change.newValue));
-}
-
-const plugin: JupyterFrontEndPlugin<void> = {
+const live: JupyterFrontEndPlugin<void> = {
   id: 'agent-kernel-live:plugin',
-  description: "Shows agent_kernel's notebook edits and cell runs in the open notebook.",
+  description: "Shows agent_kernel's notebook edits and cell runs in the open notebook, and the session panel beside it.",
   autoStart: true,
   requires: [INotebookTracker],
-  activate: (_app: JupyterFrontEnd, tracker: INotebookTracker): void => {
-    tracker.forEach(watch);
-    tracker.widgetAdded.connect((_, panel) => watch(panel));
+  optional: [ILabShell],
+  activate: (app: JupyterFrontEnd, tracker: INotebookTracker, labShell: ILabShell | null): void => {
+    const panels = new SessionPanels(app, labShell !== null);
+    const open = (panel: NotebookPanel, modelId: string, title: string): string => panels.open(panel, modelId, title);
+    const each = (panel: NotebookPanel): void => {
+      panels.watch(panel);
+      watch(panel, open);
+    };
+    tracker.forEach(each);
+    tracker.widgetAdded.connect((_, panel) => each(panel));
   }
 };
 
-export default plugin;
+const languages: JupyterFrontEndPlugin<void> = {
+  id: 'agent-kernel-live:languages',
+  description: 'Highlights %%agent cells as Markdown and %%python cells of the Agent kernel as Python.',
+  autoStart: true,
+  requires: [INotebookTracker, IEditorLanguageRegistry],
+  activate: (_app: JupyterFrontEnd, tracker: INotebookTracker, languages: IEditorLanguageRegistry): void => {
+    tracker.forEach(panel => watchLanguages(panel, languages));
+    tracker.widgetAdded.connect((_, panel) => watchLanguages(panel, languages));
+  }
+};
+
+export default [live, languages];
