@@ -156,6 +156,25 @@ def test_a_fork_that_cannot_be_made_leaves_no_journal_behind_and_names_a_mistype
     assert [p.name for p in (tmp_path / "forks").glob("*.jsonl")] == [f"{fork.session_id}.jsonl"]
 
 
+def test_a_fork_has_every_setting_of_its_agent_that_it_does_not_override(tmp_path: Path) -> None:
+    from agent_kernel import Hooks
+    from agent_kernel.agent import AgentSettings
+
+    namespace = {"x": 1}
+    agent = Agent(
+        ScriptedModel(["one", "two"]), [add], "You add.", 5, journal=None, context=None, hooks=Hooks(), working_dir=tmp_path,
+        max_retries=1, retry_base_delay=0.5, retry_max_delay=2.0, stall_timeout=9.0, on_stall="abort", max_parallel_tools=2,
+        model_options={"temperature": 0}, tool_result_limit=500, on_tool_error="cancel", max_cost=0.25, name="adder",
+        otel=True, keep_events=7, on_state_change=lambda old, new: None, memory=True, reminders=False, namespace=namespace,
+    )
+    agent.run_sync("hi")
+    fork = agent.fork(at=0, journal=None, system="You add twice.")
+    carried, forked = AgentSettings.carried(agent), AgentSettings.carried(fork)
+    assert forked.pop("system") == "You add twice." and carried.pop("system") == "You add."
+    assert forked == carried
+    assert fork.events.keep == 7 and fork.memory.namespace is namespace and fork.max_cost == 0.25
+
+
 def test_a_subclass_that_takes_its_own_settings_forks_with_them(tmp_path: Path) -> None:
     class Tinted(Agent):
         def __init__(self, *args: object, colour: str = "red", **kwargs: object) -> None:

@@ -12,7 +12,7 @@ import dataclasses
 import itertools
 import os
 import time
-from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,7 @@ from agent_kernel._util.text import encodable
 from agent_kernel.agent._memory import AgentMemory
 from agent_kernel.agent._parts import DEFAULT, ContextOff, LoopSetting, build_context_manager, build_permissions, is_journal_folder, journal_path, open_journal, otel_sink, resolve_model_arg
 from agent_kernel.agent._result import RunResult
-from agent_kernel.agent._settings import check_known_settings, check_settings
+from agent_kernel.agent._settings import AgentSettings, typed_as_settings
 from agent_kernel.errors import JournalWriteError, UserError
 from agent_kernel.events import payloads as p
 from agent_kernel.events._event import AgentEvent, EventType, Payload
@@ -29,94 +29,28 @@ from agent_kernel.events._sink import EventRecorder, EventSink
 from agent_kernel.events._turn import TurnState, new_id
 from agent_kernel.guard._approvals import ApprovalRequest
 from agent_kernel.guard._redaction import Redactor
-from agent_kernel.journal._event_log import DEFAULT_KEEP_EVENTS, EventLog
+from agent_kernel.journal._event_log import EventLog
 from agent_kernel.journal._resume import Interrupted
 from agent_kernel.journal._writer import SESSIONS_DIR
 from agent_kernel.memory import Reminders
 from agent_kernel.messages import Message, add_user_text
 from agent_kernel.models._base import Model
 from agent_kernel.runtime._emitter import Emitter
-from agent_kernel.runtime._hooks import Hooks
 from agent_kernel.runtime._loop import LoopConfig, tt
-from agent_kernel.runtime._state import ExecutionContext, LoopState, LoopStateMachine, LoopStats, TerminationReason
-from agent_kernel.tools._output import DEFAULT_TOOL_RESULT_LIMIT
+from agent_kernel.runtime._state import ExecutionContext, LoopStateMachine, LoopStats, TerminationReason
 from agent_kernel.tools._registry import ToolRegistry
 from agent_kernel.tools._tool import Tool
 
 __all__ = ["Agent", "RunResult"]  # RunResult lives in .result; imported from here too
 
 
-class _RefusesUnknownSettings(type):
-    """``Agent(..., max_turns=3)`` names the setting meant (``max_iterations``) in a UserError,
-    where Python would raise a bare TypeError about an unexpected keyword."""
-
-    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
-        if kwargs:
-            check_known_settings(cls, kwargs, cls.__name__)
-        return super().__call__(*args, **kwargs)
-
-
-class Agent(metaclass=_RefusesUnknownSettings):
+class Agent:
     """An LLM agent with tools, streaming every step as an ``AgentEvent``.
 
-    Args:
-        model: a model string (``"anthropic:claude-sonnet-4-6"``, ``"openai:gpt-4.1"``,
-            ``"offline"``), a ``Model`` object, or None for the default (``AGENT_KERNEL_MODEL``,
-            else Anthropic or OpenAI if their key is set, else the offline model).
-        tools: ``@tool`` objects, plain functions, or names of built-in tools.
-        system: the system prompt.
-        max_iterations: model turns before the loop asks for a final answer without tools
-            (None: no limit; the run ends when the model answers, a tool or hook stops it, or it
-            is cancelled).
-        permissions: a mode (``"default"``, ``"accept_edits"``, ``"plan"``, ``"bypass"``) or a
-            ``Permissions`` object; None is ``"default"``.
-        approver: a function deciding calls the rules say to ask about.
-        approval_timeout: seconds a call waits for a decision before it is rejected with a reason
-            the model reads (None: it waits until answered or cancelled).
-        fallback_model: takes over when the model is overloaded.
-        journal: where events are recorded: default ``.agent_kernel/sessions/<id>.jsonl`` under
-            ``working_dir``; a file path; a folder (one that exists, or a path ending in ``/``),
-            which gets ``<id>.jsonl``; a ``Journal``; or None (or False) for no journal.
-        context: a ``ContextManager`` (default: micro- and auto-compaction on) or None.
-        hooks: lifecycle hooks.
-        session_id: the conversation's id (default: a new one).
-        working_dir: where file tools work and the journal lives (default: the current directory).
-        max_retries, retry_base_delay, retry_max_delay, stall_timeout, on_stall,
-        max_parallel_tools, model_options, on_tool_error: see ``LoopConfig``. ``retry_max_delay`` caps every
-            wait between attempts, a server's ``retry-after`` included.
-        tool_result_limit: characters of one tool result the model sees (30,000, and at most a
-            quarter of the model's context window); the whole output is kept in
-            ``.agent_kernel/sessions/<id>/tool-output/``. None: no cap.
-        max_cost: the most one run may spend, in US dollars (None: no cap). A run that would
-            pass it ends before the model call that would, with ``termination_reason`` ``budget``
-            (see ``LoopConfig.max_cost``).
-        name: a display name (sub-agents, crews).
-        subagents: agents the built-in ``task`` tool may delegate to, by name: ``{"researcher":
-            Agent(...)}`` (or ``Subagent`` objects); see ``add_subagent``.
-        sandbox: run ``bash`` commands inside an OS sandbox (bubblewrap): True, a
-            ``agent_kernel.guard._sandbox.Sandbox`` or ``{"network": True}``; then shell calls no deny or
-            ask rule names run without asking. See ``use_sandbox`` and docs/security.md.
-        mcp: MCP servers (``agent_kernel.mcp.MCPServer``) whose tools the agent uses, as
-            ``mcp__<server>__<tool>``; they start on the first run and stop on ``close()``.
-        otel: also send every run to OpenTelemetry as spans (GenAI semantic conventions) through
-            the global tracer provider, as events happen (``journal.otel``; needs
-            ``pip install 'agent_kernel[otel]'``).
-        keep_events: how many events from before the current run ``agent.events`` holds in
-            memory (10,000 by default, 5 to 15 MB; None: all). Older ones stay in the journal, and
-            ``agent.events``, the DataFrames, replay and ``RunResult.events`` read them back from
-            there; without a journal they are gone (see ``journal.event_log``).
-        on_state_change: called as ``on_state_change(old, new)`` with two ``LoopState`` values
-            each time a run moves between phases (calling_llm, executing_tools, ...). If it
-            raises, the run ends with an ``error`` of kind ``hook``.
-        memory: use the long-term memory (``agent.memory.long_term``, under ``working_dir``):
-            read it and ``AGENTS.md`` at session start, and offer the ``memory`` and
-            ``todo_write`` tools. Off by default: nothing is read or written.
-        reminders: before each prompt, tell the agent what changed (new or changed variables
-            of ``namespace``, files it read that changed on disk, its todo list): True (the
-            default), False, or ``memory.Reminders(...)``. See docs/memory.md.
-        namespace: the notebook's variables, a mapping or a function returning one, that
-            reminders describe by name, type and shape, never by value (``%%agent`` passes
-            the IPython namespace).
+    Its settings are the fields of ``AgentSettings``, where each is documented with its type,
+    default and what it accepts (``help(Agent)`` lists them too); the first four may be given
+    by position: ``Agent(model, tools, system, max_iterations)``. A setting of the wrong kind
+    or an unknown one is refused at once with a ``UserError`` that says what it takes.
 
     Example:
         >>> from agent_kernel import Agent
@@ -129,7 +63,8 @@ class Agent(metaclass=_RefusesUnknownSettings):
     #: What ``run`` returns; the notebook runner builds it from a run's events the same way.
     result_type = RunResult
 
-    # Settings of the loop, kept in ``self.config`` (see ``LoopConfig`` for their meaning).
+    # The loop's settings as ``self.config`` holds them (the model and tools built, see
+    # ``LoopConfig``); ``AgentSettings`` declares them and checks each value assigned.
     model = LoopSetting[Model]()
     tools = LoopSetting[ToolRegistry]()
     system = LoopSetting[str | None]()
@@ -145,89 +80,44 @@ class Agent(metaclass=_RefusesUnknownSettings):
     on_tool_error = LoopSetting[str]()
     max_cost = LoopSetting[float | None]()
 
-    def __init__(
-        self,
-        model: str | Model | None = None,
-        tools: Iterable[Tool | Callable[..., Any] | str] = (),
-        system: str | None = None,
-        max_iterations: int | None = 20,
-        *,
-        permissions: Any = None,
-        approver: Callable[..., Any] | None = None,
-        approval_timeout: float | None = None,
-        fallback_model: str | Model | None = None,
-        journal: Any = DEFAULT,
-        context: Any = DEFAULT,
-        hooks: Hooks | None = None,
-        session_id: str | None = None,
-        working_dir: str | os.PathLike[str] | None = None,
-        max_retries: int = 4,
-        retry_base_delay: float = 1.0,
-        retry_max_delay: float = 30.0,
-        stall_timeout: float | None = 30.0,
-        on_stall: str = "retry",
-        max_parallel_tools: int = 10,
-        model_options: dict[str, Any] | None = None,
-        tool_result_limit: int | None = DEFAULT_TOOL_RESULT_LIMIT,
-        on_tool_error: str = "continue",
-        max_cost: float | None = None,
-        name: str | None = None,
-        subagents: Mapping[str, Any] | None = None,
-        sandbox: Any = None,
-        mcp: Iterable[Any] = (),
-        otel: bool = False,
-        keep_events: int | None = DEFAULT_KEEP_EVENTS,
-        on_state_change: Callable[[LoopState, LoopState], None] | None = None,
-        memory: bool = False,
-        reminders: Any = True,
-        namespace: Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None = None,
-    ) -> None:
-        check_settings(locals(), DEFAULT)  # a setting of the wrong kind is refused here, not deep in a run
+    @typed_as_settings(AgentSettings)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        """Makes an agent of the settings given (see ``agent_kernel.agent.AgentSettings``)."""
+        settings = AgentSettings.given(type(self).__name__, args, kwargs)  # a setting of the wrong kind is refused here, not deep in a run
         # The loop's settings live in one LoopConfig; the attributes of the same names (model,
         # tools, system, stall_timeout, ...) read and write it, and each run gets a copy.
-        self.config = LoopConfig(
-            model=resolve_model_arg(model),
-            tools=ToolRegistry(tools or ()),
-            system=system,
-            fallback_model=None if fallback_model is None else resolve_model_arg(fallback_model),
-            max_retries=max_retries,
-            retry_base_delay=retry_base_delay,
-            retry_max_delay=retry_max_delay,
-            stall_timeout=stall_timeout,
-            on_stall=on_stall,
-            max_parallel_tools=max_parallel_tools,
-            model_options=dict(model_options or {}),
-            tool_result_limit=tool_result_limit,
-            on_tool_error=on_tool_error,
-            max_cost=None if max_cost is None else float(max_cost),
+        self.config = settings.loop_config(
+            model=resolve_model_arg(settings.model),
+            tools=ToolRegistry(settings.tools or ()),
+            fallback_model=None if settings.fallback_model is None else resolve_model_arg(settings.fallback_model),
         )
-        self.max_iterations = max_iterations
-        self.name = name
-        self.session_id = session_id or new_id("s_")
-        self.working_dir = Path(working_dir) if working_dir is not None else Path.cwd()
-        self.hooks = hooks
-        self.on_state_change = on_state_change
-        self.permissions = build_permissions(permissions, approver)
+        self.max_iterations = settings.max_iterations
+        self.name = settings.name
+        self.session_id = settings.session_id or new_id("s_")
+        self.working_dir = Path(settings.working_dir) if settings.working_dir is not None else Path.cwd()
+        self.hooks = settings.hooks
+        self.on_state_change = settings.on_state_change
+        self.permissions = build_permissions(settings.permissions, settings.approver)
         #: Whether this agent was given permissions of its own: as a sub-agent, its mode and rules
         #: then apply inside it, never looser than its parent's (``guard.NestedGate``).
-        self.own_permissions = permissions is not None
-        if approval_timeout is not None:
-            self.approval_timeout = approval_timeout
-        self.context_manager = build_context_manager(context, self.model)
+        self.own_permissions = settings.permissions is not None
+        if settings.approval_timeout is not None:
+            self.approval_timeout = settings.approval_timeout
+        self.context_manager = build_context_manager(settings.context, self.model)
         # Watches os.environ: secrets are found by name and by value, keys set later included.
         self.redactor = Redactor.from_environ()
         self.messages: list[Message] = []
         self.history: list[TurnState] = []
         # Every event of the session by position: this run and the keep_events before it in
         # memory, older ones read back from the journal.
-        self.events = EventLog(keep_events)
+        self.events = EventLog(settings.keep_events)
         self.stats = LoopStats()
         self.stats.cost_usd = 0.0
         self.tool_extras: dict[str, Any] = {}
         #: The memory tiers, session memory and reminders (see ``memory.agent_memory``).
-        self.memory = AgentMemory(self, enabled=bool(memory), reminders=Reminders.coerce(reminders), namespace=namespace)
+        self.memory = AgentMemory(self, enabled=settings.memory, reminders=Reminders.coerce(settings.reminders), namespace=settings.namespace)
         self.tool_extras["memory"] = self.memory  # where the memory and todo_write tools keep their state
-        if memory:
+        if settings.memory:
             from agent_kernel.tools.builtin._memory import memory as memory_tool
             from agent_kernel.tools.builtin._todo import todo_write
 
@@ -235,19 +125,18 @@ class Agent(metaclass=_RefusesUnknownSettings):
             self.tools.add(todo_write)
         if hasattr(self.context_manager, "bind_session"):
             self.context_manager.bind_session(self.memory.session)
-        if sandbox:
-            self.use_sandbox(sandbox)
+        if settings.sandbox:
+            self.use_sandbox(settings.sandbox)
         self._seq = itertools.count(1)
         # The journal file is opened on first use, so an agent that never runs (a sub-agent, a
         # crew member) leaves no empty journal behind; a Journal object passed in is used as is.
-        if journal is False:
-            journal = None  # journal=False reads as "no journal", as None does
+        journal = None if settings.journal is False else settings.journal  # journal=False reads as "no journal", as None does
         if isinstance(journal, (str, os.PathLike)):
             journal_path(journal, self.session_id, self.working_dir)  # a bad path fails here, not at the first run
         self._journal_spec = journal
         self._journal: Any = None
         self._sinks: list[EventSink] = [EventRecorder(self.events)]
-        self._otel_sink = otel_sink() if otel else None
+        self._otel_sink = otel_sink() if settings.otel else None
         if self._otel_sink is not None:
             self._sinks.append(self._otel_sink)
         if journal is not None and journal is not DEFAULT and not isinstance(journal, (str, os.PathLike)):
@@ -258,10 +147,10 @@ class Agent(metaclass=_RefusesUnknownSettings):
         #: For a fork: the session, run and turn it was made from (``fork``); else None.
         self.forked_from: dict[str, Any] | None = None
         self.subagents: dict[str, Any] = {}
-        for sub_name, sub in (subagents or {}).items():
+        for sub_name, sub in (settings.subagents or {}).items():
             self.add_subagent(sub_name, sub)
         self.mcp: Any = None  # an agent_kernel.mcp.MCPHub once a server is added
-        for server in mcp:
+        for server in settings.mcp:
             self.add_mcp(server)
 
     def __repr__(self) -> str:

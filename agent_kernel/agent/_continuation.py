@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent_kernel.agent._parts import DEFAULT, journal_path
-from agent_kernel.agent._settings import check_known_settings
+from agent_kernel.agent._settings import AgentSettings, check_known_settings
 from agent_kernel.errors import UserError
 from agent_kernel.events._event import AgentEvent, EventType
 from agent_kernel.events._turn import TurnState, new_id
@@ -147,18 +147,11 @@ def fork_of(
     if journal is DEFAULT or isinstance(journal, (str, os.PathLike)):
         path = journal_path(journal, session_id, Path(overrides.get("working_dir", self.working_dir)))
         journal = made = Journal(path, session_id=session_id, metadata={"forked_from": forked_from, **recorded_settings(self)})
-    cfg = self.config
-    settings: dict[str, Any] = {
-        "tools": list(self.tools), "system": self.system, "max_iterations": self.max_iterations, "hooks": self.hooks,
-        "context": None if self.context_manager is None else DEFAULT, "working_dir": self.working_dir, "name": self.name,
-        "fallback_model": cfg.fallback_model, "max_retries": cfg.max_retries, "retry_base_delay": cfg.retry_base_delay,
-        "retry_max_delay": cfg.retry_max_delay, "stall_timeout": cfg.stall_timeout, "on_stall": cfg.on_stall,
-        "max_parallel_tools": cfg.max_parallel_tools, "model_options": dict(cfg.model_options),
-        "tool_result_limit": cfg.tool_result_limit, "on_tool_error": cfg.on_tool_error, "max_cost": cfg.max_cost, "on_state_change": self.on_state_change,
-        "memory": self.memory.enabled, "reminders": self.memory.reminders or False, "namespace": self.memory.namespace,
-    }
+    settings = AgentSettings.carried(self)  # every setting the fork does not override is this agent's
+    if model is not None:
+        settings["model"] = model
     try:
-        fork = type(self)(model if model is not None else self.model, session_id=session_id, journal=journal, **{**settings, **overrides})
+        fork = type(self)(session_id=session_id, journal=journal, **{**settings, **overrides})
     except BaseException:
         if made is not None:  # the journal made for this fork holds its header alone: no fork, no file
             made.close()

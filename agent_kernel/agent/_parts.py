@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
 
-from agent_kernel.agent._settings import check_setting
+from agent_kernel.agent._settings import DEFAULT, AgentSettings
 from agent_kernel.errors import UserError
 
 if TYPE_CHECKING:
@@ -25,19 +25,12 @@ __all__ = [
 ]
 
 
-class _Default:
-    def __repr__(self) -> str:
-        return "<default>"
-
-
-DEFAULT: Any = _Default()
-
-
 T = TypeVar("T")
 
 
 class LoopSetting(Generic[T]):
-    """An ``Agent`` attribute kept in its ``LoopConfig`` (``agent.stall_timeout`` is ``agent.config.stall_timeout``)."""
+    """An ``Agent`` attribute kept in its ``LoopConfig`` (``agent.stall_timeout`` is ``agent.config.stall_timeout``),
+    checked on assignment by its ``AgentSettings`` field."""
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.name = name
@@ -50,8 +43,7 @@ class LoopSetting(Generic[T]):
         return self if agent is None else cast(T, getattr(agent.config, self.name))
 
     def __set__(self, agent: Agent, value: T) -> None:
-        check_setting(self.name, value)
-        setattr(agent.config, self.name, value)
+        setattr(agent.config, self.name, AgentSettings.checked(self.name, value))
 
 
 def resolve_model_arg(model: str | Model | None) -> Model:
