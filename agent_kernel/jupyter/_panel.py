@@ -41,7 +41,7 @@ from agent_kernel.jupyter._static_view import StaticTranscript
 if TYPE_CHECKING:
     from agent_kernel.jupyter._magics import AgentMagics
 
-__all__ = ["NO_SIDE_PANEL", "PANEL_MIME", "SessionPanel"]
+__all__ = ["KEEP_RUNS", "NO_SIDE_PANEL", "PANEL_MIME", "SessionPanel"]
 
 #: The output the front-end extension draws (``{"model_id", "session"}``) and opens the panel for.
 PANEL_MIME = "application/vnd.agent-kernel.panel+json"
@@ -72,6 +72,7 @@ class SessionPanel:
         prompt: the text box for the next prompt.
         send_button: starts a run with the prompt (``send``).
         notice: a line under the box: why Send did nothing, or how a run failed.
+        folded: the line above the runs saying how many earlier ones were folded away.
     """
 
     def __init__(self, magics: AgentMagics) -> None:
