@@ -125,6 +125,19 @@ def test_no_button_for_an_interrupt_or_the_agents_own_errors(asking: Cells, code
     assert shown_buttons(fail(asking, code)) == []
 
 
+def test_a_button_that_cannot_be_shown_says_so_in_one_line_not_a_second_traceback(
+        asking: Cells, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("no source to keep")
+
+    monkeypatch.setattr("agent_kernel.jupyter._on_error.failure_of", broken)
+    captured = fail(asking, "1 / 0")
+
+    assert shown_buttons(captured) == []
+    assert "could not be shown (RuntimeError: no source to keep); %agent fix asks" in captured.stderr
+    assert "Traceback" not in captured.stderr  # the cell's own traceback is the only one
+
+
 def test_running_the_cell_again_closes_its_old_button(asking: Cells, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("agent_kernel.jupyter._magics._running_cell_id", lambda _shell: "cell-7")
     fail(asking, "1 / 0")

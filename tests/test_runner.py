@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import queue
 import threading
 import time
@@ -480,6 +481,21 @@ async def test_a_run_that_raises_still_ends_with_its_transcript_in_its_views_pla
     assert isinstance(transcript, StaticTranscript) and 'data-phase="interrupted"' in transcript.html
     assert view.comm is None
     assert [(h, t.html) for h, t in host.ended] == [(handle, transcript.html)]
+
+
+async def test_a_host_that_fails_costs_the_run_nothing_and_says_so_in_one_line(
+        shown: Shown, caplog: pytest.LogCaptureFixture) -> None:
+    class Broken(RecordingHost):
+        def run_ended(self, handle: RunHandle, transcript: StaticTranscript) -> None:
+            raise RuntimeError("the panel is gone")
+
+    result = await run_cell(agent_with(ScriptedModel(["Still answered."])), "Hello", host=Broken())
+
+    assert result.text == "Still answered."
+    # A kernel prints what is logged in the current cell: one line saying what to do, no traceback.
+    [said] = [record for record in caplog.records if record.levelno >= logging.WARNING]
+    assert said.exc_info is None and "(RuntimeError: the panel is gone)" in said.getMessage()
+    assert "%agent show" in said.getMessage()
 
 
 async def test_a_second_run_of_a_running_agent_is_refused_with_the_way_out(shown: Shown) -> None:

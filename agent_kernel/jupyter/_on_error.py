@@ -30,6 +30,7 @@ import asyncio
 import contextlib
 import logging
 import re
+import sys
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -175,8 +176,8 @@ class AskButton:
         except UserError as exc:
             self._refused(in_magic_terms(str(exc)))
             return None
-        except Exception as exc:  # shown where the person clicked, not lost in a log
-            _log.exception("asking the agent about a failed cell")
+        except Exception as exc:  # shown where the person clicked; the log keeps the traceback
+            _log.debug("asking the agent about a failed cell", exc_info=True)
             self._refused(f"Could not ask the agent: {type(exc).__name__}: {exc}")
             return None
         return self.handle
@@ -240,11 +241,14 @@ class OnError:
     def after_cell(self, result: Any) -> None:
         """After each cell: a button under the traceback of one that failed (see the module docs).
 
-        Never raises: a failure here would show as a second traceback under the cell's own."""
+        Never raises, nor logs a traceback (a kernel prints what is logged in the cell): a
+        failure here would show as a second traceback under the cell's own. One line says why."""
         try:
             self._after_cell(result)
-        except Exception:
-            _log.exception("showing the 'Ask the agent' button")
+        except Exception as exc:
+            _log.debug("showing the 'Ask the agent' button", exc_info=True)
+            print(f"The \"Ask the agent\" button could not be shown ({type(exc).__name__}: {exc}); "
+                  "%agent fix asks the agent about this cell instead.", file=sys.stderr)
 
     def _after_cell(self, result: Any) -> None:
         from agent_kernel.jupyter._magics import _running_cell_id

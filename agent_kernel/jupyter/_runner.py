@@ -571,16 +571,21 @@ def _end_unfinished(handle: RunHandle, view: AgentView | None, slots: _Slots | N
             slots.finish(transcript, rendered=rendered)
             if view is not None:
                 view.dispose()
-    except Exception:
-        _log.exception("showing the transcript of a run that raised")
+    except Exception as exc:  # a warning, not a traceback: a kernel prints what is logged in a cell
+        _log.debug("showing the transcript of a run that raised", exc_info=True)
+        _log.warning("The transcript of the run could not be shown (%s: %s); %%agent show rebuilds it "
+                     "from the journal.", type(exc).__name__, exc)
 
 
 def _tell_host(call: Callable[..., None], *args: Any) -> None:
-    """Calls a ``ViewHost`` method; a host that fails must not fail the run, so it is logged."""
+    """Calls a ``ViewHost`` method; a host that fails must not fail the run, so it is logged: a
+    one-line warning, since a kernel prints what is logged in whichever cell is current."""
     try:
         call(*args)
-    except Exception:
-        _log.exception("the session panel could not show the run")
+    except Exception as exc:
+        _log.debug("the session panel could not show the run", exc_info=True)
+        _log.warning("The session panel could not show this run (%s: %s); %%agent show rebuilds its "
+                     "transcript from the journal.", type(exc).__name__, exc)
 
 
 def _show_write_diff(view: AgentView, agent: Agent, event: AgentEvent) -> None:
