@@ -183,3 +183,16 @@ def test_a_run_ending_after_the_panel_closed_leaves_no_widget_open(cells: Cells)
 
     assert all(child.comm is None for child in panel.runs.children)
     assert all(widget.comm is None for widget in (panel.widget, panel.folded, *panel._inline.children))
+
+
+def test_a_double_click_on_send_starts_one_run_and_says_nothing_went_wrong(cells: Cells) -> None:
+    panel, _ = _open(cells)
+    cells.run("%agent model model")
+    panel.prompt.value = "Once"
+    panel.send_button.click()
+    panel.send_button.click()  # the second click arrives before the loop has taken the first
+
+    cells.run("import asyncio\nawait asyncio.sleep(0)\n%agent wait")
+
+    assert [m.content[0].text for m in cells.ns["model"].requests[-1].messages if m.role == "user"] == ["Once"]
+    assert len(cells.ns["model"].requests) == 1 and panel.notice.value == ""

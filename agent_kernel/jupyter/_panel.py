@@ -102,6 +102,7 @@ class SessionPanel:
         self._folded = 0
         self._asker: tuple[str, str | None] | None = None  # set while ``asking`` starts a run
         self._closed = False
+        self._click_pending = False  # a Send click handed to the loop and not yet taken
         self.send_button.on_click(lambda _button: self._clicked())
         self._show_title()
 
@@ -147,12 +148,24 @@ class SessionPanel:
 
     def _clicked(self) -> None:
         # A comm callback, maybe on a kernel subshell's thread: the run starts on the kernel's loop.
+        # A second click (a double click, Ctrl+Enter then a click) before the loop has taken the
+        # first sends nothing more: it would only be refused as the run it started is going.
+        if self._click_pending:
+            return
+        self._click_pending = True
         text = self.prompt.value
         try:
-            self._loop.call_soon_threadsafe(self.send, text)
+            self._loop.call_soon_threadsafe(self._send_click, text)
         except RuntimeError:  # the loop has closed: the kernel is going down
+            self._click_pending = False
             self._say("The kernel's event loop has stopped, so nothing was sent; restart the kernel, "
                       "then run %agent panel again.", error=True)
+
+    def _send_click(self, text: str) -> None:
+        try:
+            self.send(text)
+        finally:
+            self._click_pending = False
 
     def send(self, text: str) -> RunHandle | None:
         """Starts the session's next run with ``text`` (what Send does), on the kernel's loop.
