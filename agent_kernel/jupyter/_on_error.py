@@ -3,9 +3,10 @@
 When it is on, a ``post_run_cell`` handler looks at every cell that ran. Under the traceback of
 one that raised it shows an ``ipywidgets.Output`` holding a small "Ask the agent" button, unless
 the error is a ``KeyboardInterrupt``, an agent run's own failure or interruption, comes from a
-``%%agent`` cell, or is a ``%agent`` line's usage error (which says what to do already). The failure is kept as it was then (the cell's source, its traceback, its cell
-id), so a click asks about *that* cell however many have failed since (``%agent fix`` asks about
-the last); the names the cell uses are described as they are at the click. Running a cell again
+``%%agent`` cell, or is a ``%agent`` line's usage error (which says what to do already). The
+failure is kept as it was then (the cell's source, its traceback, its cell id), so a click asks
+about *that* cell however many have failed since (``%agent fix`` asks about the last); the names
+the cell uses are described as they are at the click. Running a cell again
 closes the button under its old traceback; where the front-end sends no cell id (so no cell is
 known to have run again), only the last ``KEEP_BUTTONS`` buttons nobody clicked stay, and older
 ones close, so a long session does not keep every failure's traceback and widgets.
@@ -54,6 +55,7 @@ FALLBACK_TEXT = "Ask the agent (a button, shown while the kernel runs; %agent fi
 _AGENT_CELL = re.compile(r"^\s*%%agent(?=\s|$)")
 #: A ``%agent`` line: its usage errors say what to do already.
 _AGENT_LINE = re.compile(r"^\s*%agent(?=\s|$)", re.M)
+#: What a click says when the kernel's loop has stopped (the kernel is going down).
 _LOOP_GONE = ("The kernel's event loop has stopped (the kernel is shutting down), so nothing was asked; "
               "after a restart, run the cell again and ask, or use %agent fix.")
 #: Buttons nobody clicked that stay clickable at most; older ones close (see the module docs).
