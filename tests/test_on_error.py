@@ -3,6 +3,7 @@ real IPython InteractiveShell with scripted models, and what a click on it runs 
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
@@ -122,6 +123,19 @@ def test_a_failing_cell_shows_the_button_under_its_traceback_and_a_good_one_does
 ])
 def test_no_button_for_an_interrupt_or_the_agents_own_errors(asking: Cells, code: str) -> None:
     assert shown_buttons(fail(asking, code)) == []
+
+
+def test_a_button_that_cannot_be_shown_says_so_in_one_line_not_a_second_traceback(
+        asking: Cells, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("no source to keep")
+
+    monkeypatch.setattr("agent_kernel.jupyter._on_error.failure_of", broken)
+    captured = fail(asking, "1 / 0")
+
+    assert shown_buttons(captured) == []
+    assert "could not be shown (RuntimeError: no source to keep); %agent fix asks" in captured.stderr
+    assert "Traceback" not in captured.stderr  # the cell's own traceback is the only one
 
 
 def test_running_the_cell_again_closes_its_old_button(asking: Cells, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -255,3 +269,49 @@ def test_a_run_that_cannot_start_says_why_under_the_button(asking: Cells) -> Non
     assert shown["data"][WIDGET_VIEW]["model_id"] == button.button.model_id
     assert "'antropic' is not a known provider. Did you mean 'anthropic'?" in said["text"]
     assert not button.button.disabled
+
+
+# ---- a long session ----------------------------------------------------------------------------
+
+
+def test_without_cell_ids_only_the_last_buttons_stay_and_older_ones_close(
+        asking: Cells, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A front-end that sends no cell id never tells which cell ran again: the buttons are capped.
+    monkeypatch.setattr("agent_kernel.jupyter._on_error.KEEP_BUTTONS", 2)
+    fail(asking, "1 / 0")
+    oldest = last_button(asking)
+    fail(asking, "undefined_name")
+    fail(asking, "[][1]")
+
+    buttons = asking.magics.on_error_handler.buttons
+    assert len(buttons) == 2 and oldest not in buttons
+    assert oldest.button.comm is None and oldest.output.comm is None
+    assert [b.failure.error.split(":")[0] for b in buttons] == ["NameError", "IndexError"]
+
+
+def test_a_click_still_waiting_for_the_loop_when_the_button_is_turned_off_asks_nothing(
+        asking: Cells, caplog: pytest.LogCaptureFixture) -> None:
+    fail(asking, "1 / 0")
+    asking.ns["ask"] = last_button(asking)
+
+    # The click is handed to the loop this cell runs on; before the loop takes it, it is turned off.
+    asking.run("import asyncio\nask.button.click()\nget_ipython().run_line_magic('agent', 'on-error off')\n"
+               "await asyncio.sleep(0)\nawait asyncio.sleep(0)")
+
+    assert asking.ns["fixer"].requests == [] and asking.ns["ask"].handle is None
+    # Nothing tried to start a run in the closed Output, nor failed there (a traceback in the log).
+    assert [record.getMessage() for record in caplog.records if record.levelno >= logging.ERROR] == []
+
+
+def test_a_run_asked_from_the_button_shows_in_the_panel_under_what_asked_it(asking: Cells) -> None:
+    asking.run("%agent panel")
+    panel = asking.magics.panel
+    assert panel is not None
+    fail(asking, "total = sales['prices'].sum()")
+
+    last_button(asking).button.click()
+
+    line, transcript = panel.runs.children
+    assert 'Ask the agent' in line.value and "A notebook cell failed with KeyError" in line.value
+    assert "Traceback" not in line.value  # the question's first line, not its data block
+    assert "The column is called price, not prices." in transcript.value

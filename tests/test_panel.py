@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from agent_kernel.journal import read_events
+from agent_kernel.jupyter import _panel
 from agent_kernel.jupyter._panel import NO_SIDE_PANEL, PANEL_MIME, SessionPanel
 from agent_kernel.jupyter._view import AgentView
 
@@ -129,5 +132,67 @@ def test_send_says_why_it_did_nothing(cells: Cells) -> None:
     panel.send_button.click()
     cells.run("await asyncio.sleep(0)")
     assert "still running a prompt" in panel.notice.value
+    assert "Send again once it has ended" in panel.notice.value
+    assert "--session" not in panel.notice.value  # a cell's way out, which the panel has not
     assert panel.prompt.value == "Meanwhile"  # kept, to send once the run ends
     cells.run("gate.set()\n%agent wait")
+
+
+def test_a_long_session_keeps_the_last_runs_and_says_how_many_were_folded(
+        cells: Cells, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_panel, "KEEP_RUNS", 2)
+    panel, _ = _open(cells)
+    cells.run("%agent model model")
+    cells.run("%%agent\nFirst")
+    first = panel.runs.children
+    cells.run("%%agent\nSecond")
+    cells.run("%%agent\nThird")
+
+    folded, *kept = panel.runs.children
+    assert folded is panel.folded and "1 earlier run of this panel folded away" in folded.value
+    assert "%agent show RUN_ID" in folded.value
+    assert len(kept) == 4 and "Second" in kept[0].value and "Third answer." in kept[3].value
+    assert all(widget.comm is None for widget in first)  # closed: the kernel keeps none of them
+
+    cells.run("%%agent --no-raise\nFourth")  # the model has no answer left: a run ending in error folds the same
+    folded, *kept = panel.runs.children
+    assert "2 earlier runs" in folded.value and len(kept) == 4 and "Fourth" in kept[2].value
+
+
+def test_a_run_whose_task_is_cancelled_before_it_begins_still_settles_in_the_panel(cells: Cells) -> None:
+    panel, _ = _open(cells)
+    cells.ns["panel"] = panel
+    cells.run("import asyncio\nfrom agent_kernel import Agent\nfrom agent_kernel.jupyter._runner import start_run\n"
+              "never = start_run(Agent(ScriptedModel(['Unread.']), journal=None), 'Never begun', display=False, host=panel)\n"
+              "never.task.cancel()\n"
+              "await asyncio.sleep(0)\nawait asyncio.sleep(0)")
+
+    line, body = panel.runs.children
+    assert "Never begun" in line.value and 'class="ak-static"' in body.value
+    assert not panel.send_button.disabled  # the next prompt can be sent
+
+
+def test_a_run_ending_after_the_panel_closed_leaves_no_widget_open(cells: Cells) -> None:
+    cells.run(HOLDING)
+    cells.run("held = ScriptedModel([[tool_call('hold', {})], 'Done.'])")
+    panel, _ = _open(cells)
+    cells.run("%%agent -m held --tools hold --detach\nHold on")
+
+    panel.close()  # as %unload_ext does, while the run goes on
+    cells.run("gate.set()\n%agent wait")
+
+    assert all(child.comm is None for child in panel.runs.children)
+    assert all(widget.comm is None for widget in (panel.widget, panel.folded, *panel._inline.children))
+
+
+def test_a_double_click_on_send_starts_one_run_and_says_nothing_went_wrong(cells: Cells) -> None:
+    panel, _ = _open(cells)
+    cells.run("%agent model model")
+    panel.prompt.value = "Once"
+    panel.send_button.click()
+    panel.send_button.click()  # the second click arrives before the loop has taken the first
+
+    cells.run("import asyncio\nawait asyncio.sleep(0)\n%agent wait")
+
+    assert [m.content[0].text for m in cells.ns["model"].requests[-1].messages if m.role == "user"] == ["Once"]
+    assert len(cells.ns["model"].requests) == 1 and panel.notice.value == ""

@@ -8,7 +8,9 @@ jupyter_client, acting as the front-end, to show a click is handled while the ce
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import logging
 import queue
 import threading
 import time
@@ -438,6 +440,62 @@ async def test_start_run_returns_at_once_and_the_transcript_replaces_the_placeho
     [transcript] = shown.final()
     assert isinstance(transcript, StaticTranscript) and "Finished later." in transcript.html
     assert ended == [handle] and handle.state == "finished"
+
+
+class RecordingHost:
+    """A ``ViewHost`` that records what it was handed."""
+
+    def __init__(self) -> None:
+        self.started: list[RunHandle] = []
+        self.ended: list[tuple[RunHandle, StaticTranscript]] = []
+
+    def run_started(self, handle: RunHandle) -> None:
+        self.started.append(handle)
+
+    def run_ended(self, handle: RunHandle, transcript: StaticTranscript) -> None:
+        self.ended.append((handle, transcript))
+
+
+async def test_a_run_that_raises_still_ends_with_its_transcript_in_its_views_place(shown: Shown) -> None:
+    agent = agent_with(ScriptedModel(["Never read."]))
+    real = agent.stream
+
+    async def breaks(prompt: str | None) -> Any:
+        async with contextlib.aclosing(real(prompt)) as events:
+            async for event in events:
+                yield event
+                if event.type is EventType.RUN_START:
+                    raise RuntimeError("the MCP server went away")
+
+    agent.stream = breaks  # type: ignore[method-assign]
+    host = RecordingHost()
+    handle = start_run(agent, "Read the report", host=host)
+    view = handle.view
+    assert view is not None
+
+    with pytest.raises(RuntimeError, match="went away"):
+        await handle
+
+    # The cell keeps the transcript, not a dead widget that a saved notebook would hold.
+    [transcript] = shown.final()
+    assert isinstance(transcript, StaticTranscript) and 'data-phase="interrupted"' in transcript.html
+    assert view.comm is None
+    assert [(h, t.html) for h, t in host.ended] == [(handle, transcript.html)]
+
+
+async def test_a_host_that_fails_costs_the_run_nothing_and_says_so_in_one_line(
+        shown: Shown, caplog: pytest.LogCaptureFixture) -> None:
+    class Broken(RecordingHost):
+        def run_ended(self, handle: RunHandle, transcript: StaticTranscript) -> None:
+            raise RuntimeError("the panel is gone")
+
+    result = await run_cell(agent_with(ScriptedModel(["Still answered."])), "Hello", host=Broken())
+
+    assert result.text == "Still answered."
+    # A kernel prints what is logged in the current cell: one line saying what to do, no traceback.
+    [said] = [record for record in caplog.records if record.levelno >= logging.WARNING]
+    assert said.exc_info is None and "(RuntimeError: the panel is gone)" in said.getMessage()
+    assert "%agent show" in said.getMessage()
 
 
 async def test_a_second_run_of_a_running_agent_is_refused_with_the_way_out(shown: Shown) -> None:

@@ -31,6 +31,7 @@ autoawait the registered magics run instead: detached inside a kernel, to comple
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import re
 import sys
@@ -464,13 +465,15 @@ class AgentMagics(Magics):
         return handle
 
     def ask_in(self, output: Any, prompt: str, *, cell_id: str | None = None,
-               on_end: Callable[[RunHandle], None] | None = None) -> RunHandle:
+               on_end: Callable[[RunHandle], None] | None = None, asked_by: str = "You, with a button",
+               shown: str | None = None) -> RunHandle:
         """Starts the session's agent on ``prompt`` (sent as written), shown in ``output``.
 
         For a run a widget's click starts (the "Ask the agent" button): it runs detached, as an
         ``%%agent`` cell's would, its live view and then its transcript shown in the
         ``ipywidgets.Output`` ``output``; ``cell_id`` is the cell the agent's notebook edits go
-        after. Call it on the kernel's loop.
+        after. The session panel, if open, shows it too, under ``asked_by`` and ``shown`` (a line
+        standing for the prompt; the prompt itself when None). Call it on the kernel's loop.
 
         Raises:
             UserError: the session is running already, or cannot start (a model without a key).
@@ -480,7 +483,9 @@ class AgentMagics(Magics):
             raise UserError(f"The agent of session {session.name!r} is busy with another run; ask again once it "
                             "has ended (%agent wait waits for it, %agent cancel stops it).")
         parsed = self._parse("--no-interpolate", prompt)
-        handle = self._start(parsed, detached=True, on_end=on_end, output=output, cell_id=cell_id)
+        labelled = self.panel.asking(asked_by, shown) if self.panel is not None else contextlib.nullcontext()
+        with labelled:
+            handle = self._start(parsed, detached=True, on_end=on_end, output=output, cell_id=cell_id)
         parsed.session.runs.append(handle)
         return handle
 
@@ -491,6 +496,11 @@ class AgentMagics(Magics):
         Raises:
             UserError: the session is still running, or no model is usable.
         """
+        session = self.sessions.find()
+        if session is not None and session.running:
+            # _parse would say so in a cell's terms (--session OTHER), which the panel has not.
+            raise UserError(f"Session {session.name!r} is still running a prompt; Send again once it has ended "
+                            "(Stop in its live view, or %agent cancel, stops it).")
         parsed = self._parse("--no-interpolate", prompt)
         handle = self._start(parsed, detached=True, on_end=on_end, display=False)
         parsed.session.runs.append(handle)

@@ -3,9 +3,13 @@
 When it is on, a ``post_run_cell`` handler looks at every cell that ran. Under the traceback of
 one that raised it shows an ``ipywidgets.Output`` holding a small "Ask the agent" button, unless
 the error is a ``KeyboardInterrupt``, an agent run's own failure or interruption, comes from a
-``%%agent`` cell, or is a ``%agent`` line's usage error (which says what to do already). The failure is kept as it was then (the cell's source, its traceback, its cell
-id), so a click asks about *that* cell however many have failed since (``%agent fix`` asks about
-the last); the names the cell uses are described as they are at the click.
+``%%agent`` cell, or is a ``%agent`` line's usage error (which says what to do already). The
+failure is kept as it was then (the cell's source, its traceback, its cell id), so a click asks
+about *that* cell however many have failed since (``%agent fix`` asks about the last); the names
+the cell uses are described as they are at the click. Running a cell again
+closes the button under its old traceback; where the front-end sends no cell id (so no cell is
+known to have run again), only the last ``KEEP_BUTTONS`` buttons nobody clicked stay, and older
+ones close, so a long session does not keep every failure's traceback and widgets.
 
 **A click has no cell.** What a click handler displays goes to the click's message, which the
 page stops listening to once the click is handled, so the question runs detached, as a
@@ -27,6 +31,7 @@ import asyncio
 import contextlib
 import logging
 import re
+import sys
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -39,7 +44,7 @@ from agent_kernel.jupyter._runner import RunFailed, RunHandle
 if TYPE_CHECKING:
     from agent_kernel.jupyter._magics import AgentMagics
 
-__all__ = ["AskButton", "OnError"]
+__all__ = ["KEEP_BUTTONS", "AskButton", "OnError"]
 
 _log = logging.getLogger("agent_kernel.jupyter")
 
@@ -50,6 +55,13 @@ FALLBACK_TEXT = "Ask the agent (a button, shown while the kernel runs; %agent fi
 _AGENT_CELL = re.compile(r"^\s*%%agent(?=\s|$)")
 #: A ``%agent`` line: its usage errors say what to do already.
 _AGENT_LINE = re.compile(r"^\s*%agent(?=\s|$)", re.M)
+#: What a click says when the kernel's loop has stopped (the kernel is going down).
+_LOOP_GONE = ("The kernel's event loop has stopped (the kernel is shutting down), so nothing was asked; "
+              "after a restart, run the cell again and ask, or use %agent fix.")
+#: Buttons nobody clicked that stay clickable at most; older ones close (see the module docs).
+KEEP_BUTTONS = 50
+#: Who asked, as the session panel says above the run (its line: the question's first sentence).
+ASKED_BY = 'You, with "Ask the agent" under a traceback'
 #: Errors that are no bug in the cell: a person stopped it, or an agent run failed (its view says why).
 _NOT_ASKED = (KeyboardInterrupt, RunCancelled, RunFailed)
 
@@ -77,6 +89,7 @@ class AskButton:
         self.loop = loop
         self.handle: RunHandle | None = None
         self._asked = False
+        self._closed = False  # its Output closed: a click on its way starts nothing
         self.button = ipywidgets.Button(
             description="Ask the agent", icon="question",
             tooltip="Ask the session's agent what went wrong in this cell and how to fix it (as %agent fix does)",
@@ -104,17 +117,25 @@ class AskButton:
         """True once a run was asked for and has ended."""
         return self.handle is not None and self.handle.done()
 
+    @property
+    def settled(self) -> bool:
+        """True when nothing is on its way: not clicked (or the click refused), or answered.
+        A click whose run has not started yet (it waits for the loop) is not settled."""
+        return (self.handle is None and not self._asked) or self.finished
+
     def close(self) -> None:
         """Closes the button, and the Output too unless it shows an answer (the page then shows
         nothing in their place)."""
         self.button.close()
         if self.handle is None:
+            self._closed = True
             self.output.close()
 
     def discard(self) -> None:
         """Closes both widgets, the cell's outputs being gone, unless an answer is still coming."""
-        if self.handle is not None and not self.handle.done():
+        if not self.settled:
             return
+        self._closed = True
         self.button.close()
         self.output.close()
 
@@ -128,13 +149,13 @@ class AskButton:
         self.button.disabled = True
         loop = self.loop
         if loop.is_closed():
-            self._refused("The kernel's event loop has stopped; run the cell again, then ask.")
+            self._refused(_LOOP_GONE)
             return
         if loop.is_running():
             try:
                 loop.call_soon_threadsafe(self._ask)
             except RuntimeError:  # the loop has closed since: the kernel is going down
-                self._refused("The kernel's event loop has stopped; run the cell again, then ask.")
+                self._refused(_LOOP_GONE)
             return
         loop.run_until_complete(self._ask_and_wait())
 
@@ -148,13 +169,17 @@ class AskButton:
         """Starts the run in the Output (on the loop's thread); a refusal shows under the button."""
         from agent_kernel.jupyter._magics import in_magic_terms
 
+        if self._closed:  # turned off, or its cell ran again, while the click waited for the loop
+            return None
         try:
-            self.handle = self.magics.ask_in(self.output, self.prompt(), cell_id=self.cell_id, on_end=self._ended)
+            prompt = self.prompt()
+            self.handle = self.magics.ask_in(self.output, prompt, cell_id=self.cell_id, on_end=self._ended,
+                                             asked_by=ASKED_BY, shown=prompt.split("\n", 1)[0])
         except UserError as exc:
             self._refused(in_magic_terms(str(exc)))
             return None
-        except Exception as exc:  # shown where the person clicked, not lost in a log
-            _log.exception("asking the agent about a failed cell")
+        except Exception as exc:  # shown where the person clicked; the log keeps the traceback
+            _log.debug("asking the agent about a failed cell", exc_info=True)
             self._refused(f"Could not ask the agent: {type(exc).__name__}: {exc}")
             return None
         return self.handle
@@ -218,11 +243,14 @@ class OnError:
     def after_cell(self, result: Any) -> None:
         """After each cell: a button under the traceback of one that failed (see the module docs).
 
-        Never raises: a failure here would show as a second traceback under the cell's own."""
+        Never raises, nor logs a traceback (a kernel prints what is logged in the cell): a
+        failure here would show as a second traceback under the cell's own. One line says why."""
         try:
             self._after_cell(result)
-        except Exception:
-            _log.exception("showing the 'Ask the agent' button")
+        except Exception as exc:
+            _log.debug("showing the 'Ask the agent' button", exc_info=True)
+            print(f"The \"Ask the agent\" button could not be shown ({type(exc).__name__}: {exc}); "
+                  "%agent fix asks the agent about this cell instead.", file=sys.stderr)
 
     def _after_cell(self, result: Any) -> None:
         from agent_kernel.jupyter._magics import _running_cell_id
@@ -241,12 +269,28 @@ class OnError:
         button = AskButton(self.magics, failure, cell_id, _shell_loop())
         self.buttons.append(button)
         button.show()
+        self._keep_the_last()
+
+    def _keep_the_last(self) -> None:
+        """Closes the oldest buttons beyond ``KEEP_BUTTONS`` nobody clicked, and forgets the
+        oldest answered ones beyond it (their Output keeps showing the answer)."""
+        excess = len(self.buttons) - KEEP_BUTTONS
+        if excess <= 0:
+            return
+        kept = []
+        for button in self.buttons:
+            if excess > 0 and button.settled:
+                button.close()
+                excess -= 1
+            else:
+                kept.append(button)
+        self.buttons = kept
 
     def _forget_cell(self, cell_id: str) -> None:
         """Closes the widgets shown under ``cell_id``'s last run, but not an answer still coming."""
         kept = []
         for button in self.buttons:
-            if button.cell_id == cell_id and (button.handle is None or button.handle.done()):
+            if button.cell_id == cell_id and button.settled:
                 button.discard()
             else:
                 kept.append(button)

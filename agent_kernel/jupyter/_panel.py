@@ -18,7 +18,11 @@ JupyterLab's main area, in the right sidebar in Notebook 7. ``%agent panel`` aga
 panel (the extension brings it back if it was closed).
 
 A finished run leaves its static transcript in the panel, as in a cell, and its view closes;
-there is no notebook cell to save it into, but the session's journal holds the run.
+there is no notebook cell to save it into, but the session's journal holds the run. So that a
+long session's panel stays light (each transcript is kept in the kernel and sent to every page
+that draws the panel), it shows the last ``KEEP_RUNS`` finished runs, and a line above them says
+how many earlier ones were folded away and how to see them (``%agent show``). A run that ends
+without telling the panel (its task cancelled before it began) still leaves its transcript.
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import html
+from collections import deque
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from agent_kernel.errors import UserError
@@ -35,7 +41,7 @@ from agent_kernel.jupyter._static_view import StaticTranscript
 if TYPE_CHECKING:
     from agent_kernel.jupyter._magics import AgentMagics
 
-__all__ = ["NO_SIDE_PANEL", "PANEL_MIME", "SessionPanel"]
+__all__ = ["KEEP_RUNS", "NO_SIDE_PANEL", "PANEL_MIME", "SessionPanel"]
 
 #: The output the front-end extension draws (``{"model_id", "session"}``) and opens the panel for.
 PANEL_MIME = "application/vnd.agent-kernel.panel+json"
@@ -45,6 +51,11 @@ NO_SIDE_PANEL = ("This front end has no side panel for it (that needs JupyterLab
                  "agent_kernel's extension), so the session's panel is here.")
 #: Characters of a prompt shown above its run; the journal keeps all of it.
 PROMPT_PREVIEW = 2_000
+#: Finished runs the panel shows; older ones are folded into one line (the journal keeps them).
+KEEP_RUNS = 20
+#: Who asked, above a run: from the panel's Send, and otherwise (a cell, an Agent-kernel prompt).
+FROM_PANEL = "You"
+FROM_CELL = "You, in a cell"
 
 _MUTED = "color: var(--jp-content-font-color2, #6e7781);"
 
@@ -61,6 +72,7 @@ class SessionPanel:
         prompt: the text box for the next prompt.
         send_button: starts a run with the prompt (``send``).
         notice: a line under the box: why Send did nothing, or how a run failed.
+        folded: the line above the runs saying how many earlier ones were folded away.
     """
 
     def __init__(self, magics: AgentMagics) -> None:
@@ -82,9 +94,15 @@ class SessionPanel:
                              layout=w.Layout(height="100%"))
         self.widget.add_class("ak-panel")
         self._inline = w.VBox([w.HTML(f'<div style="{_MUTED}">{html.escape(NO_SIDE_PANEL, quote=False)}</div>'), self.widget])
+        self.folded = w.HTML()  # above the runs once some are folded away
+        self.folded.add_class("ak-panel-folded")
         self._loop = _kernel_loop()
         self._shown: dict[RunHandle, tuple[Any, Any]] = {}  # a live run -> (its prompt line, its view)
-        self._sending = False
+        self._finished: deque[tuple[Any, Any]] = deque()  # (prompt line, transcript), oldest first
+        self._folded = 0
+        self._asker: tuple[str, str | None] | None = None  # set while ``asking`` starts a run
+        self._closed = False
+        self._click_pending = False  # a Send click handed to the loop and not yet taken
         self.send_button.on_click(lambda _button: self._clicked())
         self._show_title()
 
@@ -130,9 +148,24 @@ class SessionPanel:
 
     def _clicked(self) -> None:
         # A comm callback, maybe on a kernel subshell's thread: the run starts on the kernel's loop.
+        # A second click (a double click, Ctrl+Enter then a click) before the loop has taken the
+        # first sends nothing more: it would only be refused as the run it started is going.
+        if self._click_pending:
+            return
+        self._click_pending = True
         text = self.prompt.value
-        with contextlib.suppress(RuntimeError):  # the loop has closed: the kernel is going
-            self._loop.call_soon_threadsafe(self.send, text)
+        try:
+            self._loop.call_soon_threadsafe(self._send_click, text)
+        except RuntimeError:  # the loop has closed: the kernel is going down
+            self._click_pending = False
+            self._say("The kernel's event loop has stopped, so nothing was sent; restart the kernel, "
+                      "then run %agent panel again.", error=True)
+
+    def _send_click(self, text: str) -> None:
+        try:
+            self.send(text)
+        finally:
+            self._click_pending = False
 
     def send(self, text: str) -> RunHandle | None:
         """Starts the session's next run with ``text`` (what Send does), on the kernel's loop.
@@ -147,19 +180,27 @@ class SessionPanel:
             self._say("Type a prompt in the box first, then Send.")
             return None
         self._say("")
-        self._sending = True
         try:
-            handle = self.magics.start_panel_run(text, on_end=self._panel_run_ended)
+            with self.asking(FROM_PANEL):
+                handle = self.magics.start_panel_run(text, on_end=self._panel_run_ended)
         except UserError as exc:
             self._say(in_magic_terms(str(exc)), error=True)
             return None
         except Exception as exc:  # the click must not fail silently
             self._say(f"Could not start the run: {type(exc).__name__}: {exc}", error=True)
             return None
-        finally:
-            self._sending = False
         self.prompt.value = ""
         return handle
+
+    @contextlib.contextmanager
+    def asking(self, who: str, shown: str | None = None) -> Iterator[None]:
+        """Labels the run started inside the block: asked by ``who``, its prompt shown as
+        ``shown`` (a line standing for a long generated prompt) instead of as sent."""
+        self._asker = (who, shown)
+        try:
+            yield
+        finally:
+            self._asker = None
 
     def _panel_run_ended(self, handle: RunHandle) -> None:
         if handle.task.cancelled():
@@ -182,49 +223,79 @@ class SessionPanel:
         """Adds the run under its prompt: its live view, or a line for a run without one."""
         import ipywidgets as w
 
-        line = w.HTML(_prompt_html(handle.prompt, from_panel=self._sending))
+        if self._closed:
+            return
+        who, shown = self._asker or (FROM_CELL, None)
+        line = w.HTML(_prompt_html(handle.prompt if shown is None else shown, who=who))
         body = handle.view if handle.view is not None else w.HTML(
             f'<div style="{_MUTED}">Running without a live view (--quiet); its transcript shows here when it ends.</div>')
         self._shown[handle] = (line, body)
         self.runs.children = (*self.runs.children, line, body)
         self.send_button.disabled = True
         self._show_title()
+        # The runner tells the panel when the run ends; a task cancelled before it began never
+        # runs that code, and its view would stay here, Send greyed out, for good.
+        handle.task.add_done_callback(lambda _task: self._settle(handle))
 
     def run_ended(self, handle: RunHandle, transcript: StaticTranscript) -> None:
-        """Puts the run's static transcript where its view was (the view closes next)."""
+        """Puts the run's static transcript where its view was (the view closes next), and folds
+        the oldest finished runs beyond ``KEEP_RUNS`` into the line above them."""
         import ipywidgets as w
 
         shown = self._shown.pop(handle, None)
-        if shown is None:
+        if shown is None or self._closed:
             return
-        _, body = shown
+        line, body = shown
         final = w.HTML(transcript.html)
-        self.runs.children = tuple(final if child is body else child for child in self.runs.children)
-        if body is not handle.view:
-            body.close()
+        children = [final if child is body else child for child in self.runs.children]
+        self._finished.append((line, final))
+        folded: list[Any] = []
+        while len(self._finished) > KEEP_RUNS:
+            folded.extend(self._finished.popleft())
+            self._folded += 1
+        if folded:
+            gone = {id(widget) for widget in (*folded, self.folded)}
+            children = [child for child in children if id(child) not in gone]
+            runs = "run" if self._folded == 1 else "runs"
+            self.folded.value = (f'<div style="{_MUTED}">{self._folded} earlier {runs} of this panel folded away '
+                                 f"(it keeps the last {KEEP_RUNS}); the session's journal keeps every run: "
+                                 "%agent show RUN_ID shows one, %agent events lists their ids.</div>")
+            children.insert(0, self.folded)
+        self.runs.children = tuple(children)
+        for widget in (*folded, *(() if body is handle.view else (body,))):  # once the page no longer draws them
+            widget.close()
         self.send_button.disabled = bool(self._shown)
         self._show_title()
 
+    def _settle(self, handle: RunHandle) -> None:
+        """The run's task is done: if the runner never said so, its transcript from its events."""
+        if handle in self._shown:
+            self.run_ended(handle, StaticTranscript.from_events(list(handle.events)))
+
     def close(self) -> None:
-        """Closes the panel's widgets (the extension is unloading); live views close with their runs."""
-        views = {id(body) for _, body in self._shown.values()}
+        """Closes the panel's widgets (the extension is unloading); live views close with their
+        runs, which show nowhere here after."""
+        self._closed = True
+        views = {id(handle.view) for handle in self._shown if handle.view is not None}
         for child in self.runs.children:
             if id(child) not in views:
                 child.close()
-        for widget in (self.title, self.prompt, self.send_button, self.notice, self.runs, self.widget, self._inline):
+        self._shown.clear()
+        self._finished.clear()
+        for widget in (self.title, self.prompt, self.send_button, self.notice, self.folded, self.runs,
+                       self.widget, *self._inline.children, self._inline):
             widget.close()
 
 
-def _prompt_html(prompt: str | None, *, from_panel: bool) -> str:
-    """The line above a run: who asked what (a long prompt cut; the journal has all of it)."""
+def _prompt_html(prompt: str | None, *, who: str) -> str:
+    """The line above a run: ``who`` asked what (a long prompt cut; the journal has all of it)."""
     if prompt is None:
         said = f'<i style="{_MUTED}">Continuing the run the last kernel left waiting for approval.</i>'
     else:
         text = prompt if len(prompt) <= PROMPT_PREVIEW else prompt[:PROMPT_PREVIEW] + "…"
         said = f'<div style="white-space: pre-wrap;">{html.escape(text, quote=False)}</div>'
-    where = "You" if from_panel else "You, in a cell"
     return (f'<div class="ak-panel-prompt-line" style="margin-top: 8px; padding: 4px 8px; '
-            f'border-left: 3px solid var(--jp-brand-color1, #1a73e8);"><b>{where}</b>{said}</div>')
+            f'border-left: 3px solid var(--jp-brand-color1, #1a73e8);"><b>{html.escape(who)}</b>{said}</div>')
 
 
 def _kernel_loop() -> asyncio.AbstractEventLoop:

@@ -36,7 +36,9 @@ never render the view and nbval ignores display updates, so when no front-end re
 the transcript is displayed as a new output instead, and the view's output emptied: both ways a
 saved notebook holds one transcript per run, which a headless re-run reproduces. The view is then
 closed (``AgentView.dispose``): no comm stays open, and its handle keeps only the ``RunResult``
-and the ``RunSummary``, so a kernel of hundreds of runs holds a bounded amount per run. ``quiet``
+and the ``RunSummary``, so a kernel of hundreds of runs holds a bounded amount per run. A run
+that raises instead of ending (an MCP resource that would not load, a bug) ends the same way, its
+transcript showing it cut off where it raised, and its error then reaches the caller. ``quiet``
 drops the view and shows only the transcript; ``display=False`` shows nothing (the caller
 renders).
 
@@ -520,12 +522,15 @@ async def _drive(agent: Agent, prompt: str | None, handle: RunHandle, live: _Liv
                     view.handle(event)
                     if event.type is EventType.APPROVAL_REQUIRED:
                         _show_write_diff(view, agent, event)
+    except Exception:
+        # The run raised (an MCP resource that would not load, a bug): it still ends as every run
+        # does, its transcript (shown as cut off there) in its view's place in the cell, the
+        # Output or the panel, so no dead widget is left to be saved; then the error propagates.
+        _end_unfinished(handle, view, slots if display else None, host, rendered=live is not None and live.rendered_flag)
+        raise
     except BaseException:
-        if view is not None:
-            view.close_run()  # whatever was seen stays visible and saved
-        if host is not None:
-            transcript = view.static() if view is not None else StaticTranscript.from_events(events)
-            _tell_host(host.run_ended, handle, transcript)
+        # Cancelled (the kernel going down): the cell keeps what was seen; the host its transcript.
+        _end_unfinished(handle, view, None, host, rendered=False)
         raise
     finally:
         if live is not None:
@@ -548,12 +553,39 @@ async def _drive(agent: Agent, prompt: str | None, handle: RunHandle, live: _Liv
     return result
 
 
+def _end_unfinished(handle: RunHandle, view: AgentView | None, slots: _Slots | None, host: ViewHost | None,
+                    *, rendered: bool) -> None:
+    """Ends the showing of a run that stopped without its end event: its transcript, drawn from
+    the events it had, goes to the host and (given ``slots``) where its view was, which then
+    closes; without ``slots`` the view stays, as the run left it. Nothing here may raise over
+    the run's own error."""
+    if view is not None:
+        view.close_run()
+    if host is None and slots is None:
+        return
+    try:
+        transcript = StaticTranscript.from_events(list(handle.events))
+        if host is not None:
+            _tell_host(host.run_ended, handle, transcript)
+        if slots is not None:
+            slots.finish(transcript, rendered=rendered)
+            if view is not None:
+                view.dispose()
+    except Exception as exc:  # a warning, not a traceback: a kernel prints what is logged in a cell
+        _log.debug("showing the transcript of a run that raised", exc_info=True)
+        _log.warning("The transcript of the run could not be shown (%s: %s); %%agent show rebuilds it "
+                     "from the journal.", type(exc).__name__, exc)
+
+
 def _tell_host(call: Callable[..., None], *args: Any) -> None:
-    """Calls a ``ViewHost`` method; a host that fails must not fail the run, so it is logged."""
+    """Calls a ``ViewHost`` method; a host that fails must not fail the run, so it is logged: a
+    one-line warning, since a kernel prints what is logged in whichever cell is current."""
     try:
         call(*args)
-    except Exception:
-        _log.exception("the session panel could not show the run")
+    except Exception as exc:
+        _log.debug("the session panel could not show the run", exc_info=True)
+        _log.warning("The session panel could not show this run (%s: %s); %%agent show rebuilds its "
+                     "transcript from the journal.", type(exc).__name__, exc)
 
 
 def _show_write_diff(view: AgentView, agent: Agent, event: AgentEvent) -> None:
