@@ -90,10 +90,22 @@ class LabServer:
                 raise AssertionError(f"the kernel of {notebook} did not start in {timeout} s: {sessions}")
             time.sleep(0.2)  # polling a starting kernel; nothing to race
 
-    def shutdown_kernels(self) -> None:
-        """Stops every kernel (each test's notebook starts a fresh one)."""
-        for session in self.api("/api/sessions"):
-            self.api(f"/api/sessions/{session['id']}", method="DELETE")
+    def shutdown_kernels(self, timeout: float = 60) -> None:
+        """Stops every kernel (each test's notebook starts a fresh one).
+
+        A kernel still restarting (a test that pressed Kernel > Restart) answers the delete with
+        an error until it is up again, so a session is asked again until the server lists it no
+        more.
+        """
+        deadline = time.monotonic() + timeout
+        while sessions := self.api("/api/sessions"):
+            for session in sessions:
+                try:
+                    self.api(f"/api/sessions/{session['id']}", method="DELETE")
+                except urllib.error.HTTPError as exc:
+                    if time.monotonic() > deadline:
+                        raise AssertionError(f"the server would not stop session {session['path']}: {exc}") from exc
+            time.sleep(0.2)  # polling the server for sessions it still lists; nothing to race
 
 
 def _free_port() -> int:
