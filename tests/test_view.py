@@ -122,6 +122,12 @@ def front_end(view: AgentView, content: dict[str, Any]) -> None:
     view._handle_msg({"content": {"data": {"method": "custom", "content": content}}, "buffers": []})
 
 
+def utf16_slice(text: str, start: int, end: int | None) -> str:
+    """``text.slice(start, end)`` as JavaScript counts (UTF-16 units)."""
+    units = text.encode("utf-16-le")
+    return units[2 * start: None if end is None else 2 * end].decode("utf-16-le")
+
+
 def replay(messages: list[dict[str, Any]]) -> dict[str, Any]:
     """What the front-end ends up with after applying the batches in order (mirrors the JS): a
     ``draw`` op's piece goes at the end of its block's body, just before the block's frame ends."""
@@ -145,7 +151,14 @@ def replay(messages: list[dict[str, Any]]) -> dict[str, Any]:
                 item["html"] = item["html"][:-len(end)] + op["html"] + end
                 item["drawn"] = op["drawn"]
             elif op["op"] == "set":
-                items[op["id"]].update(op["patch"])
+                item = items[op["id"]]
+                item.update(op["patch"])
+                html, at = "", 0
+                for start, end, text in op.get("edits", ()):  # offsets in UTF-16 units, as JS slices
+                    html += utf16_slice(item["html"], at, start) + text
+                    at = end
+                if "edits" in op:
+                    item["html"] = html + utf16_slice(item["html"], at, None)
             elif op["op"] == "status":
                 status.update(op["patch"])
     return {"items": [items[i] for i in order], "status": status}
@@ -1282,6 +1295,12 @@ def stream_corpus(view: AgentView, ev: Events, clock: Clock, on_flush: Callable[
     view.handle(ev(T.APPROVAL_REQUIRED, call_id="w", tool="bash", arguments={"command": "rm <x>"},
                    key="bash", reason="asks <why>"))
     view.handle(ev(T.APPROVAL_DECISION, call_id="w", decision="reject", decided_by="person", reason="no <x>"))
+    call_tool(view, ev, "p", "plot", {"title": "📈 growth <b>", "data": list(range(50))})
+    for step in range(3):  # each a small edit of the card's drawing, offsets counted as in JavaScript
+        view.handle(ev(T.TOOL_PROGRESS, call_id="p", message=f"🎨 step {step} <of> 3", fraction=step / 3))
+        view.flush()
+        on_flush()
+    view.handle(ev(T.TOOL_RESULT, call_id="p", name="plot", content="drawn 📈", is_error=False, duration_s=2.0))
     view.handle(ev(T.COMPACTION_COMPLETE, tokens_before=500, tokens_after=50, messages_removed=4,
                    summary="Kept **this** <b>and</b> that."))
     clock.now += 1
@@ -1315,6 +1334,10 @@ def test_the_live_view_is_sent_each_item_as_the_saved_transcript_draws_it(make_v
                    and received[op["id"]]["kind"] == "text"]
     assert drawn_again == [texts[5]["id"]]
     assert sum(op["op"] == "draw" for op in ops) > len(MARKDOWN_CORPUS)
+    # A card's update is an edit of what the page has: its arguments are not sent again.
+    progress = [op for op in ops if op["op"] == "set" and op["id"] == view.transcript.card("p").id]
+    assert all("edits" in op and "html" not in op["patch"] for op in progress[1:4])
+    assert all("growth" not in json.dumps(op) for op in progress[1:4])
     for html in [op["html"] for op in ops if op["op"] == "draw"] + [i["html"] for i in received.values()]:
         assert "<script" not in html and "<div onclick" not in html and "javascript:" not in html
 

@@ -154,6 +154,7 @@ class RunStore {
         if (item) {
           Object.assign(item, op.patch);
           if ("html" in op.patch) item.pieces = []; // drawn whole again
+          if (op.edits) item.html = edited(item.html || "", op.edits);
           change.changed.add(op.id);
         }
       } else if (op.op === "status") {
@@ -172,6 +173,18 @@ class RunStore {
     const now = this.gone ? this.goneAt : performance.now();
     return base + Math.max(0, now - this.statusAt) / 1000;
   }
+}
+
+// A card's drawing changed by the kernel's `edits`: [start, end, html] replacing html.slice(start,
+// end), in order (view.py).
+function edited(html, edits) {
+  let out = "";
+  let at = 0;
+  for (const [start, end, text] of edits) {
+    out += html.slice(at, start) + text;
+    at = end;
+  }
+  return out + html.slice(at);
 }
 
 const WIDGET_VIEW = "application/vnd.jupyter.widget-view+json";

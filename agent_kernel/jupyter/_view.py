@@ -14,7 +14,10 @@ The runner calls ``view.handle(event)`` for every event of a run. The view folds
 * Every item on the wire carries ``html``, its drawing by ``item_html`` (the lasting transcript
   is made of the same), and the front-end draws nothing itself; an item's fields that only its
   drawing reads and that can be long (a tool's arguments and result, say) are not sent besides.
-  A ``set`` carries the item's new ``html``. A text or thinking block being written is drawn a
+  A ``set`` of a card carries ``edits`` of the drawing the front-end has, ``[[start, end, html],
+  ...]``, each replacing ``html[start:end]`` (UTF-16 offsets, in order; found tag by tag), so a
+  progress update does not resend the card's arguments (or its whole ``html`` in the patch, when
+  that is shorter). A text or thinking block being written is drawn a
   paragraph at a time: its ``html`` covers the first ``drawn`` characters of its ``text``
   (UTF-16 units, as JavaScript counts), the front-end shows the rest as plain text, and each
   ``draw`` op brings the drawing of the next finished piece (``item_html.stable_end``), to be
@@ -59,7 +62,9 @@ pending changes are guarded by one lock, and the callbacks given to the view mus
 from __future__ import annotations
 
 import asyncio
+import difflib
 import itertools
+import re
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -202,6 +207,7 @@ class AgentView(anywidget.AnyWidget):
         #: shown in (a run started by a click, see ``runner.start_run``).
         self.saved_in: str | None = None
         self._drawings: dict[str, _Drawing] = {}  # text and thinking blocks being written
+        self._shown: dict[str, str] = {}  # the drawing of each card, as last sent
         self._closing = False
         self.on_msg(self._on_front_end_msg)
 
@@ -373,12 +379,22 @@ class AgentView(anywidget.AnyWidget):
             ops.append({"op": "append", "texts": {item_id: "".join(chunks)
                                                   for item_id, chunks in self._appended.items()}})
         for item_id, (item, fields) in self._changed.items():
+            shown = self._shown.get(item_id)  # what the front-end has, before it is drawn anew
             if item_id in drawn or item_id in self._drawings:  # drawn as it streams (below)
                 wire = {name: value for name, value in item.to_json().items() if name not in _DRAWN_ONLY}
             else:
                 wire = self._wire(item)
-            ops.append({"op": "set", "id": item_id, "patch": {
-                name: value for name, value in wire.items() if name in fields or name in ("html", "drawn")}})
+            op: dict[str, Any] = {"op": "set", "id": item_id, "patch": {
+                name: value for name, value in wire.items() if name in fields or name in ("html", "drawn")}}
+            html = op["patch"].get("html")
+            if shown is not None and html is not None and not isinstance(item, TextBlock):
+                del op["patch"]["html"]
+                edits = _edits(shown, html)
+                if sum(len(text) + 24 for _, _, text in edits) < len(html):
+                    op["edits"] = edits
+                else:
+                    op["patch"]["html"] = html
+            ops.append(op)
         for item_id in self._appended.keys() - self._changed.keys() - self._drawings.keys() - drawn.keys():
             # Text that came after its block ended (not from a run): the block drawn again.
             wire = self._wire(self._appended_items[item_id])
@@ -407,7 +423,7 @@ class AgentView(anywidget.AnyWidget):
         data = item.to_json()
         wire = {name: value for name, value in data.items() if name not in _DRAWN_ONLY}
         if not isinstance(item, TextBlock):
-            wire["html"] = item_html(data)
+            wire["html"] = self._shown[item.id] = item_html(data)
             return wire
         drawing = self._drawings.get(item.id)
         if drawing is None:
@@ -648,6 +664,19 @@ class AgentView(anywidget.AnyWidget):
         self.flush()
         if self.transcript.status.phase not in ("idle", "running"):
             self.close_run()  # the saved snapshot shows the notice too
+
+
+_TAG = re.compile(r"(?=<)")
+
+
+def _edits(old: str, new: str) -> list[tuple[int, int, str]]:
+    """What turns the drawing ``old`` into ``new``: ``(start, end, html)`` replacing
+    ``old[start:end]``, in order, offsets in UTF-16 units (as JavaScript slices strings)."""
+    before, after = _TAG.split(old), _TAG.split(new)
+    offsets = list(itertools.accumulate(map(utf16_length, before), initial=0))
+    matcher = difflib.SequenceMatcher(None, before, after, autojunk=False)
+    return [(offsets[i1], offsets[i2], "".join(after[j1:j2]))
+            for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"]
 
 
 def _preview(text: str, limit: int = 60) -> str:
