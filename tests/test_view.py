@@ -270,6 +270,24 @@ def test_a_tool_card_goes_from_queued_through_approval_and_running_to_done(make_
     assert "result" not in final  # drawn into its html, not sent a second time
 
 
+def test_a_writes_diff_shows_while_its_card_waits_and_goes_once_it_is_decided(make_view):
+    # The diff is read from disk when the approval is asked for: what the person decides on, not
+    # a record of what was written (a write approved by a rule may land before it is read).
+    ev = Events()
+    view = make_view(clock=Clock())
+    start(view, ev)
+    view.handle(ev(T.TOOL_CALL_READY, call_id="w", name="write_file", arguments={"path": "a.md"}, index=0))
+    view.handle(ev(T.APPROVAL_REQUIRED, call_id="w", tool="write_file", arguments={"path": "a.md"},
+                   key="write_file(a.md)", reason="asks"))
+    view.show_diff("w", None, "--- a/a.md\n+++ b/a.md\n-old\n+new")
+    waiting = replay(view.comm.batches())["items"][0]["html"]
+    assert '<span class="ak-diff-add"' in waiting and "Arguments (JSON)" in waiting
+    view.handle(ev(T.APPROVAL_DECISION, call_id="w", decision="approve", decided_by="person"))
+    decided = replay(view.comm.batches())["items"][0]["html"]
+    assert "ak-diff-view" not in decided and ">Arguments</summary>" in decided
+    assert "ak-diff-view" not in view.static().html
+
+
 def test_a_rejected_call_keeps_its_status_and_reason_after_its_error_result(make_view):
     ev = Events()
     view = make_view(clock=Clock())

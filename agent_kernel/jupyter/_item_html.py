@@ -237,7 +237,9 @@ def _draw_tool(it: dict[str, Any], children: str) -> str:
     if duration:
         parts.append(f'<span class="ak-muted" style="{S_MUTED}">{duration}</span>')
     parts.append("</div>")
-    diff = it.get("diff")
+    # What a write would change, for the person deciding: read from disk when the approval was
+    # asked for, so once decided it may no longer be what the call changed; not drawn then.
+    diff = it.get("diff") if status == "awaiting_approval" else None
     if diff:
         parts.append(_draw_diff(str(diff)))
     if it.get("arguments"):
