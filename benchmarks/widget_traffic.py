@@ -11,7 +11,9 @@ it, interleaving token by token), and prints for each run:
   of opening the widget, which carries the ES module and CSS, is printed separately).
 
 It checks that the front-end, applying the batches, ends with exactly the streamed text of
-each agent, and that the saved snapshot holds it too.
+each agent, and that the saved snapshot holds it too, each block drawn as the lasting transcript
+draws it. The HTML of the finished paragraphs (``draw`` ops) is counted with the deltas and also
+printed on its own.
 
 Run: ``.venv/bin/python benchmarks/widget_traffic.py [--tokens N] [--rate TOKENS_PER_S]
 [--subagents N]`` (``--subagents 0`` runs only the plain stream).
@@ -146,6 +148,8 @@ def replayed_texts(messages: list[dict[str, Any]]) -> dict[str | None, str]:
 
 def measure(n_tokens: int, rate: float, n_agents: int) -> None:
     """Runs one stream and prints its figures against the goals."""
+    from agent_kernel.jupyter._item_html import item_html
+
     view, tokens, seconds = asyncio.run(stream(n_tokens, rate, n_agents))
     streamed = {agent: "".join(parts) for agent, parts in tokens.items()}
     text = "".join(streamed.values())
@@ -161,6 +165,11 @@ def measure(n_tokens: int, rate: float, n_agents: int) -> None:
         "the front-end would not end with the streamed text of every agent"
     saved = {i["agent"]: i["text"] for i in view.snapshot["items"] if i["kind"] == "text"}
     assert saved == streamed, "the saved snapshot lacks some of the text"
+    drawings = {i["id"]: item_html(i) for i in view.transcript.to_json()["items"]}
+    assert all(i["html"] == drawings[i["id"]] for i in view.snapshot["items"] if i["kind"] == "text"), \
+        "the saved snapshot does not show a block as the lasting transcript draws it"
+    drawn = sum(len(json.dumps(op, ensure_ascii=False).encode()) for _, _, m in recorder.sent
+                if m["method"] == "custom" for op in m["content"].get("ops", ()) if op["op"] == "draw")
     if n_agents:
         cards = [i for i in view.snapshot["items"] if i["kind"] == "subagent"]
         assert [(c["parent_call_id"], c["status"]) for c in cards] == \
@@ -175,7 +184,8 @@ def measure(n_tokens: int, rate: float, n_agents: int) -> None:
     print(f"  bytes while streaming: {streamed_bytes:,} for {text_bytes:,} bytes of text "
           f"= {ratio:.2f}x; goal <= {GOAL_BYTES_RATIO:g}x -> ratio {ratio / GOAL_BYTES_RATIO:.2f} "
           f"of the limit (deltas {sum(s for _, s, m in recorder.sent if m['method'] == 'custom'):,}"
-          f" + final snapshot {sum(s for _, s, m in recorder.sent if m['method'] == 'update'):,})")
+          f", of which drawn paragraphs {drawn:,}; + final snapshot "
+          f"{sum(s for _, s, m in recorder.sent if m['method'] == 'update'):,})")
     print(f"  one-time widget open (ES module, CSS, initial state): {recorder.open_bytes:,} bytes")
     naive = 0
     for parts in tokens.values():

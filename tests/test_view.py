@@ -122,8 +122,17 @@ def front_end(view: AgentView, content: dict[str, Any]) -> None:
     view._handle_msg({"content": {"data": {"method": "custom", "content": content}}, "buffers": []})
 
 
+def utf16_slice(text: str, start: int, end: int | None) -> str:
+    """``text.slice(start, end)`` as JavaScript counts (UTF-16 units)."""
+    units = text.encode("utf-16-le")
+    return units[2 * start: None if end is None else 2 * end].decode("utf-16-le")
+
+
 def replay(messages: list[dict[str, Any]]) -> dict[str, Any]:
-    """What the front-end ends up with after applying the batches in order (mirrors the JS)."""
+    """What the front-end ends up with after applying the batches in order (mirrors the JS): a
+    ``draw`` op's piece goes at the end of its block's body, just before the block's frame ends."""
+    from agent_kernel.jupyter._item_html import block_frame
+
     items: dict[str, dict[str, Any]] = {}
     order: list[str] = []
     status: dict[str, Any] = {}
@@ -135,8 +144,21 @@ def replay(messages: list[dict[str, Any]]) -> dict[str, Any]:
             elif op["op"] == "append":
                 for item_id, text in op["texts"].items():
                     items[item_id]["text"] += text
+            elif op["op"] == "draw":
+                item = items[op["id"]]
+                end = block_frame(item)[1]
+                assert item["html"].endswith(end)
+                item["html"] = item["html"][:-len(end)] + op["html"] + end
+                item["drawn"] = op["drawn"]
             elif op["op"] == "set":
-                items[op["id"]].update(op["patch"])
+                item = items[op["id"]]
+                item.update(op["patch"])
+                html, at = "", 0
+                for start, end, text in op.get("edits", ()):  # offsets in UTF-16 units, as JS slices
+                    html += utf16_slice(item["html"], at, start) + text
+                    at = end
+                if "edits" in op:
+                    item["html"] = html + utf16_slice(item["html"], at, None)
             elif op["op"] == "status":
                 status.update(op["patch"])
     return {"items": [items[i] for i in order], "status": status}
@@ -202,9 +224,10 @@ def test_bytes_sent_grow_linearly_with_the_text(make_view):
     bytes_1, text_1 = traffic(2_000)
     bytes_2, text_2 = traffic(4_000)
     assert 1.8 < bytes_2 / bytes_1 < 2.2
-    # The text travels a few times, never per token: streamed, in the finished run's snapshot,
-    # and in the transcript the page saves in the view's place (HTML and plain text).
-    assert bytes_2 <= 5 * text_2
+    # The text travels a few times, never per token: streamed, in the finished run's snapshot
+    # (its Markdown, and the HTML the page shows), and in the transcript the page saves in the
+    # view's place (HTML and plain text).
+    assert bytes_2 <= 6 * text_2
 
 
 # -- the card lifecycle --------------------------------------------------------------------------
@@ -241,9 +264,28 @@ def test_a_tool_card_goes_from_queued_through_approval_and_running_to_done(make_
 
     final = replay(view.comm.batches())["items"][0]
     assert final["status"] == "done"
-    assert final["result"] == "wrote 2 bytes"
     assert final["duration_s"] == 0.25
     assert final["decided_by"] == "person"
+    assert "wrote 2 bytes" in final["html"] and "Approved by person" in final["html"]
+    assert "result" not in final  # drawn into its html, not sent a second time
+
+
+def test_a_writes_diff_shows_while_its_card_waits_and_goes_once_it_is_decided(make_view):
+    # The diff is read from disk when the approval is asked for: what the person decides on, not
+    # a record of what was written (a write approved by a rule may land before it is read).
+    ev = Events()
+    view = make_view(clock=Clock())
+    start(view, ev)
+    view.handle(ev(T.TOOL_CALL_READY, call_id="w", name="write_file", arguments={"path": "a.md"}, index=0))
+    view.handle(ev(T.APPROVAL_REQUIRED, call_id="w", tool="write_file", arguments={"path": "a.md"},
+                   key="write_file(a.md)", reason="asks"))
+    view.show_diff("w", None, "--- a/a.md\n+++ b/a.md\n-old\n+new")
+    waiting = replay(view.comm.batches())["items"][0]["html"]
+    assert '<span class="ak-diff-add"' in waiting and "Arguments (JSON)" in waiting
+    view.handle(ev(T.APPROVAL_DECISION, call_id="w", decision="approve", decided_by="person"))
+    decided = replay(view.comm.batches())["items"][0]["html"]
+    assert "ak-diff-view" not in decided and ">Arguments</summary>" in decided
+    assert "ak-diff-view" not in view.static().html
 
 
 def test_a_rejected_call_keeps_its_status_and_reason_after_its_error_result(make_view):
@@ -402,10 +444,10 @@ def test_a_sub_agent_card_sits_under_the_call_that_started_it_and_shows_its_outc
     assert [(i["kind"], i["agent"]) for i in shown] == [
         ("text", None), ("tool", None), ("subagent", None), ("text", "a1"), ("tool", "a1")]
     card = shown[2]
-    assert {k: card[k] for k in ("agent_id", "name", "parent_call_id", "status", "prompt")} == {
-        "agent_id": "a1", "name": "researcher", "parent_call_id": "p1", "status": "running",
-        "prompt": "Find the notes."}
-    assert card["input_tokens"] is None and card["result"] is None  # not known while it runs
+    assert {k: card[k] for k in ("agent_id", "name", "parent_call_id", "status")} == {
+        "agent_id": "a1", "name": "researcher", "parent_call_id": "p1", "status": "running"}
+    assert "Task: Find the notes." in card["html"]
+    assert card["input_tokens"] is None and " in · " not in card["html"]  # not known while it runs
     assert (shown[3]["text"], shown[4]["call_id"], shown[4]["status"]) == ("Looking around.", "c1",
                                                                            "done")
 
@@ -418,11 +460,13 @@ def test_a_sub_agent_card_sits_under_the_call_that_started_it_and_shows_its_outc
     view.handle(ev(T.RUN_FINISH, reason="end_turn", text="Found them.", stats={"turns": 2}))
 
     final = {i["id"]: i for i in view.snapshot["items"]}[card["id"]]
-    assert {k: final[k] for k in ("status", "result", "reason", "input_tokens", "output_tokens",
+    assert {k: final[k] for k in ("status", "reason", "input_tokens", "output_tokens",
                                    "cost_usd", "turns", "tool_calls", "duration_s")} == {
-        "status": "done", "result": "The notes are in notes.md.", "reason": "end_turn",
+        "status": "done", "reason": "end_turn",
         "input_tokens": 300, "output_tokens": 40, "cost_usd": 0.0021, "turns": 2, "tool_calls": 1,
         "duration_s": 1.5}
+    assert "The notes are in notes.md." in final["html"]
+    assert "300 in · 40 out · $0.0021 · 1 tool call · 1.5 s" in final["html"]
     assert replay(view.comm.batches())["items"] == view.snapshot["items"]  # reload shows the same
     assert view.transcript.final_text == "Found them."
 
@@ -698,8 +742,10 @@ def test_the_front_end_ships_with_the_package_and_fetches_nothing(make_view):
     assert state["_esm"] == (REPO / "widgets" / "agent_view.js").read_text()
     assert state["_css"] == (REPO / "widgets" / "agent_view.css").read_text()
     assert not re.search(r"^\s*import\b|\bimport\s*\(", state["_esm"], re.MULTILINE)
-    # Model output reaches the page only as text nodes: no HTML parsing, no eval.
-    assert not re.search(r"(inner|outer)HTML\s*=|insertAdjacentHTML|document\.write|\beval\(|new Function",
+    # HTML is parsed in one place only, the kernel's drawings, into an inert template that is
+    # checked before anything of it reaches the page; model output is otherwise text. No eval.
+    assert re.findall(r"\w+\.(?:inner|outer)HTML\s*=", state["_esm"]) == ["template.innerHTML ="]
+    assert not re.search(r"insertAdjacentHTML|document\.write|\beval\(|new Function|DOMParser",
                          state["_esm"])
     assert "http://" not in state["_css"] and "https://" not in state["_css"]
 
@@ -978,7 +1024,7 @@ def test_the_front_end_renders_streamed_markdown_safely_and_sends_clicks_back(ma
         "https://example.com/docs"]
     assert page.locator(".ak-text script, .ak-text img").count() == 0
     assert "<script>alert(2)</script>" in page.inner_text(".ak-text")
-    assert page.inner_text(".ak-text pre code") == "<script>alert(4)</script>"
+    assert page.inner_text(".ak-text pre code").rstrip("\n") == "<script>alert(4)</script>"
     assert page.inner_text(".ak-text em") == "em"  # not the underscores of snake_case_names
 
     view.handle(ev(T.TOOL_CALL_READY, call_id="c1", name="bash", arguments={"command": "ls"},
@@ -1046,12 +1092,12 @@ def test_the_front_end_nests_sub_agent_cards_that_fold_when_done_and_take_approv
     clock.now += 1
     view.flush()
     pump()
+    # The researcher's paragraph is still being written: shown as it comes, drawn once it ends.
     assert page.evaluate(cards) == [
-        {"agent": "a1", "open": True, "under": "p1", "badge": "running", "text": "Looking around.",
+        {"agent": "a1", "open": True, "under": "p1", "badge": "running", "text": "Looking **around**.",
          "calls": []},
         {"agent": "a2", "open": True, "under": "p2", "badge": "running", "text": "Drafting.",
          "calls": ["c1"]}]
-    assert card("a1").locator("strong").inner_text() == "around"
     assert "Task: Find the notes." in card("a1").inner_text()
 
     # Folded by the person while it runs, the writer's card opens again to ask for approval.
@@ -1090,12 +1136,13 @@ def test_the_front_end_nests_sub_agent_cards_that_fold_when_done_and_take_approv
     pump(click='#out .ak-agent-card[data-agent-id="a2"] > .ak-agent-summary')
     assert [(c["agent"], c["open"], c["badge"], c["under"]) for c in page.evaluate(cards)] == [
         ("a1", False, "done", "p1"), ("a2", True, "done", "p2")]
+    assert card("a1").locator(".ak-text strong").text_content() == "around"
     page.screenshot(path=str(tmp_path / "agent_view_sub_agents_done.png"), full_page=True)
 
     browser.render_saved("saved")  # no kernel: the snapshot alone rebuilds the nesting
     saved = page.locator('#saved .ak-tool[data-call-id="p1"] .ak-agent-card[data-agent-id="a1"]')
     assert saved.locator(".ak-badge").inner_text() == "done"
-    assert saved.locator(".ak-agent-items .ak-text .ak-md").text_content() == "Looking around."  # folded
+    assert saved.locator(".ak-agent-items .ak-text .ak-md").text_content().strip() == "Looking around."  # folded
     assert browser.errors == []
     page.close()
 
@@ -1236,37 +1283,103 @@ MARKDOWN_CORPUS = [
     "Plain text with a URL https://example.com/a and an email-ish <mailto:x@example.com>.",
     "# Title\n\nA paragraph\nwrapped over lines.\n\n> quoted *text*\n\n---\n\nafter the rule",
     "- one\n- two\n  continued\n- three\n\n1. first\n2. second",
-    "Some `inline code` and a fenced block:\n\n~~~\nraw <b>html</b> stays text\n~~~",
+    "- loose\n\n- list, one list once the blank line is past",
+    "Some `inline code` and a fenced block:\n\n~~~\nraw <b>html</b> stays text\n~~~\nright after it",
     "**bold** and __also bold__, *em* and _em_, ~~struck~~ and snake_case_words.",
     "| a | b |\n|:--|--:|\n| 1 | 2 |\n| 3 | 4 |",
     "![an image](https://example.com/x.png) is shown as a link; [bad](javascript:x) is text.",
     "### Heading three\n\nEscaped \\*stars\\* and a line  \nbreak.",
+    "<div onclick=alert(1)>raw</div>\n\n<script>alert(5)</script>\n\n[x](  javascript:alert(6))",
 ]
 
 
-@pytest.mark.browser
-def test_the_live_markdown_and_the_transcripts_markdown_agree_on_a_corpus(make_view, chromium):
-    from agent_kernel.jupyter._summary import markdown_to_html
+def stream_corpus(view: AgentView, ev: Events, clock: Clock, on_flush: Callable[[], None] = lambda: None) -> None:
+    """Each sample of ``MARKDOWN_CORPUS`` streamed a few characters at a time (a batch each), as a
+    block a tool call then ends; thinking, a notice and a steered message between them."""
+    start(view, ev)
+    view.handle(ev(T.THINKING_DELTA, text="Which files?\n\nStart with <notes>."))
+    for n, sample in enumerate(MARKDOWN_CORPUS):
+        for i in range(0, len(sample), 7):
+            clock.now += 0.05
+            view.handle(ev(T.TEXT_DELTA, text=sample[i:i + 7]))
+            view.flush()  # a batch each, whatever loop the test runs on
+            on_flush()
+        call_tool(view, ev, f"c{n}", "read_file", {"path": f"<{n}>.md"})
+        view.handle(ev(T.TOOL_RESULT, call_id=f"c{n}", name="read_file", content=f"<b>{n}</b>\n" * 9,
+                       is_error=n % 2 == 1, duration_s=0.1))
+    view.handle(ev(T.STALL_DETECTED, seconds=30, action="waiting <on>"))
+    view.handle(ev(T.STEER, text="Use <b>March</b>."))
+    view.handle(ev(T.TOOL_CALL_READY, call_id="w", name="bash", arguments={"command": "rm <x>"}, index=0))
+    view.handle(ev(T.APPROVAL_REQUIRED, call_id="w", tool="bash", arguments={"command": "rm <x>"},
+                   key="bash", reason="asks <why>"))
+    view.handle(ev(T.APPROVAL_DECISION, call_id="w", decision="reject", decided_by="person", reason="no <x>"))
+    call_tool(view, ev, "p", "plot", {"title": "📈 growth <b>", "data": list(range(50))})
+    for step in range(3):  # each a small edit of the card's drawing, offsets counted as in JavaScript
+        view.handle(ev(T.TOOL_PROGRESS, call_id="p", message=f"🎨 step {step} <of> 3", fraction=step / 3))
+        view.flush()
+        on_flush()
+    view.handle(ev(T.TOOL_RESULT, call_id="p", name="plot", content="drawn 📈", is_error=False, duration_s=2.0))
+    view.handle(ev(T.COMPACTION_COMPLETE, tokens_before=500, tokens_after=50, messages_removed=4,
+                   summary="Kept **this** <b>and</b> that."))
+    clock.now += 1
+    view.handle(ev(T.RUN_FINISH, reason="end_turn", text="", stats={"turns": 1}))
+    on_flush()
 
-    browser = BrowserPage(chromium, make_view())
+
+def test_the_live_view_is_sent_each_item_as_the_saved_transcript_draws_it(make_view):
+    from agent_kernel.jupyter._item_html import item_html
+
+    clock, ev = Clock(), Events()
+    view = make_view(clock=clock)
+    stream_corpus(view, ev, clock)
+    batches = view.comm.batches()
+    received = {item["id"]: item for item in replay(batches)["items"]}
+    saved = view.static().html
+    kinds = set()
+    for item in view.transcript.to_json()["items"]:
+        kinds.add(item["kind"])
+        drawn = item_html(item)
+        assert received[item["id"]]["html"] == drawn, item  # the bytes the page got...
+        assert drawn in saved  # ...are the bytes the notebook keeps
+    assert kinds == {"text", "thinking", "tool", "notice", "user", "compaction"}
+    assert view.snapshot["items"] == list(received.values())  # a page opened later: the same
+    texts = [item for item in received.values() if item["kind"] == "text"]
+    assert [item["text"] for item in texts] == MARKDOWN_CORPUS
+    # Streamed a finished piece at a time, the drawing of a block whole only where the pieces
+    # would not make it (the loose list); never a piece twice, nor the whole block per change.
+    ops = [op for batch in batches for op in batch["ops"]]
+    drawn_again = [op["id"] for op in ops if op["op"] == "set" and "html" in op["patch"]
+                   and received[op["id"]]["kind"] == "text"]
+    assert drawn_again == [texts[5]["id"]]
+    assert sum(op["op"] == "draw" for op in ops) > len(MARKDOWN_CORPUS)
+    # A card's update is an edit of what the page has: its arguments are not sent again.
+    progress = [op for op in ops if op["op"] == "set" and op["id"] == view.transcript.card("p").id]
+    assert all("edits" in op and "html" not in op["patch"] for op in progress[1:4])
+    assert all("growth" not in json.dumps(op) for op in progress[1:4])
+    for html in [op["html"] for op in ops if op["op"] == "draw"] + [i["html"] for i in received.values()]:
+        assert "<script" not in html and "<div onclick" not in html and "javascript:" not in html
+
+
+@pytest.mark.browser
+def test_streamed_markdown_ends_as_the_transcripts_markdown_on_the_page(make_view, chromium):
+    clock, ev = Clock(), Events()
+    view = make_view(clock=clock)
+    browser = BrowserPage(chromium, view)
     page = browser.page
-    for sample in MARKDOWN_CORPUS:
-        live = page.evaluate("""async ([source, leafText]) => {
-            const module = await import("/agent_view.js");
-            const el = document.createElement("div");
-            el.appendChild(module.renderMarkdown(source));
-            return [eval(leafText)(el), [...el.querySelectorAll("*")].map((n) => n.tagName)];
-        }""", [sample, LEAF_TEXT])
-        static = page.evaluate("""([html, leafText]) => {
-            const el = document.createElement("div");
-            el.innerHTML = html;
-            return [eval(leafText)(el), [...el.querySelectorAll("*")].map((n) => n.tagName)];
-        }""", [markdown_to_html(sample), LEAF_TEXT])
-        assert static[0] == live[0], sample
-        structure = {"H1", "H2", "H3", "P", "UL", "OL", "LI", "STRONG", "EM", "CODE", "PRE",
-                     "TABLE", "TD", "TH", "BLOCKQUOTE", "HR", "A", "DEL"}
-        assert [t for t in static[1] if t in structure] == [t for t in live[1] if t in structure], \
-            sample
+    stream_corpus(view, ev, clock, on_flush=browser.pump)
+    page.evaluate("""(html) => {
+        const el = document.createElement("div");
+        el.id = "static";
+        el.innerHTML = html;
+        document.body.appendChild(el);
+    }""", view.static().html)
+    structure = """([root, leafText]) => [...document.querySelectorAll(root + " .ak-text .ak-md")].map((md) => [
+        eval(leafText)(md), [...md.querySelectorAll("*")].map((n) => n.tagName).filter((t) => !["DIV", "SPAN", "BUTTON"].includes(t))])"""
+    live = page.evaluate(structure, ["#out", LEAF_TEXT])
+    static = page.evaluate(structure, ["#static", LEAF_TEXT])
+    assert len(live) == len(MARKDOWN_CORPUS) and live == static
+    assert page.locator("#out .ak-text script, #out .ak-text img, #out [onclick]").count() == 0
+    assert page.evaluate("window.alerts") == 0 and browser.errors == []
     page.close()
 
 
@@ -1416,7 +1529,7 @@ def test_a_results_images_show_on_its_card_and_in_the_saved_transcript(make_view
     assert card.images == [{"src": "data:image/png;base64,iVBORw0KGgo=", "alt": "figure 'Growth'"}]
     assert card.to_json()["images"] == card.images
     html = render_html(view.transcript.to_json())
-    assert '<img src="data:image/png;base64,iVBORw0KGgo=" alt="figure &#x27;Growth&#x27;"' in html
+    assert '<img class="ak-picture" src="data:image/png;base64,iVBORw0KGgo=" alt="figure &#x27;Growth&#x27;"' in html
     assert "text/html" not in html
 
 

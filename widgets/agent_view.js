@@ -1,28 +1,14 @@
 // agent_view.js — the front-end of agent_kernel.jupyter.view.AgentView: the live view of one run.
 //
 // Plain ES module: no imports, no build step, nothing fetched. The wire protocol is described in
-// view.py. A sub-agent's items (those whose `agent` is its `agent_id`) are drawn inside its card,
-// and its card inside the tool card of the call that started it, so nesting goes to any depth. Model output is turned into DOM nodes with textContent and createElement, never
-// innerHTML, so nothing it contains can run as script; links are kept only for http(s) and mailto.
+// view.py. The kernel draws every item of the run (jupyter/_item_html.py, the drawing the saved
+// transcript is made of too); this module keeps the run's state, puts those drawings on the page
+// and keeps them current, shows the text still streaming, and adds the controls: approvals, Stop,
+// steering, copy buttons, shortcuts, the clock. A sub-agent's items (those whose `agent` is its
+// `agent_id`) go inside its card, and its card inside the tool card of the call that started it,
+// so nesting goes to any depth.
 
 const STORES = new WeakMap();
-
-const AGENT_STATUS_LABELS = {
-  running: "running",
-  done: "done",
-  error: "error",
-  cancelled: "cancelled",
-};
-
-const STATUS_LABELS = {
-  queued: "queued",
-  awaiting_approval: "awaiting approval",
-  running: "running",
-  done: "done",
-  error: "error",
-  rejected: "rejected",
-  cancelled: "cancelled",
-};
 
 // ---------------------------------------------------------------------------------------------
 // The run, as the front-end knows it: one store per widget model, shared by all of its views.
@@ -156,10 +142,19 @@ class RunStore {
             change.changed.add(id);
           }
         }
+      } else if (op.op === "draw") { // the next finished piece of a block being written
+        const item = this.items.get(op.id);
+        if (item) {
+          (item.pieces ||= []).push(op.html);
+          item.drawn = op.drawn;
+          change.changed.add(op.id);
+        }
       } else if (op.op === "set") {
         const item = this.items.get(op.id);
         if (item) {
           Object.assign(item, op.patch);
+          if ("html" in op.patch) item.pieces = []; // drawn whole again
+          if (op.edits) item.html = edited(item.html || "", op.edits);
           change.changed.add(op.id);
         }
       } else if (op.op === "status") {
@@ -178,6 +173,18 @@ class RunStore {
     const now = this.gone ? this.goneAt : performance.now();
     return base + Math.max(0, now - this.statusAt) / 1000;
   }
+}
+
+// A card's drawing changed by the kernel's `edits`: [start, end, html] replacing html.slice(start,
+// end), in order (view.py).
+function edited(html, edits) {
+  let out = "";
+  let at = 0;
+  for (const [start, end, text] of edits) {
+    out += html.slice(at, start) + text;
+    at = end;
+  }
+  return out + html.slice(at);
 }
 
 const WIDGET_VIEW = "application/vnd.jupyter.widget-view+json";
@@ -234,8 +241,7 @@ function storeFor(model) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// A safe Markdown subset: headings, paragraphs, emphasis, code, fenced code, lists, quotes,
-// tables, rules and links. Every piece of text becomes a text node.
+// DOM helpers, and the kernel's drawings made into nodes.
 
 function h(tag, className, text) {
   const node = document.createElement(tag);
@@ -244,214 +250,62 @@ function h(tag, className, text) {
   return node;
 }
 
-function safeHref(url) {
-  const trimmed = String(url || "").trim();
-  return /^(https?:\/\/|mailto:)/i.test(trimmed) ? trimmed : null;
-}
+const SAFE_HREF = /^\s*(https?:\/\/|mailto:)/i;
+const SAFE_PICTURE = /^data:image\/(png|jpeg|gif|webp);/i;
+const UNSAFE_TAG = /^(script|style|iframe|frame|frameset|object|embed|link|meta|base|form|svg|math|template)$/i;
 
-function linkNode(url, label) {
-  const href = safeHref(url);
-  if (!href) return null;
-  const a = h("a");
-  a.href = href;
-  a.target = "_blank";
-  a.rel = "noopener noreferrer nofollow";
-  if (label === undefined) a.textContent = href;
-  else appendInline(a, label, true);
-  return a;
-}
-
-const INLINE = [
-  ["escape", /\\([\\`*_{}[\]()#+\-.!~|>])/g],
-  ["code", /(`+)([\s\S]{0,4000}?[^`])\1(?!`)/g],
-  ["autolink", /<((?:https?:\/\/|mailto:)[^\s<>]+)>/g],
-  // A URL may hold one level of balanced parentheses, as CommonMark allows.
-  ["image", /!\[([^\]]*)\]\(\s*<?((?:[^\s()<>]|\([^\s()<>]*\))*)>?(?:\s+"[^"]*")?\s*\)/g],
-  ["link", /\[([^\]]+)\]\(\s*<?((?:[^\s()<>]|\([^\s()<>]*\))*)>?(?:\s+"[^"]*")?\s*\)/g],
-  ["strong", /\*\*(?=\S)([\s\S]{0,2000}?\S)\*\*|__(?=\S)([\s\S]{0,2000}?\S)__(?!\w)/g],
-  ["em", /\*(?=[^\s*])([\s\S]{0,2000}?[^\s*])\*|(?<!\w)_(?=[^\s_])([\s\S]{0,2000}?[^\s_])_(?!\w)/g],
-  ["strike", /~~(?=\S)([\s\S]{0,2000}?\S)~~/g],
-  ["url", /https?:\/\/[^\s<>()]*[^\s<>().,;:!?'"*_]/g],
-  ["break", / {2,}\n|\\\n/g],
-];
-
-function appendInline(parent, text, inLink = false) {
-  const next = INLINE.map(() => null);
-  let pos = 0;
-  while (pos < text.length) {
-    let best = -1;
-    for (let k = 0; k < INLINE.length; k++) {
-      if ((INLINE[k][0] === "link" || INLINE[k][0] === "url" || INLINE[k][0] === "autolink") && inLink) continue;
-      if (next[k] === null || (next[k] !== false && next[k].index < pos)) {
-        const re = INLINE[k][1];
-        re.lastIndex = pos;
-        next[k] = re.exec(text) || false;
-      }
-      if (next[k] && (best < 0 || next[k].index < next[best].index)) best = k;
+// The HTML the kernel drew (jupyter/_item_html.py) as a fragment. It is safe as drawn (model
+// output goes through Markdown with raw HTML escaped, links only http(s) and mailto); parsed
+// into an inert template, it is checked once more here, so that no fault there can run script
+// or fetch anything: elements that could are dropped, and so are attributes that could.
+function fromHtml(html) {
+  const template = document.createElement("template");
+  template.innerHTML = html || "";
+  for (const node of template.content.querySelectorAll("*")) {
+    if (UNSAFE_TAG.test(node.localName)) {
+      node.remove();
+      continue;
     }
-    if (best < 0) break;
-    const m = next[best];
-    if (m.index > pos) parent.appendChild(document.createTextNode(text.slice(pos, m.index)));
-    const kind = INLINE[best][0];
-    let node = null;
-    if (kind === "escape") node = document.createTextNode(m[1]);
-    else if (kind === "code") node = h("code", null, m[2].replace(/^ (.*) $/s, "$1"));
-    else if (kind === "autolink") node = linkNode(m[1]);
-    else if (kind === "url") node = linkNode(m[0]);
-    else if (kind === "link") {
-      node = linkNode(m[2], m[1]);
-      if (!node) { // an unsafe link keeps its label as text
-        node = document.createDocumentFragment();
-        appendInline(node, m[1], inLink);
-      }
-    } else if (kind === "image") { // shown as a link, never loaded; unsafe: its label
-      node = linkNode(m[2], m[1] || m[2]) || document.createTextNode(m[1] || m[2]);
-    }
-    else if (kind === "break") node = h("br");
-    else {
-      node = h(kind === "strong" ? "strong" : kind === "em" ? "em" : "del");
-      appendInline(node, m[1] !== undefined ? m[1] : m[2], inLink);
-    }
-    parent.appendChild(node || document.createTextNode(m[0]));
-    pos = m.index + m[0].length;
-  }
-  if (pos < text.length) parent.appendChild(document.createTextNode(text.slice(pos)));
-}
-
-const FENCE = /^ {0,3}(`{3,}|~{3,})\s*([\w+#.-]*)/;
-const HEADING = /^ {0,3}(#{1,6})\s+(.*?)(?:\s+#+)?\s*$/;
-const RULE = /^ {0,3}([-*_])(?:\s*\1){2,}\s*$/;
-const QUOTE = /^ {0,3}> ?/;
-const LIST_ITEM = /^(\s*)([-*+]|\d{1,9}[.)])\s+(.*)$/;
-const TABLE_RULE = /^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$/;
-
-function startsBlock(line) {
-  return FENCE.test(line) || HEADING.test(line) || RULE.test(line) || QUOTE.test(line) ||
-    LIST_ITEM.test(line);
-}
-
-function splitRow(line) {
-  let s = line.trim();
-  if (s.startsWith("|")) s = s.slice(1);
-  if (s.endsWith("|") && !s.endsWith("\\|")) s = s.slice(0, -1);
-  return s.split(/(?<!\\)\|/).map((cell) => cell.trim().replace(/\\\|/g, "|"));
-}
-
-function renderMarkdown(src) {
-  const out = document.createDocumentFragment();
-  const lines = String(src).replace(/\r\n?/g, "\n").split("\n");
-  let i = 0;
-  while (i < lines.length) {
-    const line = lines[i];
-    let m;
-    if (/^\s*$/.test(line)) {
-      i++;
-    } else if ((m = line.match(FENCE))) {
-      const close = new RegExp("^ {0,3}\\" + m[1][0] + "{" + m[1].length + ",}\\s*$");
-      const body = [];
-      for (i++; i < lines.length && !close.test(lines[i]); i++) body.push(lines[i]);
-      i++;
-      const pre = h("pre", "ak-code");
-      const code = h("code", m[2] ? "language-" + m[2] : null, body.join("\n"));
-      pre.appendChild(code);
-      out.appendChild(pre);
-    } else if ((m = line.match(HEADING))) {
-      const node = h("h" + m[1].length);
-      appendInline(node, m[2]);
-      out.appendChild(node);
-      i++;
-    } else if (RULE.test(line)) {
-      out.appendChild(h("hr"));
-      i++;
-    } else if (QUOTE.test(line)) {
-      const body = [];
-      for (; i < lines.length && QUOTE.test(lines[i]); i++) body.push(lines[i].replace(QUOTE, ""));
-      const quote = h("blockquote");
-      quote.appendChild(renderMarkdown(body.join("\n")));
-      out.appendChild(quote);
-    } else if (line.includes("|") && i + 1 < lines.length && TABLE_RULE.test(lines[i + 1]) &&
-               lines[i + 1].includes("-")) {
-      const aligns = splitRow(lines[i + 1]).map((c) =>
-        c.startsWith(":") && c.endsWith(":") ? "center" : c.endsWith(":") ? "right" : null);
-      const table = h("table");
-      const head = table.appendChild(h("thead")).appendChild(h("tr"));
-      splitRow(line).forEach((cell, k) => {
-        const th = head.appendChild(h("th"));
-        if (aligns[k]) th.style.textAlign = aligns[k];
-        appendInline(th, cell);
-      });
-      const body = table.appendChild(h("tbody"));
-      for (i += 2; i < lines.length && lines[i].includes("|") && !/^\s*$/.test(lines[i]); i++) {
-        const tr = body.appendChild(h("tr"));
-        splitRow(lines[i]).forEach((cell, k) => {
-          const td = tr.appendChild(h("td"));
-          if (aligns[k]) td.style.textAlign = aligns[k];
-          appendInline(td, cell);
-        });
-      }
-      const wrap = h("div", "ak-table");
-      wrap.appendChild(table);
-      out.appendChild(wrap);
-    } else if ((m = line.match(LIST_ITEM))) {
-      i = renderList(lines, i, out);
-    } else {
-      const para = [line];
-      for (i++; i < lines.length && !/^\s*$/.test(lines[i]) && !startsBlock(lines[i]); i++) {
-        para.push(lines[i]);
-      }
-      const p = h("p");
-      appendInline(p, para.join("\n"));
-      out.appendChild(p);
+    for (const { name, value } of [...node.attributes]) {
+      const unsafe = name.startsWith("on") || name === "srcset" || /action$/.test(name) ||
+        (name.endsWith("href") && !(name === "href" && SAFE_HREF.test(value))) ||
+        (name === "src" && !SAFE_PICTURE.test(value)) || (name === "style" && /url\(|expression/i.test(value));
+      if (unsafe) node.removeAttribute(name);
     }
   }
-  return out;
+  return template.content;
 }
 
-function renderList(lines, i, out) {
-  const first = lines[i].match(LIST_ITEM);
-  const indent = first[1].length;
-  const ordered = /\d/.test(first[2]);
-  const list = h(ordered ? "ol" : "ul");
-  if (ordered && parseInt(first[2], 10) !== 1) list.start = parseInt(first[2], 10);
-  while (i < lines.length) {
-    const m = lines[i].match(LIST_ITEM);
-    if (!m || m[1].length !== indent || /\d/.test(m[2]) !== ordered) break;
-    const body = [m[3]];
-    const contentIndent = indent + m[2].length + 1;
-    for (i++; i < lines.length; i++) {
-      const line = lines[i];
-      if (/^\s*$/.test(line)) {
-        const nextLine = lines[i + 1];
-        if (nextLine !== undefined && /^\s*$/.test(nextLine) === false &&
-            nextLine.search(/\S/) > indent) {
-          body.push("");
-          continue;
-        }
-        break;
-      }
-      const lead = line.search(/\S/);
-      const sibling = LIST_ITEM.test(line) && lead <= indent;
-      if (sibling || (lead <= indent && startsBlock(line))) break;
-      body.push(line.slice(Math.min(lead, contentIndent)));
-    }
-    const li = h("li");
-    const content = renderMarkdown(body.join("\n"));
-    if (content.childNodes.length === 1 && content.firstChild.nodeName === "P") {
-      while (content.firstChild.firstChild) li.appendChild(content.firstChild.firstChild);
-    } else {
-      if (content.firstChild && content.firstChild.nodeName === "P") {
-        const p = content.firstChild; // keep a tight first line tight
-        content.removeChild(p);
-        while (p.firstChild) li.appendChild(p.firstChild);
-      }
-      li.appendChild(content);
-    }
-    list.appendChild(li);
-    while (i < lines.length && /^\s*$/.test(lines[i]) && i + 1 < lines.length &&
-           (lines[i + 1].match(LIST_ITEM) || [])[1]?.length === indent) i++;
+const keyOf = (node) => node.nodeType === 1 ? node.localName + "." + (node.classList[0] || "") : "#" + node.nodeType;
+
+// Brings `old` to what `fresh` draws, keeping the nodes that match (same tag and first class, in
+// order), so what a person changed survives an update: an open <details> (`open` is theirs, or
+// the view's, never the drawing's), focus, and whatever the view put in a container it fills
+// itself (`data-slot`).
+function morph(old, fresh) {
+  if (old.nodeType !== 1) {
+    if (old.nodeValue !== fresh.nodeValue) old.nodeValue = fresh.nodeValue;
+    return;
   }
-  out.appendChild(list);
-  return i;
+  for (const { name } of [...old.attributes]) {
+    if (name !== "open" && !fresh.hasAttribute(name)) old.removeAttribute(name);
+  }
+  for (const { name, value } of [...fresh.attributes]) {
+    if (name !== "open" && old.getAttribute(name) !== value) old.setAttribute(name, value);
+  }
+  if (old.dataset.slot) return;
+  const pool = [...old.childNodes];
+  const wanted = [...fresh.childNodes].map((child) => {
+    const i = pool.findIndex((node) => keyOf(node) === keyOf(child));
+    if (i < 0) return child;
+    const [match] = pool.splice(i, 1);
+    morph(match, child);
+    return match;
+  });
+  for (const node of pool) node.remove();
+  wanted.forEach((node, i) => {
+    if (old.childNodes[i] !== node) old.insertBefore(node, old.childNodes[i] || null);
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -517,25 +371,11 @@ const PHASE_LABELS = { idle: "waiting to start", running: "running", finished: "
   cancelled: "cancelled", error: "error", interrupted: "interrupted (the journal ends here)" };
 const ACTIVITY_LABELS = { model: "waiting for the model", writing: "writing", thinking: "thinking",
   tool_call: "writing a tool call" };
-// Steering labels (static_view.PAUSED_LABEL, PAUSING_LABEL, USER_LABEL).
+// Steering labels (static_view.PAUSED_LABEL, PAUSING_LABEL).
 const PAUSED_LABEL = "paused — waiting at the turn boundary";
 const PAUSING_LABEL = "pausing at the next turn boundary…";
-const USER_LABEL = "You (steered in)";
 // Longest message to a running agent (view.STEER_CAP); the kernel checks it again.
 const STEER_CAP = 4000;
-
-// What a tool card says of its approval (static_view.decision_label).
-function decisionLabel(it) {
-  if (!it.decision) return "";
-  if (it.decided_by === "timeout") {
-    const waited = typeof it.timed_out_s === "number" ? it.timed_out_s : 0;
-    const said = waited < 10 ? waited.toFixed(1) : fmtInt(Math.floor(waited + 0.5));
-    return "Rejected: timed out after " + said + " s";
-  }
-  const verb = it.status === "rejected" ? "Rejected" :
-    it.decision === "always_allow" ? "Always allowed" : "Approved";
-  return verb + (it.decided_by ? " by " + it.decided_by : "") + (it.reason ? ": " + it.reason : "");
-}
 
 // "expires in 1:05" for an approval with a deadline (epoch seconds); a display only: the kernel
 // decides when it has expired.
@@ -661,45 +501,10 @@ function scrollWhenShown(node, stillWanted, done) {
   observer.observe(node);
 }
 
-function preview(text, maxLines = 4, maxChars = 400) {
-  const lines = String(text).split("\n");
-  let out = lines.slice(0, maxLines).join("\n");
-  if (out.length > maxChars) out = out.slice(0, maxChars);
-  return out.length < String(text).length ? out.replace(/\s+$/, "") + " …" : out;
-}
-
 // ---------------------------------------------------------------------------------------------
-// Items. Each builder makes the DOM once and returns update(item), which changes only what
-// differs, so an open <details>, focus or a half-typed rejection reason survive updates.
-
-// Where the finished part of streamed Markdown ends: before the first unindented line that
-// follows a blank line outside a fenced code block (so a list item's continuation stays whole).
-function stableEnd(text, from) {
-  let end = from;
-  let fence = null;
-  let afterBlank = false;
-  let pos = from;
-  for (;;) {
-    const nl = text.indexOf("\n", pos);
-    const line = text.slice(pos, nl < 0 ? text.length : nl);
-    if (!fence && afterBlank && /^\S/.test(line)) end = pos;
-    if (nl < 0) break; // the last line is still being written
-    const m = line.match(/^ {0,3}(`{3,}|~{3,})/);
-    if (fence) {
-      const closes = m && m[1][0] === fence[0] && m[1].length >= fence.length &&
-        !line.slice(m[0].length).trim();
-      if (closes) fence = null;
-      afterBlank = false;
-    } else if (m) {
-      fence = m[1];
-      afterBlank = false;
-    } else {
-      afterBlank = !line.trim();
-    }
-    pos = nl + 1;
-  }
-  return end;
-}
+// Items. The kernel draws each one (its `html`, the same the lasting transcript is made of);
+// an item's view puts that drawing on the page, brings it up to date in place (morph), and adds
+// what only a live page has: controls, copy buttons, the text still being written.
 
 // A "Copy" button that puts `text()` on the clipboard and says so.
 function copyButton(text, title) {
@@ -730,88 +535,83 @@ function copyButton(text, title) {
 
 // Gives each code block under `node` its own Copy button (once).
 function addCodeCopyButtons(node) {
-  for (const pre of node.querySelectorAll("pre.ak-code:not([data-copy])")) {
+  for (const pre of node.querySelectorAll("pre:not([data-copy])")) {
     pre.dataset.copy = "1";
     const wrap = h("div", "ak-code-wrap");
     pre.replaceWith(wrap);
-    wrap.append(pre, copyButton(() => pre.textContent, "Copy this code"));
+    wrap.append(pre, copyButton(() => pre.textContent.replace(/\n$/, ""), "Copy this code"));
   }
 }
 
-function textItem(model, item) {
-  const root = h("div", "ak-item ak-text");
-  const body = h("div", "ak-md");
-  // Finished blocks are rendered once and kept; only the block being written is redrawn, so a
-  // long answer costs the same per update as a short one.
-  const stable = h("div", "ak-md-part");
-  const tail = h("div", "ak-md-part");
-  body.append(stable, tail);
+// A text or thinking block: the drawing of its finished part, the pieces drawn since (`draw`
+// ops, put at the end of its body), then the text not yet drawn, as plain text.
+function blockView(item) {
+  let root = null;
+  let body = null;
+  let tail = null;
+  let summary = null;
+  let shownHtml = null;
+  let shown = 0;
   let current = item;
-  root.append(copyButton(() => current.text || "", "Copy the answer (Markdown)"), body);
-  let stableText = "";
-  let tailText = null;
   return {
-    root,
+    get root() { return root; },
     update(it) {
       current = it;
-      root.classList.toggle("ak-discarded", !!it.discarded);
-      root.title = it.discarded ? "Discarded: the model call was retried" : "";
+      if (it.html !== shownHtml) {
+        const next = fromHtml(it.html).firstElementChild || h("div");
+        if (root) root.replaceWith(next);
+        root = next;
+        shownHtml = it.html;
+        shown = 0;
+        body = root.querySelector(".ak-md, .ak-thinking-text") || root;
+        summary = root.querySelector(":scope > summary");
+        tail = h("span", "ak-tail");
+        body.append(tail);
+        if (it.kind === "text") root.prepend(copyButton(() => current.text || "", "Copy the answer (Markdown)"));
+      }
+      const pieces = it.pieces || [];
+      for (; shown < pieces.length; shown++) tail.before(fromHtml(pieces[shown]));
+      addCodeCopyButtons(body);
       const text = it.text || "";
-      if (!text.startsWith(stableText)) {
-        stable.replaceChildren();
-        stableText = "";
-      }
-      const end = stableEnd(text, stableText.length);
-      if (end > stableText.length) {
-        stable.appendChild(renderMarkdown(text.slice(stableText.length, end)));
-        addCodeCopyButtons(stable);
-        stableText = text.slice(0, end);
-      }
-      const rest = text.slice(stableText.length);
-      if (rest !== tailText) {
-        tailText = rest;
-        tail.replaceChildren(renderMarkdown(rest));
-        addCodeCopyButtons(tail);
-      }
+      tail.textContent = text.slice(it.drawn || 0);
+      if (summary) summary.textContent = summary.textContent.replace(/\([\d,]+ /, "(" + fmtInt(text.length) + " ");
     },
   };
 }
 
-function thinkingItem(model, item) {
-  const root = h("details", "ak-item ak-thinking");
-  const summary = h("summary", null, "Thinking");
-  const body = h("div", "ak-thinking-text");
-  root.append(summary, body);
-  return {
-    root,
+// A card (tool call, sub-agent, compaction, notice, steered message): its drawing, morphed in
+// place on each update; `behaviour` adds what the card does on a live page.
+function cardView(item, behaviour) {
+  let root = null;
+  let shownHtml = null;
+  const view = {
+    get root() { return root; },
+    // A container the view fills itself: a tool card's sub-agents, a sub-agent's items.
+    slot: (name) => root.querySelector(":scope > [data-slot='" + name + "']"),
     update(it) {
-      body.textContent = it.text || "";
-      summary.textContent = "Thinking (" + fmtInt((it.text || "").length) + " characters)";
+      if (it.html !== shownHtml) {
+        const fresh = fromHtml(it.html).firstElementChild || h("div");
+        if (root) morph(root, fresh);
+        else root = fresh;
+        shownHtml = it.html;
+      }
+      if (behaviour) behaviour.update(it, view);
     },
   };
+  if (behaviour && behaviour.tick) view.tick = () => behaviour.tick(view);
+  if (behaviour && behaviour.expand) view.expand = () => behaviour.expand(view);
+  if (behaviour && behaviour.item) view.item = behaviour.item;
+  return view;
 }
 
-function toolItem(model, item, store) {
-  const root = h("div", "ak-item ak-card ak-tool");
-  const head = h("div", "ak-card-head");
-  const name = h("span", "ak-tool-name");
-  const badge = h("span", "ak-badge");
-  const duration = h("span", "ak-muted");
-  head.append(name, badge, duration);
-
-  const args = h("details", "ak-args");
-  const argsSummary = h("summary", null, "Arguments");
-  const argsBody = h("pre", "ak-pre");
-  args.append(argsSummary, argsBody);
-
-  const progress = h("div", "ak-progress");
-  const progressText = h("span", "ak-muted");
-  const progressBar = h("progress");
-  progressBar.max = 1;
-  progress.append(progressText, progressBar);
-
-  const approval = h("div", "ak-approval");
-  const ask = h("div", "ak-ask");
+// A tool call waiting for a person: the reason box and Approve / Reject / Always allow, put in the
+// container the card leaves for them, and its deadline counted down.
+function toolBehaviour(store) {
+  const controls = h("div", "ak-approval-controls");
+  const note = h("div", "ak-approval-note ak-muted");
+  note.setAttribute("role", "status");
+  const expiry = h("div", "ak-expiry ak-muted");
+  expiry.setAttribute("aria-live", "off");
   const reason = h("input", "ak-reason");
   reason.type = "text";
   reason.placeholder = "Reason (optional, sent to the model if you reject)";
@@ -825,32 +625,14 @@ function toolItem(model, item, store) {
   always.title = "Approve this call and allow calls like it for the rest of the session";
   for (const b of [approve, reject, always]) b.type = "button";
   buttons.append(approve, reject, always);
-  const expiry = h("div", "ak-expiry ak-muted");
-  expiry.setAttribute("aria-live", "off");
-  approval.append(ask, expiry, reason, buttons);
+  controls.append(note, expiry, reason, buttons);
 
-  const decision = h("div", "ak-decision ak-muted");
-  const children = h("div", "ak-children"); // cards of sub-agents this call started
-  const resultPreview = h("pre", "ak-pre ak-result-preview");
-  const result = h("details", "ak-result");
-  const resultSummary = h("summary", null, "Full result");
-  const resultBody = h("pre", "ak-pre");
-  result.append(resultSummary, resultBody);
-  const pictures = h("div", "ak-pictures"); // images the result showed (a plot), as the model got them
-  let shownPictures = "";
-  // write_file / edit_file waiting for approval: the change as a unified diff (see write_diff.py).
-  const diffBox = h("pre", "ak-pre ak-diff-view");
-  diffBox.setAttribute("aria-label", "What this call would change");
-  diffBox.hidden = true;
-  let drawnDiff = null;
-  root.append(head, diffBox, args, progress, approval, decision, children, resultPreview, pictures, result);
-
-  let current = item;
+  let current = null;
   let sentAt = 0;
   const decide = (choice) => {
     sentAt = performance.now();
     for (const b of [approve, reject, always]) b.disabled = true;
-    ask.textContent = "Sending your decision…";
+    note.textContent = "Sending your decision…";
     const text = reason.value.trim();
     if (store.gone) return;
     store.send({
@@ -864,9 +646,9 @@ function toolItem(model, item, store) {
     setTimeout(() => {
       if (!store.gone && current.status === "awaiting_approval" && performance.now() - sentAt >= 4000) {
         for (const b of [approve, reject, always]) b.disabled = false;
-        ask.textContent = "No answer from the kernel yet. If it was restarted, reload this page: until then " +
+        note.textContent = "No answer from the kernel yet. If it was restarted, reload this page: until then " +
           "JupyterLab may deliver clicks to the kernel that is gone. The run keeps waiting; you can also answer " +
-          "with %agent approve " + current.call_id + " in another cell. " + (current.approval_reason || "");
+          "with %agent approve " + current.call_id + " in another cell.";
       }
     }, 4000);
   };
@@ -879,9 +661,8 @@ function toolItem(model, item, store) {
   });
 
   let wasAwaiting = false;
+  let hadDiff = false;
   return {
-    root,
-    children,
     // Called every 200 ms by the view: counts an approval's deadline down.
     tick() {
       const counting = !store.gone && current.status === "awaiting_approval" &&
@@ -889,37 +670,24 @@ function toolItem(model, item, store) {
       expiry.hidden = !counting;
       if (counting) expiry.textContent = expiryLabel(current.expires_at);
     },
-    update(it) {
+    update(it, view) {
       current = it;
-      root.dataset.status = it.status;
-      root.dataset.callId = it.call_id;
-      name.textContent = it.name;
-      badge.textContent = STATUS_LABELS[it.status] || it.status;
-      badge.className = "ak-badge ak-status-" + it.status;
-      duration.textContent = typeof it.duration_s === "number" ? fmtSeconds(it.duration_s) : "";
-      argsBody.textContent = it.arguments || "";
-      args.hidden = !it.arguments;
-      if ((it.diff || null) !== drawnDiff) {
-        drawnDiff = it.diff || null;
-        diffBox.replaceChildren(...(drawnDiff || "").split("\n").map((line) => {
-          const kind = line.startsWith("+++") || line.startsWith("---") ? "ak-diff-file"
-            : line.startsWith("@@") ? "ak-diff-hunk" : line.startsWith("+") ? "ak-diff-add"
-              : line.startsWith("-") ? "ak-diff-del" : "ak-diff-same";
-          return h("span", kind, line || " ");
-        }));
-        diffBox.hidden = !drawnDiff;
-        argsSummary.textContent = drawnDiff ? "Arguments (JSON)" : "Arguments";
-        if (drawnDiff) args.open = false; // the diff says it better
-      }
+      const root = view.root;
+      const args = root.querySelector(":scope > .ak-args");
+      const diff = !!root.querySelector(":scope > .ak-diff-view");
+      if (diff && !hadDiff && args) args.open = false; // the diff says it better
+      hadDiff = diff;
       const awaiting = it.status === "awaiting_approval";
+      const slot = view.slot("approval");
+      if (slot && controls.parentNode !== slot) slot.append(controls);
       if (awaiting && !wasAwaiting) {
-        args.open = !it.diff; // a person should see what they are approving
+        if (args) args.open = !diff; // a person should see what they are approving
         for (const b of [approve, reject, always]) b.disabled = false;
-        ask.textContent = "Approval needed" + (it.approval_reason ? ": " + it.approval_reason : "");
+        note.textContent = "";
         // Brought into view once (during Run All it may wait below the fold); a person who
         // scrolls away afterwards is left alone, and a view rebuilt later does not scroll again.
-        // The whole card, buttons included, which are laid out only once this update ends (the
-        // approval section is unhidden below): scroll on the next frame.
+        // The whole card, buttons included, which are laid out only once this update ends:
+        // scroll on the next frame.
         const key = (it.agent || "") + "\u0000" + it.call_id;
         requestAnimationFrame(() => scrollWhenShown(root,
           () => current.status === "awaiting_approval" && !store.scrolled.has(key),
@@ -929,188 +697,55 @@ function toolItem(model, item, store) {
       if (awaiting && store.gone) {
         for (const b of [approve, reject, always]) b.disabled = true;
         reason.disabled = true;
-        ask.textContent = "This call can no longer be answered here: " + KERNEL_GONE;
+        note.textContent = "This call can no longer be answered here: " + KERNEL_GONE;
       }
-      approval.hidden = !awaiting;
-      const running = it.status === "running" && (it.progress || typeof it.fraction === "number");
-      progress.hidden = !running;
-      progressText.textContent = it.progress || "";
-      if (typeof it.fraction === "number") progressBar.value = it.fraction;
-      else progressBar.removeAttribute("value");
       this.tick();
-      const said = decisionLabel(it);
-      decision.textContent = said;
-      decision.hidden = !said;
-      const hasResult = typeof it.result === "string";
-      resultPreview.hidden = !hasResult;
-      resultPreview.classList.toggle("ak-error", !!it.is_error);
-      if (hasResult) {
-        resultPreview.textContent = preview(it.result) || "(empty result)";
-        const longer = preview(it.result) !== it.result;
-        result.hidden = !longer;
-        if (longer) {
-          resultBody.textContent = it.result;
-          const cut = it.result_chars > it.result.length;
-          resultSummary.textContent = "Full result (" + fmtInt(it.result_chars) + " characters" +
-            (cut ? ", first " + fmtInt(it.result.length) + " shown)" : ")");
-        }
-      } else {
-        result.hidden = true;
-      }
-      const images = Array.isArray(it.images) ? it.images : [];
-      const key = images.map((image) => image.src.length + ":" + image.alt).join("|");
-      if (key !== shownPictures) { // drawn once per change, not on every update of the card
-        shownPictures = key;
-        pictures.replaceChildren(...images.map((image) => {
-          const img = h("img", "ak-picture");
-          img.src = image.src;
-          img.alt = image.alt || "image";
-          img.title = image.alt || "";
-          return img;
-        }));
-      }
-      pictures.hidden = images.length === 0;
-    },
-  };
-}
-
-function compactionItem(model, item) {
-  const root = h("div", "ak-item ak-card ak-compaction");
-  const head = h("div", "ak-card-head");
-  const title = h("span", "ak-tool-name");
-  const figures = h("span", "ak-muted");
-  head.append(title, figures);
-  const details = h("details", "ak-args");
-  const summary = h("summary", null, "Summary");
-  const body = h("div", "ak-md");
-  details.append(summary, body);
-  root.append(head, details);
-  let shown = null;
-  return {
-    root,
-    update(it) {
-      const done = it.status === "done";
-      title.textContent = done ? "Context compacted" : "Compacting the context…";
-      const parts = [];
-      if (typeof it.tokens_before === "number" && typeof it.tokens_after === "number") {
-        parts.push(fmtInt(it.tokens_before) + " → " + fmtInt(it.tokens_after) + " tokens");
-      } else if (typeof it.tokens_before === "number") {
-        parts.push(fmtInt(it.tokens_before) + " tokens");
-      }
-      if (typeof it.messages_removed === "number") {
-        parts.push(fmtInt(it.messages_removed) + " messages summarised");
-      }
-      figures.textContent = parts.join(" · ");
-      details.hidden = !it.summary;
-      if (it.summary && it.summary !== shown) {
-        shown = it.summary;
-        body.replaceChildren(renderMarkdown(it.summary));
-      }
     },
   };
 }
 
 // A sub-agent's card: open while it runs, closed once it ends, unless the person has opened or
 // closed it themselves (remembered in `toggled`, which outlives a rebuild from a snapshot).
-function subagentItem(model, item, store, toggled) {
-  const root = h("details", "ak-item ak-card ak-agent-card");
-  const summary = h("summary", "ak-agent-summary");
-  const head = h("div", "ak-card-head");
-  const name = h("span", "ak-tool-name");
-  const role = h("span", "ak-muted", "sub-agent");
-  const badge = h("span", "ak-badge");
-  const figures = h("span", "ak-muted ak-agent-figures");
-  head.append(name, role, badge, figures);
-  const outcome = h("div", "ak-agent-outcome ak-muted");
-  summary.append(head, outcome);
-  const task = h("div", "ak-agent-task ak-muted");
-  const items = h("div", "ak-items ak-agent-items");
-  root.append(summary, task, items);
-
+function subagentBehaviour(item, toggled) {
   let current = item;
   let touched = toggled.has(item.agent_id);
   let wasRunning = null;
-  // The choice is kept from the click itself: its `toggle` event comes in a later task, and a
-  // snapshot arriving before that task would rebuild the card and lose the click.
-  summary.addEventListener("click", () => {
-    touched = true;
-    toggled.set(current.agent_id, !root.open); // the click's default action flips `open` next
-  });
-  root.addEventListener("toggle", () => {
-    if (touched) toggled.set(current.agent_id, root.open);
-  });
   return {
-    root,
-    items,
     item: () => current,
-    expand() {
+    expand(view) {
       // Opened for a person to answer: from here the view folds it again when it ends.
       touched = false;
       toggled.delete(current.agent_id);
-      root.open = true;
+      view.root.open = true;
     },
-    update(it) {
+    update(it, view) {
       current = it;
+      const root = view.root;
+      if (wasRunning === null) {
+        // The choice is kept from the click itself: its `toggle` event comes in a later task,
+        // and a snapshot arriving before that task would rebuild the card and lose the click.
+        root.querySelector(":scope > summary").addEventListener("click", () => {
+          touched = true;
+          toggled.set(current.agent_id, !root.open); // the click's default action flips `open` next
+        });
+        root.addEventListener("toggle", () => {
+          if (touched) toggled.set(current.agent_id, root.open);
+        });
+      }
       const running = it.status === "running";
       if (wasRunning === null) root.open = touched ? toggled.get(it.agent_id) : running;
       else if (wasRunning && !running && !touched) root.open = false;
       wasRunning = running;
-      root.dataset.status = it.status;
-      root.dataset.agentId = it.agent_id;
-      name.textContent = it.name + (it.task ? " · " + it.task : "");
-      badge.textContent = AGENT_STATUS_LABELS[it.status] || it.status;
-      badge.className = "ak-badge ak-status-" + it.status;
-      const parts = [];
-      if (!running) {
-        if (typeof it.input_tokens === "number" || typeof it.output_tokens === "number") {
-          parts.push(fmtInt(it.input_tokens) + " in · " + fmtInt(it.output_tokens) + " out");
-          parts.push(fmtCost(it.cost_usd));
-        }
-        if (typeof it.tool_calls === "number") {
-          parts.push(it.tool_calls + " tool call" + (it.tool_calls === 1 ? "" : "s"));
-        }
-        if (typeof it.duration_s === "number") parts.push(fmtSeconds(it.duration_s));
-      }
-      figures.textContent = parts.join(" · ");
-      const said = it.status === "error" && it.error ? it.error : (it.result || "");
-      outcome.textContent = running ? "" : preview(said, 1, 200);
-      outcome.hidden = running || !said;
-      outcome.classList.toggle("ak-error", it.status === "error");
-      task.textContent = it.prompt ? "Task: " + preview(it.prompt, 3, 300) : "";
-      task.title = it.prompt || "";
-      task.hidden = !it.prompt;
     },
   };
 }
 
-// A message a person steered into the run: plain text (never Markdown), as they typed it.
-function userItem(model, item) {
-  const root = h("div", "ak-item ak-user");
-  const label = h("div", "ak-user-label ak-muted", USER_LABEL);
-  const body = h("div", "ak-user-text");
-  root.append(label, body);
-  return {
-    root,
-    update(it) {
-      body.textContent = it.text || "";
-    },
-  };
+function itemView(item, store, toggled) {
+  if (item.kind === "text" || item.kind === "thinking") return blockView(item);
+  if (item.kind === "tool") return cardView(item, toolBehaviour(store));
+  if (item.kind === "subagent") return cardView(item, subagentBehaviour(item, toggled));
+  return cardView(item, null);
 }
-
-function noticeItem(model, item) {
-  const root = h("div", "ak-item ak-notice");
-  return {
-    root,
-    update(it) {
-      root.className = "ak-item ak-notice ak-level-" + it.level;
-      root.setAttribute("role", it.level === "error" ? "alert" : "status");
-      root.textContent = it.message;
-    },
-  };
-}
-
-const BUILDERS = { text: textItem, thinking: thinkingItem, tool: toolItem,
-  compaction: compactionItem, notice: noticeItem, subagent: subagentItem, user: userItem };
 
 // ---------------------------------------------------------------------------------------------
 // An MCP server's question (elicitation): a form built from its JSON schema, answered here.
@@ -1337,10 +972,10 @@ function render({ model, el }) {
   const containerFor = (item) => {
     if (item.kind === "subagent" && item.parent_call_id) {
       const call = calls.get(callKey(item.agent, item.parent_call_id));
-      if (call) return call.children;
+      if (call && call.slot("children")) return call.slot("children");
     }
     const owner = item.agent ? agents.get(item.agent) : null;
-    return owner ? owner.items : list;
+    return (owner && owner.slot("items")) || list;
   };
 
   // Opens the cards around a sub-agent's call that waits for a person.
@@ -1355,18 +990,19 @@ function render({ model, el }) {
 
   const addItem = (id) => {
     const item = store.items.get(id);
-    const build = item && BUILDERS[item.kind];
-    if (!build) return;
-    const view = build(model, item, store, toggled);
-    if (item.agent && !agents.has(item.agent)) {
-      view.root.classList.add("ak-subagent"); // its card is unknown: label it where it stands
-      view.root.dataset.agent = item.agent;
-    }
+    if (!item || !item.html) return; // a kind this page's kernel does not draw
+    const view = itemView(item, store, toggled);
     view.update(item);
+    let node = view.root;
+    if (item.agent && !agents.has(item.agent)) {
+      node = h("div", "ak-subagent"); // its card is unknown: label it where it stands
+      node.dataset.agent = item.agent;
+      node.append(view.root);
+    }
     views.set(id, view);
     if (item.kind === "tool") calls.set(callKey(item.agent, item.call_id), view);
     if (item.kind === "subagent") agents.set(item.agent_id, view);
-    containerFor(item).appendChild(view.root);
+    containerFor(item).appendChild(node);
     if (item.status === "awaiting_approval") reveal(item.agent);
   };
 
@@ -1481,4 +1117,3 @@ function initialize({ model }) {
 }
 
 export default { initialize, render };
-export { renderMarkdown, stableEnd };

@@ -1,9 +1,9 @@
 """jupyter.items — what a run's transcript is made of: text blocks, cards, notices, the status.
 
 Plain dataclasses the ``Transcript`` fills in and the live view, the static transcript and the
-summary read. Each has ``to_json``, the shape the front-end (``widgets/agent_view.js``) and the
-static transcript (``static_view.py``) draw from; an item's ``agent`` is the agent that produced
-it (``None`` for the top-level agent).
+summary read. Each has ``to_json``, the shape ``item_html.py`` draws it from (for the live view
+and the static transcript alike); an item's ``agent`` is the agent that produced it (``None``
+for the top-level agent).
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ class TextBlock:
         return self.chunks[0] if self.chunks else ""
 
     def to_json(self) -> dict[str, Any]:
-        """The item as the front-end sees it."""
+        """The item as it is drawn."""
         return {"id": self.id, "kind": self.kind, "agent": self.agent, "text": self.text,
                 "discarded": self.discarded}
 
@@ -106,7 +106,7 @@ class ToolCard:
              "expires_at", "timed_out_s", "images", "diff")
 
     def to_json(self) -> dict[str, Any]:
-        """The item as the front-end sees it (without the raw arguments dict)."""
+        """The item as it is drawn (without the raw arguments dict)."""
         out: dict[str, Any] = {"id": self.id, "kind": "tool", "agent": self.agent}
         out.update((name, getattr(self, name)) for name in self._WIRE)
         return out
@@ -126,7 +126,7 @@ class CompactionCard:
     summary: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """The item as the front-end sees it."""
+        """The item as it is drawn."""
         return {"id": self.id, "kind": "compaction", "agent": self.agent, "status": self.status,
                 "tokens_before": self.tokens_before, "tokens_after": self.tokens_after,
                 "messages_removed": self.messages_removed, "summary": self.summary}
@@ -144,7 +144,7 @@ class Notice:
     message: str
 
     def to_json(self) -> dict[str, Any]:
-        """The item as the front-end sees it."""
+        """The item as it is drawn."""
         return {"id": self.id, "kind": "notice", "agent": self.agent, "topic": self.topic,
                 "level": self.level, "message": self.message}
 
@@ -185,7 +185,7 @@ class SubagentCard:
              "tool_calls", "duration_s")
 
     def to_json(self) -> dict[str, Any]:
-        """The item as the front-end sees it."""
+        """The item as it is drawn."""
         out: dict[str, Any] = {"id": self.id, "kind": "subagent", "agent": self.agent}
         out.update((name, getattr(self, name)) for name in self._WIRE)
         return out
@@ -202,7 +202,7 @@ class UserMessage:
     text: str
 
     def to_json(self) -> dict[str, Any]:
-        """The item as the front-end sees it."""
+        """The item as it is drawn."""
         return {"id": self.id, "kind": "user", "agent": self.agent, "text": self.text}
 
 

@@ -79,7 +79,7 @@ class Snapshot(TypedDict):
 
     type: Literal["snapshot"]
     v: int  # the state's version; later batches build on it
-    state: dict[str, Any]  # ``Transcript.to_json()``
+    state: dict[str, Any]  # the items as the view sends them (with their ``html``) and the status
 
 
 class Batch(TypedDict):
@@ -87,7 +87,7 @@ class Batch(TypedDict):
 
     type: Literal["batch"]
     v: int
-    ops: list[dict[str, Any]]  # add / append / set / status operations
+    ops: list[dict[str, Any]]  # add / append / draw / set / status operations (see view.py)
 
 
 #: What the front end may send, by ``type``.

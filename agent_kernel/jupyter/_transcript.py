@@ -130,6 +130,16 @@ class Transcript:
         """Every card of a call named ``call_id``, whichever agent made it, oldest first."""
         return [card for (_, cid), card in self._cards.items() if cid == call_id]
 
+    def is_open(self, block: TextBlock) -> bool:
+        """Whether ``block`` may still grow: it is the current block of its agent, and that
+        agent's run goes on (the top-level run, or the sub-agent's when its card is known)."""
+        if self._last.get(block.agent) is not block:
+            return False
+        card = self._subagents.get(block.agent) if block.agent is not None else None
+        if card is not None:
+            return card.status == "running"
+        return self.status.phase in ("idle", "running")
+
     @property
     def subagents(self) -> list[SubagentCard]:
         """The sub-agent runs, in the order they started (nested ones included)."""
@@ -162,7 +172,7 @@ class Transcript:
         return None if self._started is None else self._clock() - self._started
 
     def to_json(self) -> dict[str, Any]:
-        """Everything the front-end needs to draw the run from scratch."""
+        """Everything needed to draw the run from scratch: its items and its status."""
         status = self.status.to_json()
         status["elapsed_s"] = self.elapsed()
         return {"items": [item.to_json() for item in self.items], "status": status}

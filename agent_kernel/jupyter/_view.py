@@ -8,9 +8,23 @@ The runner calls ``view.handle(event)`` for every event of a run. The view folds
   see at once (an approval is needed, a decision was taken, the run ended). Ops are
   ``{"op": "add", "item"}``, ``{"op": "append", "texts": {id: text}}`` (only the new text, of
   every block that grew, in one op so that sub-agents streaming side by side cost little more
-  than one agent), ``{"op": "set", "id", "patch"}`` and ``{"op": "status", "patch"}``. Bytes
-  therefore grow linearly with the text, where setting a string trait per token would resend it
-  all each time.
+  than one agent), ``{"op": "draw", "id", "html", "drawn"}``, ``{"op": "set", "id", "patch"}``
+  and ``{"op": "status", "patch"}``. Bytes therefore grow linearly with the text, where setting
+  a string trait per token would resend it all each time.
+* Every item on the wire carries ``html``, its drawing by ``item_html`` (the lasting transcript
+  is made of the same), and the front-end draws nothing itself; an item's fields that only its
+  drawing reads and that can be long (a tool's arguments and result, say) are not sent besides.
+  A ``set`` of a card carries ``edits`` of the drawing the front-end has, ``[[start, end, html],
+  ...]``, each replacing ``html[start:end]`` (UTF-16 offsets, in order; found tag by tag), so a
+  progress update does not resend the card's arguments (or its whole ``html`` in the patch, when
+  that is shorter). A text or thinking block being written is drawn a
+  paragraph at a time: its ``html`` covers the first ``drawn`` characters of its ``text``
+  (UTF-16 units, as JavaScript counts), the front-end shows the rest as plain text, and each
+  ``draw`` op brings the drawing of the next finished piece (``item_html.stable_end``), to be
+  put at the end of the block's body, and the new ``drawn``. When the block ends, a last
+  ``draw`` completes it, or, where drawing the whole differs from the pieces put together (a
+  list a blank line parts, say), a ``set`` of its whole ``html``: the finished block is then
+  byte for byte what the lasting transcript shows.
   Sub-agents travel the same way: an item's ``agent`` says which agent it belongs to, and an
   item of kind ``subagent`` is the card whose ``agent_id`` those items carry; the front-end
   nests them (see ``transcript.py``), so nesting costs no extra messages.
@@ -48,10 +62,13 @@ pending changes are guarded by one lock, and the callbacks given to the view mus
 from __future__ import annotations
 
 import asyncio
+import difflib
 import itertools
+import re
 import threading
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +77,8 @@ import traitlets
 
 import agent_kernel
 from agent_kernel.events._event import AgentEvent, EventType
-from agent_kernel.jupyter._items import TERMINAL_STATUSES, Item, Notice, TextBlock
+from agent_kernel.jupyter._item_html import block_body, block_frame, item_html, stable_end
+from agent_kernel.jupyter._items import TERMINAL_STATUSES, Item, Notice, TextBlock, utf16_length
 from agent_kernel.jupyter._protocol import TO_KERNEL, Batch, Snapshot, problem
 from agent_kernel.jupyter._static_view import StaticTranscript, render_html
 from agent_kernel.jupyter._summary import RunSummary
@@ -93,6 +111,10 @@ _URGENT_TOP_LEVEL = frozenset({EventType.RUN_START, EventType.CANCELLED, EventTy
                                EventType.RUN_FINISH, EventType.PAUSED, EventType.RESUMED,
                                EventType.STEER})
 
+
+#: Fields only an item's drawing reads, which can be long: sent in its ``html``, not besides.
+_DRAWN_ONLY = frozenset({"arguments", "result", "images", "diff", "approval_reason", "prompt",
+                         "summary", "error", "message"})
 
 #: The code a disposed view is left with: a module that draws nothing (``AgentView.dispose``).
 _CLOSED_ESM = "export default {};"
@@ -172,6 +194,7 @@ class AgentView(anywidget.AnyWidget):
         self._timer_loop: asyncio.AbstractEventLoop | None = None
         self._new: dict[str, Item] = {}
         self._appended: dict[str, list[str]] = {}
+        self._appended_items: dict[str, TextBlock] = {}
         self._changed: dict[str, tuple[Item, set[str]]] = {}
         # The first batch carries the whole status; later ones only what changed.
         self._status_changed: set[str] = set(self.transcript.status.to_json())
@@ -183,6 +206,9 @@ class AgentView(anywidget.AnyWidget):
         #: transcript (``saved``): this view's own, or that of the ``ipywidgets.Output`` it is
         #: shown in (a run started by a click, see ``runner.start_run``).
         self.saved_in: str | None = None
+        self._drawings: dict[str, _Drawing] = {}  # text and thinking blocks being written
+        self._shown: dict[str, str] = {}  # the drawing of each card, as last sent
+        self._closing = False
         self.on_msg(self._on_front_end_msg)
 
     # -- feeding ---------------------------------------------------------------------------------
@@ -229,9 +255,14 @@ class AgentView(anywidget.AnyWidget):
     def close_run(self) -> None:
         """Sends the last changes and stores the whole transcript in ``snapshot``. Idempotent."""
         with self._lock:
-            self.flush()
+            # Blocks that end here are sent finished in the snapshot, not drawn a second time.
+            self._closing = True
+            try:
+                self.flush()
+            finally:
+                self._closing = False
             if self.snapshot.get("v") != self._version:
-                self.snapshot = {"v": self._version, **self.transcript.to_json()}
+                self.snapshot = {"v": self._version, **self._state()}
 
     def dispose(self) -> None:
         """Closes the view of a run that has ended, once its output shows the static transcript.
@@ -341,15 +372,34 @@ class AgentView(anywidget.AnyWidget):
         # Otherwise (a flush from a comm thread) it fires later and finds nothing to send.
 
     def _take_ops(self) -> list[dict[str, Any]]:
-        ops: list[dict[str, Any]] = [{"op": "add", "item": item.to_json()}
+        drawn = self._draw_blocks()
+        ops: list[dict[str, Any]] = [{"op": "add", "item": self._wire(item)}
                                      for item in self._new.values()]
         if self._appended:
             ops.append({"op": "append", "texts": {item_id: "".join(chunks)
                                                   for item_id, chunks in self._appended.items()}})
         for item_id, (item, fields) in self._changed.items():
-            wire = item.to_json()
-            ops.append({"op": "set", "id": item_id,
-                        "patch": {name: wire[name] for name in sorted(fields)}})
+            shown = self._shown.get(item_id)  # what the front-end has, before it is drawn anew
+            if item_id in drawn or item_id in self._drawings:  # drawn as it streams (below)
+                wire = {name: value for name, value in item.to_json().items() if name not in _DRAWN_ONLY}
+            else:
+                wire = self._wire(item)
+            op: dict[str, Any] = {"op": "set", "id": item_id, "patch": {
+                name: value for name, value in wire.items() if name in fields or name in ("html", "drawn")}}
+            html = op["patch"].get("html")
+            if shown is not None and html is not None and not isinstance(item, TextBlock):
+                del op["patch"]["html"]
+                edits = _edits(shown, html)
+                if sum(len(text) + 24 for _, _, text in edits) < len(html):
+                    op["edits"] = edits
+                else:
+                    op["patch"]["html"] = html
+            ops.append(op)
+        for item_id in self._appended.keys() - self._changed.keys() - self._drawings.keys() - drawn.keys():
+            # Text that came after its block ended (not from a run): the block drawn again.
+            wire = self._wire(self._appended_items[item_id])
+            ops.append({"op": "set", "id": item_id, "patch": {"html": wire["html"], "drawn": wire["drawn"]}})
+        ops.extend(op for op in drawn.values() if op is not None)
         status = self.transcript.status.to_json()
         patch = {name: status[name] for name in sorted(self._status_changed) if name in status}
         if patch:
@@ -360,8 +410,65 @@ class AgentView(anywidget.AnyWidget):
             ops.append({"op": "status", "patch": patch})
         self._new.clear()
         self._appended.clear()
+        self._appended_items.clear()
         self._changed.clear()
         self._status_changed.clear()
+        return ops
+
+    # -- drawing -----------------------------------------------------------------------------------
+
+    def _wire(self, item: Item) -> dict[str, Any]:
+        """``item`` as the front-end gets it: its fields, less those only its drawing reads, and
+        its ``html`` (for a block being written, the part drawn so far; see the module docs)."""
+        data = item.to_json()
+        wire = {name: value for name, value in data.items() if name not in _DRAWN_ONLY}
+        if not isinstance(item, TextBlock):
+            wire["html"] = self._shown[item.id] = item_html(data)
+            return wire
+        drawing = self._drawings.get(item.id)
+        if drawing is None:
+            wire["html"] = item_html(wire)
+            wire["drawn"] = utf16_length(item.text)
+        else:
+            drawing.frame = block_frame(wire)
+            wire["html"] = drawing.frame[0] + "".join(drawing.body) + drawing.frame[1]
+            wire["drawn"] = drawing.utf16
+        return wire
+
+    def _state(self) -> dict[str, Any]:
+        """The whole transcript as the front-end gets it (a snapshot's ``state``)."""
+        status = self.transcript.status.to_json()
+        status["elapsed_s"] = self.transcript.elapsed()
+        return {"items": [self._wire(item) for item in self.transcript.items], "status": status}
+
+    def _draw_blocks(self) -> dict[str, dict[str, Any] | None]:
+        """Draws what blocks being written have finished since the last batch: the op that sends
+        it, by block id (None: nothing to send, the block's ``add`` or the snapshot carries it)."""
+        ops: dict[str, dict[str, Any] | None] = {}
+        for block_id, drawing in list(self._drawings.items()):
+            block, new = drawing.block, block_id in self._new
+            if not self._closing and self.transcript.is_open(block):
+                if not new and block_id not in self._appended:
+                    continue  # nothing new to draw
+                text = block.text
+                end = stable_end(text, drawing.chars)
+                if end > drawing.chars:
+                    ops[block_id] = drawing.extend(text, end, None if new else block_id)
+                continue
+            del self._drawings[block_id]
+            ops[block_id] = None
+            if new or self._closing:
+                continue  # its add, or the snapshot that follows, carries it finished
+            text = block.text
+            wire = block.to_json()
+            whole = block_body(block.kind, text)
+            rest = block_body(block.kind, text[drawing.chars:])
+            if drawing.frame == block_frame(wire) and "".join(drawing.body) + rest == whole:
+                if drawing.chars < len(text):
+                    ops[block_id] = drawing.extend(text, len(text), block_id)
+            else:
+                ops[block_id] = {"op": "set", "id": block_id,
+                                 "patch": {"html": item_html(wire), "drawn": utf16_length(text)}}
         return ops
 
     # -- front-end messages ----------------------------------------------------------------------
@@ -418,7 +525,7 @@ class AgentView(anywidget.AnyWidget):
     def _send_snapshot(self) -> None:
         with self._lock:
             self.flush()
-            self.send(Snapshot(type="snapshot", v=self._version, state=self.transcript.to_json()))
+            self.send(Snapshot(type="snapshot", v=self._version, state=self._state()))
 
     def _on_approval(self, content: dict[str, Any]) -> None:
         call_id = str(content.get("call_id") or "")
@@ -559,10 +666,45 @@ class AgentView(anywidget.AnyWidget):
             self.close_run()  # the saved snapshot shows the notice too
 
 
+_TAG = re.compile(r"(?=<)")
+
+
+def _edits(old: str, new: str) -> list[tuple[int, int, str]]:
+    """What turns the drawing ``old`` into ``new``: ``(start, end, html)`` replacing
+    ``old[start:end]``, in order, offsets in UTF-16 units (as JavaScript slices strings)."""
+    before, after = _TAG.split(old), _TAG.split(new)
+    offsets = list(itertools.accumulate(map(utf16_length, before), initial=0))
+    matcher = difflib.SequenceMatcher(None, before, after, autojunk=False)
+    return [(offsets[i1], offsets[i2], "".join(after[j1:j2]))
+            for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"]
+
+
 def _preview(text: str, limit: int = 60) -> str:
     """``text`` quoted on one line, cut to ``limit`` characters."""
     line = " ".join(text.split())
     return f"“{line[:limit]}…”" if len(line) > limit else f"“{line}”"
+
+
+@dataclass
+class _Drawing:
+    """What the front-end has of a block being written: the drawing of its first ``chars``
+    characters (``utf16`` as JavaScript counts them), in pieces, in the ``frame`` it was sent in."""
+
+    block: TextBlock
+    frame: tuple[str, str] | None = None
+    body: list[str] = field(default_factory=list)
+    chars: int = 0
+    utf16: int = 0
+
+    def extend(self, text: str, end: int, block_id: str | None) -> dict[str, Any] | None:
+        """Draws ``text`` up to ``end`` as the next piece; the ``draw`` op that sends it, unless
+        ``block_id`` is None (the block's ``add`` carries it)."""
+        piece = text[self.chars:end]
+        html = block_body(self.block.kind, piece)
+        self.body.append(html)
+        self.chars = end
+        self.utf16 += utf16_length(piece)
+        return None if block_id is None else {"op": "draw", "id": block_id, "html": html, "drawn": self.utf16}
 
 
 class _Changes:
@@ -573,10 +715,13 @@ class _Changes:
 
     def item_added(self, item: Item) -> None:
         self._view._new[item.id] = item
+        if isinstance(item, TextBlock):
+            self._view._drawings[item.id] = _Drawing(item)
 
     def text_appended(self, block: TextBlock, text: str) -> None:
         if block.id not in self._view._new:  # a new item is sent whole, text included
             self._view._appended.setdefault(block.id, []).append(text)
+            self._view._appended_items[block.id] = block
 
     def item_changed(self, item: Item, fields: Iterable[str]) -> None:
         if item.id not in self._view._new:
