@@ -269,14 +269,16 @@ def _skipped(line: bytes, markers: list[bytes]) -> bool:
     return any(line.startswith(marker, at) for marker in markers)
 
 
-def read_json_sql(paths: Iterable[str | os.PathLike[str]], *, data: str = "JSON", filename: bool = False) -> str:
+def read_json_sql(paths: Iterable[str | os.PathLike[str]], *, data: str = "JSON", filename: bool = False, longest_line: int = 256 << 20) -> str:
     """DuckDB's ``read_json`` call over the journals at ``paths``, for a ``FROM`` clause.
 
     The columns are explicit, never inferred: ``ENVELOPE_SQL``, then ``data`` as the DuckDB type
     ``data`` (``JSON`` keeps each payload's text; ``MAP(VARCHAR, JSON)`` gives each key with its
     value's JSON text), then the header's ``schema``. A line that is not a JSON object of those
     types becomes a row of NULLs, for the caller to count as damaged under this module's policy;
-    blank lines give no row. ``filename`` adds the file of each row.
+    blank lines give no row. A line longer than ``longest_line`` bytes fails the whole read
+    (``duckdb.InvalidInputError``); DuckDB buffers about that much of the file while it reads.
+    ``filename`` adds the file of each row.
 
     The SQL views (``journal.sql``), the Parquet export and the frames of a journal the fast
     reader cannot take (``journal._fast``) all read journals through this one call.
@@ -285,7 +287,7 @@ def read_json_sql(paths: Iterable[str | os.PathLike[str]], *, data: str = "JSON"
     listed = ", ".join("'" + os.fspath(path).replace("'", "''") + "'" for path in paths)
     return (
         f"read_json([{listed}], format='newline_delimited', ignore_errors=true, filename={str(filename).lower()}, "
-        f"maximum_object_size=268435456, columns={{{columns}}})"
+        f"maximum_object_size={longest_line}, columns={{{columns}}})"
     )
 
 

@@ -15,9 +15,9 @@ Lines follow ``journal.reader``'s policy. A blank line is no record. A line Duck
 comes back as a row of NULLs and is counted as damaged (its number is found in the file), but
 for a torn last line, which is skipped with a ``TornLineWarning``. Events of unknown types are
 counted: the columns leave them out, the records keep them. A line DuckDB refuses that ``json``
-reads as a record (an escaped lone surrogate, which DuckDB does not accept) raises
-``PlainReaderNeeded``: the caller then reads the file with the plain reader, so no record the plain
-reader keeps is lost.
+reads as a record (an escaped lone surrogate, which DuckDB does not accept), or a line longer than
+DuckDB is told to expect, raises ``PlainReaderNeeded``: the caller then reads the file with the
+plain reader, so no record the plain reader keeps is lost.
 
 Figures: ``benchmarks/journal.py`` (``tool-heavy re-serialised`` beside ``tool-heavy``).
 """
@@ -46,6 +46,10 @@ from agent_kernel.journal._reader import ENVELOPE_SQL, LineCount, TornLineWarnin
 __all__ = ["PlainReaderNeeded", "read_columns", "read_records"]
 
 _TYPE_CODE = {name: code for code, name in enumerate(EVENT_TYPES)}
+# DuckDB buffers about this much of the file per read: 256 MB (what ``journal.sql`` allows) took
+# the peak memory of reading a re-serialised journal from 2.5 to 3.6 times the file
+# (benchmarks/journal.py). A longer line sends the file to the plain reader.
+_LONGEST_LINE = 16 << 20
 _ENVELOPE = ", ".join(name for name, _ in ENVELOPE_SQL)
 # Records take a missing iteration as 0, as ``AgentEvent.from_dict`` does.
 _RECORD_ENVELOPE = ", ".join("coalesce(iteration, 0) AS iteration" if name == "iteration" else name for name, _ in ENVELOPE_SQL)
@@ -109,10 +113,18 @@ def read_records(path: Path, skip_types: Iterable[str], stacklevel: int) -> list
 
 
 def _read(path: Path, select: str, data_type: str) -> pa.Table:
-    """Every non-blank line of ``path`` as a row of ``select`` (over ``reader.read_json_sql``), in file order."""
+    """Every non-blank line of ``path`` as a row of ``select`` (over ``reader.read_json_sql``), in file order.
+
+    Raises:
+        PlainReaderNeeded: a line is longer than ``_LONGEST_LINE``.
+    """
     con = duckdb.connect(":memory:")
     try:
-        return con.sql(f"SELECT {select} FROM {read_json_sql([path], data=data_type)}").to_arrow_table()
+        return con.sql(f"SELECT {select} FROM {read_json_sql([path], data=data_type, longest_line=_LONGEST_LINE)}").to_arrow_table()
+    except duckdb.InvalidInputError as exc:
+        if "maximum_object_size" in str(exc):
+            raise PlainReaderNeeded from None
+        raise
     finally:
         con.close()
 
