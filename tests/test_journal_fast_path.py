@@ -213,6 +213,15 @@ def test_a_line_only_json_reads_as_a_record_sends_the_file_to_the_plain_reader(t
     pd.testing.assert_frame_equal(turns_df(path), turns_df(canonical))
 
 
+def test_a_rewritten_journal_with_a_line_too_long_for_duckdb_is_read_by_the_plain_reader(tmp_path: Path) -> None:
+    events = some_events(20)
+    events[5] = AgentEvent(6, T0 + 6, "s", "r", "t", None, 0, EventType.TOOL_RESULT, {"call_id": "c6", "content": "x" * (40 << 20)})
+    canonical = write(tmp_path / "j.jsonl", events)
+    path = reserialised(canonical, tmp_path / "other.jsonl", reorder=True)
+    pd.testing.assert_frame_equal(events_df(path), events_df(canonical))
+    pd.testing.assert_frame_equal(tool_calls_df(path), tool_calls_df(canonical))
+
+
 def test_a_journal_whose_ids_hold_a_comma_is_read_by_duckdb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     events = [AgentEvent(e.seq, e.ts, "s", "r,1", "t", None, 0, e.type, e.data) for e in some_events(10)]
     used = read_by_duckdb(monkeypatch)
@@ -345,3 +354,16 @@ def test_values_past_what_json_libraries_agree_on_read_as_the_plain_reader_reads
     plain = events_df(read_events(path))
     pd.testing.assert_frame_equal(fast, plain)
     assert fast["value"].iloc[1] == 2**70
+
+
+@pytest.mark.parametrize("values", [[2**63, 1], [2**60, 1.5], [1e300, 2.5]])
+def test_flat_payloads_with_numbers_past_exact_floats_read_as_the_plain_reader_reads_them(tmp_path: Path, values: list[Any]) -> None:
+    # Arrow's JSON reader, which takes the flat payloads of frequent types, reads 2**63 as a float.
+    path = tmp_path / "flat.jsonl"
+    journal = Journal(path, session_id="s")
+    for seq in range(1, 301):
+        journal.write(AgentEvent(seq, float(seq), "s", "r", "t", None, 0, EventType.TOOL_RESULT, {"value": values[seq % 2]}))
+    journal.close()
+    fast = events_df(path)
+    pd.testing.assert_frame_equal(fast, events_df(read_events(path)))
+    assert fast["value"].tolist()[:2] == [values[1], values[0]]

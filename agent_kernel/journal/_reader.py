@@ -277,7 +277,7 @@ def read_json_sql(paths: Iterable[str | os.PathLike[str]], *, data: str = "JSON"
     value's JSON text), then the header's ``schema``. A line that is not a JSON object of those
     types becomes a row of NULLs, for the caller to count as damaged under this module's policy;
     blank lines give no row. A line longer than ``longest_line`` bytes fails the whole read
-    (``duckdb.InvalidInputError``); DuckDB buffers about that much of the file while it reads.
+    (``duckdb.InvalidInputException``); DuckDB buffers about that much of the file while it reads.
     ``filename`` adds the file of each row.
 
     The SQL views (``journal.sql``), the Parquet export and the frames of a journal the fast

@@ -63,7 +63,8 @@ _DATA_ENTRIES = (
 
 
 class PlainReaderNeeded(Exception):
-    """DuckDB refused a line that ``json`` reads as a record: read the file with the plain reader."""
+    """DuckDB refused a line that ``json`` reads as a record, or one too long for it: read the file
+    with the plain reader."""
 
 
 def read_columns(path: Path, stacklevel: int) -> EventColumns:
@@ -84,7 +85,9 @@ def read_columns(path: Path, stacklevel: int) -> EventColumns:
     seq = table["seq"].take(pa.array(keep)).to_numpy()
     ts = table["ts"].take(pa.array(keep)).to_numpy()
     group, groups = _groups(table, keep)
-    return EventColumns(len(keep), seq, ts, group, groups, codes[keep], _data(table, keep))
+    batches = table.select(["_keys", "_json", "_text"]).to_batches()
+    del table  # each batch is let go once its values are taken (``_data``)
+    return EventColumns(len(keep), seq, ts, group, groups, codes[keep], _data(batches, len(codes), keep))
 
 
 def read_records(path: Path, skip_types: Iterable[str], stacklevel: int) -> list[dict[str, Any]]:
@@ -120,8 +123,9 @@ def _read(path: Path, select: str, data_type: str) -> pa.Table:
     """
     con = duckdb.connect(":memory:")
     try:
+        con.execute("SET enable_progress_bar = false")  # DuckDB draws one on stderr for a long read
         return con.sql(f"SELECT {select} FROM {read_json_sql([path], data=data_type, longest_line=_LONGEST_LINE)}").to_arrow_table()
-    except duckdb.InvalidInputError as exc:
+    except duckdb.InvalidInputException as exc:
         if "maximum_object_size" in str(exc):
             raise PlainReaderNeeded from None
         raise
@@ -219,12 +223,11 @@ def _count_damaged(path: Path, bad: np.ndarray, rows: int, count: LineCount) -> 
 def _groups(table: pa.Table, rows: np.ndarray) -> tuple[np.ndarray, list[dict[str, Any]]]:
     """Each row's group (an index into the groups) and the groups: one dict per distinct set of
     id fields (``format.GROUP_FIELDS``), with ``parent_agent_id`` None (``events_frame`` fills it)."""
-    take = pa.array(rows)
     key = np.zeros(len(rows), np.int64)
     values: list[tuple[np.ndarray, list[Any]]] = []
     for name in GROUP_FIELDS:
-        encoded = table[name].take(take).combine_chunks().dictionary_encode(null_encoding="encode")
-        codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        encoded = table[name].combine_chunks().dictionary_encode(null_encoding="encode")
+        codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)[rows]
         values.append((codes, encoded.dictionary.to_pylist()))
         # Factorised after each field, the combined key stays below the row count: no overflow.
         key = pd.factorize(key * len(encoded.dictionary) + codes)[0]
@@ -238,25 +241,46 @@ def _groups(table: pa.Table, rows: np.ndarray) -> tuple[np.ndarray, list[dict[st
     return group.astype(np.int64), groups
 
 
-def _data(table: pa.Table, rows: np.ndarray) -> dict[str, list[DataPiece]]:
-    """The data values of ``rows`` of ``table``, one piece per key (see the module docstring)."""
-    keys = table["_keys"].combine_chunks()
-    remap = np.full(table.num_rows, -1, np.int64)
+def _data(batches: list[pa.RecordBatch], count: int, rows: np.ndarray) -> dict[str, list[DataPiece]]:
+    """The data values of ``rows`` of the ``count`` rows in ``batches`` (their ``_keys``, ``_json``
+    and ``_text`` columns), as pieces per key (see the module docstring).
+
+    Each of DuckDB's batches is taken on its own, and let go once its values are: joining them
+    first copied every value once more, into memory Arrow keeps for reuse (peak memory,
+    benchmarks/journal.py). ``batches`` is emptied.
+    """
+    remap = np.full(count, -1, np.int64)  # a table row's row in the columns, -1 if left out
     remap[rows] = np.arange(len(rows))
-    lengths = pc.list_value_length(keys).fill_null(0).to_numpy()
-    entry_rows = remap[np.repeat(np.arange(table.num_rows), lengths)]
-    names, as_json, as_text = keys.flatten(), table["_json"].combine_chunks().flatten(), table["_text"].combine_chunks().flatten()
+    data: dict[str, list[DataPiece]] = {}
+    start = 0
+    batches.reverse()
+    while batches:
+        batch = batches.pop()
+        keys = batch.column(0)
+        lengths = pc.list_value_length(keys).fill_null(0).to_numpy()
+        entry_rows = remap[start + np.repeat(np.arange(batch.num_rows), lengths)]
+        start += batch.num_rows
+        names, as_json, as_text = keys.flatten(), batch.column(1).flatten(), batch.column(2).flatten()
+        for name, pieces in _batch_data(entry_rows, names, as_json, as_text).items():
+            data.setdefault(name, []).extend(pieces)
+    return data
+
+
+def _batch_data(entry_rows: np.ndarray, names: pa.Array, as_json: pa.Array, as_text: pa.Array) -> dict[str, list[DataPiece]]:
+    """One batch's data entries (a key, its row, its value as JSON text or as text) as pieces per key."""
     if (entry_rows < 0).any():  # entries of rows left out (unknown types)
         kept = pa.array(np.flatnonzero(entry_rows >= 0))
         entry_rows, names, as_json, as_text = entry_rows[entry_rows >= 0], names.take(kept), as_json.take(kept), as_text.take(kept)
+    if not len(entry_rows):
+        return {}
     encoded = names.dictionary_encode()
     key_codes = encoded.indices.to_numpy(zero_copy_only=False)
     is_json = as_json.is_valid().to_numpy(zero_copy_only=False)
     is_text = as_text.is_valid().to_numpy(zero_copy_only=False)
     order = np.argsort(key_codes, kind="stable")  # each key's entries together, in row order
-    data: dict[str, list[DataPiece]] = {}
     key_names = encoded.dictionary.to_pylist()
-    for at in np.split(order, np.flatnonzero(np.diff(key_codes[order])) + 1) if len(order) else []:
+    data: dict[str, list[DataPiece]] = {}
+    for at in np.split(order, np.flatnonzero(np.diff(key_codes[order])) + 1):
         texts, jsons = is_text[at], is_json[at]
         if texts.any() and not jsons.any():
             values: Any = as_text.take(pa.array(at))  # strings (a JSON null is a null)
