@@ -55,7 +55,6 @@ MOVED: dict[str, str] = {
     "journal.reader": "journal._reader",
     "journal.replay": "journal._replay",
     "journal.resume": "journal._resume",
-    "journal.slow_journal": "journal._fast.slow",
     "journal.sources": "journal._sources",
     "journal.sql": "journal._sql",
     "journal.svg_timeline": "journal._svg_timeline",

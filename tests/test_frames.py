@@ -16,8 +16,7 @@ from agent_kernel.context import SECTIONS, ContextManager
 from agent_kernel.events._event import AgentEvent, EventType
 from agent_kernel.guard._approvals import Approval
 from agent_kernel.journal import Journal, SkippedLinesWarning, TornLineWarning, read_events
-from agent_kernel.journal._fast import chunk_columns, columns
-from agent_kernel.journal._fast.columns import SlowJournalWarning
+from agent_kernel.journal._fast import any_layout, chunk_columns
 from agent_kernel.journal._frames import (
     EVENT_COLUMNS,
     MESSAGE_COLUMNS,
@@ -250,13 +249,12 @@ def test_the_fast_reader_gives_the_frame_the_event_list_gives(tmp_path: Path, mo
         used["in place"] += found is not None
         return found
 
-    def no_line_by_line_reading(*args: Any, **kwargs: Any) -> Any:
-        raise AssertionError("a canonical journal must not need the line-by-line reader")
+    def no_duckdb_reading(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a canonical journal must not need DuckDB's reader")
 
     monkeypatch.setattr(chunk_columns.pa_json, "read_json", counted_read_json)
     monkeypatch.setattr(chunk_columns, "plain_strings", counted_plain_strings)
-    monkeypatch.setattr(columns, "any_layout_chunks", no_line_by_line_reading)
-    monkeypatch.setattr(columns, "line_by_line_records", no_line_by_line_reading)
+    monkeypatch.setattr(any_layout, "read_columns", no_duckdb_reading)
     fast = events_df(path)
     monkeypatch.undo()
     assert used["arrow"] and used["in place"]
@@ -316,8 +314,7 @@ def test_a_journal_in_another_json_layout_reads_the_same(tmp_path: Path, frame: 
         f.write(json.dumps({"schema": 1, "session_id": "s_frames", "created": T0}) + "\n")
         for e in events:
             f.write(json.dumps(e.to_dict(), ensure_ascii=False) + "\n")
-    with pytest.warns(SlowJournalWarning, match="spaces after separators"):
-        pd.testing.assert_frame_equal(frame(path), frame(events))
+    pd.testing.assert_frame_equal(frame(path), frame(events))  # and no warning: they are errors here
     pd.testing.assert_frame_equal(frame(write(tmp_path / "canonical.jsonl", events)), frame(events))
 
 

@@ -1,5 +1,5 @@
-"""The fast journal reader: the writer's layout it relies on, its limits, and that it always agrees
-with the plain reader (``reader.read_events``), or says why it cannot apply."""
+"""The journal readers of the frames: the fast one, the writer's layout it relies on and its limits;
+DuckDB's for any other layout; and that both always agree with the plain reader (``reader.read_events``)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import random
 import warnings
 from pathlib import Path
 from typing import Any
+from unittest.mock import patch
 
 import pandas as pd
 import pytest
@@ -18,10 +19,9 @@ from agent_kernel.errors import JournalError
 from agent_kernel.events._event import AgentEvent, EventType
 from agent_kernel.journal import Journal, SkippedLinesWarning, TornLineWarning, read_events
 from agent_kernel.journal import _format as format
-from agent_kernel.journal._fast import chunk_columns, columns, line_scan
-from agent_kernel.journal._fast.columns import SlowJournalWarning
+from agent_kernel.journal._fast import any_layout, chunk_columns, line_scan
 from agent_kernel.journal._frames import events_df, tool_calls_df, turns_df
-from agent_kernel.journal._writer import event_line, rewrite_journal
+from agent_kernel.journal._writer import event_line
 
 T0 = 1_718_000_000.0
 
@@ -33,14 +33,26 @@ def write(path: Path, events: list[AgentEvent]) -> Path:
     return path
 
 
-def no_line_by_line_reading(*args: Any, **kwargs: Any) -> Any:
-    raise AssertionError("a journal in the writer's layout must not need the slow reader")
+def no_duckdb_reading(*args: Any, **kwargs: Any) -> Any:
+    raise AssertionError("a journal in the writer's layout must not need DuckDB's reader")
 
 
 def forbid_slow_reading(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Makes the slow reader (``journal.slow_journal``) fail the test if it is used."""
-    monkeypatch.setattr(columns, "any_layout_chunks", no_line_by_line_reading)
-    monkeypatch.setattr(columns, "line_by_line_records", no_line_by_line_reading)
+    """Makes the reader of other layouts (``journal._fast.any_layout``) fail the test if it is used."""
+    monkeypatch.setattr(any_layout, "read_columns", no_duckdb_reading)
+    monkeypatch.setattr(any_layout, "read_records", no_duckdb_reading)
+
+
+def read_by_duckdb(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Records each use of the reader of other layouts (``journal._fast.any_layout``): the list of uses."""
+    used: list[str] = []
+    for name in ("read_columns", "read_records"):
+        def spy(*args: Any, _read: Any = getattr(any_layout, name), _name: str = name, **kwargs: Any) -> Any:
+            used.append(_name)
+            return _read(*args, **kwargs)
+
+        monkeypatch.setattr(any_layout, name, spy)
+    return used
 
 
 # -- the layout -------------------------------------------------------------------------------
@@ -104,24 +116,25 @@ def some_events(count: int) -> list[AgentEvent]:
     ]
 
 
-@pytest.mark.parametrize(("reorder", "reasons"), [(False, "spaces after separators"), (True, "spaces after separators, keys in another order")])
-def test_a_journal_another_tool_rewrote_is_read_the_slow_way_with_a_warning_that_says_why(tmp_path: Path, reorder: bool, reasons: str) -> None:
+@pytest.mark.parametrize("reorder", [False, True])
+def test_a_journal_another_tool_rewrote_is_read_by_duckdb_to_the_same_frame_without_a_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reorder: bool
+) -> None:
     events = some_events(1500)
     path = reserialised(write(tmp_path / "j.jsonl", events), tmp_path / "other.jsonl", reorder=reorder)
-    with pytest.warns(SlowJournalWarning) as caught:
-        df = events_df(path)
-    message = str(caught[0].message)
-    assert len(caught) == 1 and f"not written by agent_kernel's writer ({reasons})" in message
-    assert "the slow way" in message and "rewrite_journal" in message
+    used = read_by_duckdb(monkeypatch)
+    df = events_df(path)  # a warning would fail the test: they are errors here
+    assert used == ["read_columns"]
     pd.testing.assert_frame_equal(df, events_df(events))
 
 
-def test_the_other_frames_also_say_when_they_read_a_journal_the_slow_way(tmp_path: Path) -> None:
-    events = some_events(40)
-    path = reserialised(write(tmp_path / "j.jsonl", events), tmp_path / "other.jsonl", reorder=False)
+def test_the_other_frames_read_a_rewritten_journal_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    canonical = write(tmp_path / "j.jsonl", some_events(40))
+    path = reserialised(canonical, tmp_path / "other.jsonl", reorder=False)
+    used = read_by_duckdb(monkeypatch)
     for frame in (turns_df, tool_calls_df):
-        with pytest.warns(SlowJournalWarning, match="spaces after separators"):
-            pd.testing.assert_frame_equal(frame(path), frame(events))
+        pd.testing.assert_frame_equal(frame(path), frame(canonical))
+    assert used == ["read_records", "read_records"]
 
 
 def test_a_type_with_flat_and_nested_payloads_reads_each_row_exactly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -168,38 +181,52 @@ def test_a_journal_read_in_many_small_chunks_gives_the_same_frame(tmp_path: Path
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         df = events_df(path)
-    assert [type(w.message) for w in caught] == ([] if layout == "writer" else [SlowJournalWarning])
+    assert caught == []
     monkeypatch.undo()
     pd.testing.assert_frame_equal(df, events_df(events))
 
 
-def test_a_rewritten_journal_with_a_blank_line_is_read_line_by_line(tmp_path: Path) -> None:
-    events = some_events(300)
-    path = reserialised(write(tmp_path / "j.jsonl", events), tmp_path / "other.jsonl", reorder=False)
+def test_a_rewritten_journal_with_blank_and_damaged_lines_names_the_damaged_ones_and_reads_the_rest(tmp_path: Path) -> None:
+    canonical = write(tmp_path / "j.jsonl", some_events(300))
+    path = reserialised(canonical, tmp_path / "other.jsonl", reorder=False)
     lines = path.read_text().splitlines(keepends=True)
-    path.write_text("".join(lines[:100] + ["\n"] + lines[100:]))
-    with pytest.warns(SlowJournalWarning):
+    damaged = lines[50][:30] + "\n"  # a text delta's line, cut short
+    path.write_text("".join(lines[:10] + ["\n", "  \n"] + lines[10:50] + [damaged, "[1, 2]\n"] + lines[51:]))
+    named = r"skipped 2 damaged lines \(lines 53, 54\)"
+    with pytest.warns(SkippedLinesWarning, match=named):
         df = events_df(path)
-    pd.testing.assert_frame_equal(df, events_df(events))
+    with pytest.warns(SkippedLinesWarning, match=named):
+        pd.testing.assert_frame_equal(df, events_df(read_events(path)))
+    with pytest.warns(SkippedLinesWarning, match=named):
+        pd.testing.assert_frame_equal(turns_df(path), turns_df(canonical))  # turns_df leaves the deltas out
 
 
-def test_rewrite_journal_makes_a_rewritten_journal_fast_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    original = write(tmp_path / "j.jsonl", some_events(1500))
-    other = reserialised(original, tmp_path / "other.jsonl", reorder=True)
-    copy = rewrite_journal(other, tmp_path / "again.jsonl")
-    assert copy.read_bytes() == original.read_bytes()
-    assert copy.stat().st_mode & 0o777 == 0o600
-    forbid_slow_reading(monkeypatch)
-    events_df(copy)  # no warning (they are errors here) and no line-by-line reading
-    with pytest.raises(JournalError, match="exists"):
-        rewrite_journal(other, copy)
+def test_a_line_only_json_reads_as_a_record_sends_the_file_to_the_plain_reader(tmp_path: Path) -> None:
+    # DuckDB refuses an escaped lone surrogate, which an older writer kept and json reads.
+    events = some_events(30)
+    events[7] = AgentEvent(8, T0 + 8, "s", "r", "t", None, 0, EventType.TOOL_RESULT, {"call_id": "c8", "content": {"parts": ["half \ud800 pair"]}})
+    canonical = write(tmp_path / "j.jsonl", events)
+    path = reserialised(canonical, tmp_path / "other.jsonl", reorder=True)
+    df = events_df(path)
+    pd.testing.assert_frame_equal(df, events_df(canonical))
+    assert df["content"].tolist()[7] == {"parts": ["half \ud800 pair"]}
+    pd.testing.assert_frame_equal(turns_df(path), turns_df(canonical))
 
 
-def test_a_journal_whose_ids_hold_a_comma_says_the_fast_reader_cannot_place_it(tmp_path: Path) -> None:
+def test_a_rewritten_journal_with_a_line_too_long_for_duckdb_is_read_by_the_plain_reader(tmp_path: Path) -> None:
+    events = some_events(20)
+    events[5] = AgentEvent(6, T0 + 6, "s", "r", "t", None, 0, EventType.TOOL_RESULT, {"call_id": "c6", "content": "x" * (40 << 20)})
+    canonical = write(tmp_path / "j.jsonl", events)
+    path = reserialised(canonical, tmp_path / "other.jsonl", reorder=True)
+    pd.testing.assert_frame_equal(events_df(path), events_df(canonical))
+    pd.testing.assert_frame_equal(tool_calls_df(path), tool_calls_df(canonical))
+
+
+def test_a_journal_whose_ids_hold_a_comma_is_read_by_duckdb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     events = [AgentEvent(e.seq, e.ts, "s", "r,1", "t", None, 0, e.type, e.data) for e in some_events(10)]
-    with pytest.warns(SlowJournalWarning, match="cannot place"):
-        df = events_df(write(tmp_path / "j.jsonl", events))
-    assert df["run_id"].tolist() == ["r,1"] * 10
+    used = read_by_duckdb(monkeypatch)
+    df = events_df(write(tmp_path / "j.jsonl", events))
+    assert used == ["read_columns"] and df["run_id"].tolist() == ["r,1"] * 10
 
 
 # -- the fast reader agrees with the plain one, whatever the journal ---------------------------
@@ -299,7 +326,8 @@ def test_the_fast_reader_gives_the_plain_readers_frame_for_any_journal(tmp_path_
     path = tmp_path_factory.mktemp("journal") / "j.jsonl"
     text, canonical = journal_text(spec)
     path.write_bytes(text)
-    fast, plain, caught = read_both(path)
+    with patch.object(any_layout, "read_columns", wraps=any_layout.read_columns) as duckdb_reader:
+        fast, plain, caught = read_both(path)
     assert not isinstance(fast, JournalError), fast
     pd.testing.assert_frame_equal(fast, plain)  # an unknown event type is left out by both
     kinds = [type(w.message) for w in caught]
@@ -307,8 +335,9 @@ def test_the_fast_reader_gives_the_plain_readers_frame_for_any_journal(tmp_path_
     whole = text.splitlines()[1:-1] if spec["torn"] else text.splitlines()[1:]
     unknown = any(json.loads(line)["type"] not in KNOWN_TYPES for line in whole)
     assert kinds.count(SkippedLinesWarning) == int(unknown)  # counted and named, never a refusal
-    # The writer's layout always takes the fast path; any other says so, once.
-    assert kinds.count(SlowJournalWarning) == int(not canonical)
+    assert len(kinds) == int(spec["torn"]) + int(unknown)  # whatever the layout, nothing else to say
+    # The writer's layout takes the fast path, unless a newer version's event type is in it.
+    assert duckdb_reader.called == (not canonical or unknown)
 
 
 @pytest.mark.parametrize("odd", [float("nan"), 2**70, -(2**63) - 1])
@@ -325,3 +354,16 @@ def test_values_past_what_json_libraries_agree_on_read_as_the_plain_reader_reads
     plain = events_df(read_events(path))
     pd.testing.assert_frame_equal(fast, plain)
     assert fast["value"].iloc[1] == 2**70
+
+
+@pytest.mark.parametrize("values", [[2**63, 1], [2**60, 1.5], [1e300, 2.5]])
+def test_flat_payloads_with_numbers_past_exact_floats_read_as_the_plain_reader_reads_them(tmp_path: Path, values: list[Any]) -> None:
+    # Arrow's JSON reader, which takes the flat payloads of frequent types, reads 2**63 as a float.
+    path = tmp_path / "flat.jsonl"
+    journal = Journal(path, session_id="s")
+    for seq in range(1, 301):
+        journal.write(AgentEvent(seq, float(seq), "s", "r", "t", None, 0, EventType.TOOL_RESULT, {"value": values[seq % 2]}))
+    journal.close()
+    fast = events_df(path)
+    pd.testing.assert_frame_equal(fast, events_df(read_events(path)))
+    assert fast["value"].tolist()[:2] == [values[1], values[0]]

@@ -28,7 +28,7 @@ from agent_kernel.journal._resume import (
 # Eager: a lazy load would leave the submodule, not the function, under the name ``sql``. The
 # module imports neither DuckDB nor pandas until a query runs.
 from agent_kernel.journal._sql import connect, sql
-from agent_kernel.journal._writer import JOURNAL_SCHEMA, SESSIONS_DIR, Journal, JournalLostWarning, rewrite_journal, session_path
+from agent_kernel.journal._writer import JOURNAL_SCHEMA, SESSIONS_DIR, Journal, JournalLostWarning, session_path
 
 if TYPE_CHECKING:
     from agent_kernel.journal._export import export_otel, export_parquet
@@ -62,7 +62,6 @@ __all__ = [
     "replaced_requests",
     "replay",
     "resolve_journal_path",
-    "rewrite_journal",
     "session_path",
     "sql",
     "timeline",

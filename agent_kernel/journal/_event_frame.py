@@ -16,7 +16,7 @@ import pandas as pd
 import pyarrow as pa
 
 from agent_kernel.events._event import EventType
-from agent_kernel.journal._fast.columns import EVENT_TYPES, ID_FIELDS, EventColumns, arrow_kind, data_kind, worker_threads
+from agent_kernel.journal._fast import EVENT_TYPES, ID_FIELDS, EventColumns, arrow_kind, data_kind, worker_threads
 
 __all__ = ["AGENT_COLUMNS", "EVENT_COLUMNS", "STRING", "TIME", "TYPE_DTYPE", "events_frame", "objects", "utc"]
 

@@ -27,8 +27,9 @@ import pyarrow as pa
 
 from agent_kernel.errors import UserError
 from agent_kernel.events._event import AgentEvent, EventType
+from agent_kernel.journal._reader import read_json_sql
 from agent_kernel.journal._sources import PathsLike, journal_files, read_tolerant, warn_skipped
-from agent_kernel.journal._sql import _KEY_PATHS, COMMON_DATA_KEYS, _ident, _quote, _reader
+from agent_kernel.journal._sql import _KEY_PATHS, COMMON_DATA_KEYS, _ident, _quote
 
 __all__ = ["PARQUET_SCHEMA", "ParquetExport", "export_otel", "export_parquet"]
 
@@ -162,7 +163,7 @@ class _DuckDBReader:
             for i, (key, kind) in enumerate(COMMON_DATA_KEYS.items(), 1)
         )
         con = self.con
-        con.execute(f"CREATE OR REPLACE TEMP TABLE _lines AS SELECT * FROM {_reader([path])}")
+        con.execute(f"CREATE OR REPLACE TEMP TABLE _lines AS SELECT * FROM {read_json_sql([path], filename=True)}")
         row = con.execute(
             "SELECT count(*) FILTER (WHERE (seq IS NULL OR ts IS NULL OR type IS NULL) AND NOT (schema IS NOT NULL AND type IS NULL)) FROM _lines"
         ).fetchall()[0]

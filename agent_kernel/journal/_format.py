@@ -9,12 +9,13 @@ instead of parsing JSON. Both take the shape from here, so it is stated once::
 
 (one line in the file): compact separators, ASCII only (other characters ``\\u`` escaped), the
 keys in ``FIELD_ORDER``, ``data`` last. A line in any other shape is still a valid record; the
-reader just cannot take its fast path for that file (and says so, see ``slow_journal``).
+reader just cannot take its fast path for that file, and reads it with DuckDB instead
+(``journal._fast.any_layout``).
 
 The fast reader's limits are here too. ``MAX_TYPE_NAME`` is the longest event type it
 recognises without a JSON parser; ``unfit_type_names`` lists any ``EventType`` value beyond a
 limit, and a test asserts there is none, so adding a long type fails a test instead of quietly
-sending every journal to the slow path.
+sending every journal to the DuckDB reader.
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ STRING_PAYLOAD_CLOSE = '"}'  # the value's closing quote and the payload's brace
 # Commas at the top level of a line before its payload: after seq, after ts, after each of the
 # six id fields but the last (5), before type and before data. Ids never hold a comma (session
 # ids cannot; run, turn and agent ids are generated), so the reader finds every field boundary
-# by counting commas, and a line where that does not hold is read the slow way.
+# by counting commas, and a file where that does not hold is read by DuckDB.
 TOP_LEVEL_COMMAS = 8
 
 MAX_TYPE_NAME = 40  # longest type name the fast reader recognises (five machine words)

@@ -28,7 +28,7 @@ import pandas as pd
 from agent_kernel.errors import JournalError
 from agent_kernel.events._event import AgentEvent, EventType
 from agent_kernel.journal._event_frame import AGENT_COLUMNS, EVENT_COLUMNS, STRING, TIME, TYPE_DTYPE, events_frame, objects, utc
-from agent_kernel.journal._fast.columns import columns_from_events, columns_from_file, records_from_file, small_pages
+from agent_kernel.journal._fast import columns_from_events, columns_from_file, records_from_file, small_pages
 from agent_kernel.journal._reader import KNOWN_TYPES, LineCount, events_of
 from agent_kernel.journal._resume import Conversation
 from agent_kernel.journal._writer import Journal
@@ -215,8 +215,8 @@ def events_df(source: Any) -> pd.DataFrame:
 
     A journal path is read by a vectorised reader, many times faster and leaner than
     ``pandas.read_json`` + ``json_normalize`` (figures: ``benchmarks/journal.py``). A file another
-    tool re-serialised is read with ``json`` instead (the same frame, two to three times slower), with
-    a ``SlowJournalWarning`` saying why and how to make it fast (``rewrite_journal``).
+    tool re-serialised (other spacing or key order) is read by DuckDB's JSON reader instead: the
+    same frame, a little slower.
 
     Example:
         >>> df = events_df(".agent_kernel/sessions/s_1234.jsonl")  # doctest: +SKIP

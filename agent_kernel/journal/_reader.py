@@ -31,6 +31,7 @@ from agent_kernel.errors import JournalError
 from agent_kernel.events._event import AgentEvent, EventType
 
 __all__ = [
+    "ENVELOPE_SQL",
     "JOURNAL_SCHEMA",
     "LineCount",
     "SkippedLinesWarning",
@@ -41,11 +42,24 @@ __all__ = [
     "parse_header",
     "read_events",
     "read_header",
+    "read_json_sql",
     "read_records",
 ]
 
 JOURNAL_SCHEMA = 1
 KNOWN_TYPES = frozenset(kind.value for kind in EventType)
+#: An event line's envelope as DuckDB reads it: each ``AgentEvent`` field but ``data``, with its type.
+ENVELOPE_SQL: tuple[tuple[str, str], ...] = (
+    ("seq", "BIGINT"),
+    ("ts", "DOUBLE"),
+    ("session_id", "VARCHAR"),
+    ("run_id", "VARCHAR"),
+    ("turn_id", "VARCHAR"),
+    ("parent_turn_id", "VARCHAR"),
+    ("iteration", "BIGINT"),
+    ("agent_id", "VARCHAR"),
+    ("type", "VARCHAR"),
+)
 
 
 class TornLineWarning(UserWarning):
@@ -253,6 +267,28 @@ def _skipped(line: bytes, markers: list[bytes]) -> bool:
     if at < 0 or not line.startswith(b'{"seq":') or line.find(b"{", 1, at) >= 0:
         return False
     return any(line.startswith(marker, at) for marker in markers)
+
+
+def read_json_sql(paths: Iterable[str | os.PathLike[str]], *, data: str = "JSON", filename: bool = False, longest_line: int = 256 << 20) -> str:
+    """DuckDB's ``read_json`` call over the journals at ``paths``, for a ``FROM`` clause.
+
+    The columns are explicit, never inferred: ``ENVELOPE_SQL``, then ``data`` as the DuckDB type
+    ``data`` (``JSON`` keeps each payload's text; ``MAP(VARCHAR, JSON)`` gives each key with its
+    value's JSON text), then the header's ``schema``. A line that is not a JSON object of those
+    types becomes a row of NULLs, for the caller to count as damaged under this module's policy;
+    blank lines give no row. A line longer than ``longest_line`` bytes fails the whole read
+    (``duckdb.InvalidInputException``); DuckDB buffers about that much of the file while it reads.
+    ``filename`` adds the file of each row.
+
+    The SQL views (``journal.sql``), the Parquet export and the frames of a journal the fast
+    reader cannot take (``journal._fast``) all read journals through this one call.
+    """
+    columns = ", ".join(f"{name}: '{kind}'" for name, kind in (*ENVELOPE_SQL, ("data", data), ("schema", "BIGINT")))
+    listed = ", ".join("'" + os.fspath(path).replace("'", "''") + "'" for path in paths)
+    return (
+        f"read_json([{listed}], format='newline_delimited', ignore_errors=true, filename={str(filename).lower()}, "
+        f"maximum_object_size={longest_line}, columns={{{columns}}})"
+    )
 
 
 def read_header(path: str | os.PathLike[str]) -> dict[str, Any] | None:

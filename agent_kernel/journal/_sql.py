@@ -24,7 +24,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from agent_kernel.errors import UserError
-from agent_kernel.journal._reader import KNOWN_TYPES, LineCount
+from agent_kernel.journal._reader import ENVELOPE_SQL, KNOWN_TYPES, LineCount, read_json_sql
 from agent_kernel.journal._sources import JournalFiles, PathsLike, journal_files, warn_skipped
 
 if TYPE_CHECKING:
@@ -56,17 +56,6 @@ DELTA_TYPES = ("text_delta", "thinking_delta", "tool_call_delta")
 VIEWS = ("events", "turns", "tool_calls", "usage", "messages")
 
 _INSTALL = "pip install 'agent_kernel[sql]'"
-_ENVELOPE = (
-    ("seq", "BIGINT"),
-    ("ts", "DOUBLE"),
-    ("session_id", "VARCHAR"),
-    ("run_id", "VARCHAR"),
-    ("turn_id", "VARCHAR"),
-    ("parent_turn_id", "VARCHAR"),
-    ("iteration", "BIGINT"),
-    ("agent_id", "VARCHAR"),
-    ("type", "VARCHAR"),
-)
 
 
 def _duckdb() -> Any:
@@ -85,19 +74,9 @@ def _ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def _reader(paths: list[str]) -> str:
-    """The ``read_json`` call over ``paths``: explicit columns, bad lines become all-NULL rows."""
-    columns = ", ".join(f"{name}: '{kind}'" for name, kind in (*_ENVELOPE, ("data", "JSON"), ("schema", "BIGINT")))
-    listed = "[" + ", ".join(_quote(p) for p in paths) + "]"
-    return (
-        f"read_json({listed}, format='newline_delimited', ignore_errors=true, filename=true, "
-        f"maximum_object_size=268435456, columns={{{columns}}})"
-    )
-
-
 def _load(con: duckdb.DuckDBPyConnection, files: JournalFiles, with_deltas: bool) -> int:
     """Fills ``_all`` from the journals; returns how many lines were not records."""
-    envelope = ", ".join(f"{_ident(n)} {k}" for n, k in _ENVELOPE)
+    envelope = ", ".join(f"{_ident(n)} {k}" for n, k in ENVELOPE_SQL)
     con.execute(f"CREATE TEMP TABLE _all (_file VARCHAR, {envelope}, data JSON, _schema BIGINT)")
     if not files.paths:
         return 0
@@ -107,7 +86,7 @@ def _load(con: duckdb.DuckDBPyConnection, files: JournalFiles, with_deltas: bool
         INSERT INTO _all
         SELECT filename, seq, ts, session_id, run_id, turn_id, parent_turn_id, coalesce(iteration, 0), agent_id, type,
                data, schema
-        FROM {_reader(files.paths)} {keep}
+        FROM {read_json_sql(files.paths, filename=True)} {keep}
         """
     )
     # A header has a schema and no type; every other line that is not an event is a bad one.

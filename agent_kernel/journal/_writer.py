@@ -77,7 +77,7 @@ from agent_kernel.errors import JournalError, JournalWriteError, UserError
 from agent_kernel.events._event import AgentEvent, EventType
 from agent_kernel.guard._signing import SIGNATURE_FIELD, sign_header
 from agent_kernel.journal._format import DATA_KEY, FIELD_ORDER, ITEM_SEPARATOR, KEY_SEPARATOR, LINE_END, SEQ_KEY, TS_KEY, id_section
-from agent_kernel.journal._reader import JOURNAL_SCHEMA, TornLineWarning, check_schema, parse_header, read_records
+from agent_kernel.journal._reader import JOURNAL_SCHEMA, TornLineWarning, check_schema, parse_header
 
 try:  # the C encoder, built once: json.dumps rebuilds it on every call
     from json.encoder import c_make_encoder  # type: ignore[attr-defined]  # private, so not in typeshed
@@ -89,7 +89,7 @@ try:
 except ImportError:  # pragma: no cover - Windows has no flock; the lock is skipped there
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["JOURNAL_SCHEMA", "SESSIONS_DIR", "Journal", "JournalLostWarning", "event_line", "rewrite_journal", "session_path"]
+__all__ = ["JOURNAL_SCHEMA", "SESSIONS_DIR", "Journal", "JournalLostWarning", "event_line", "session_path"]
 
 SESSIONS_DIR = Path(".agent_kernel") / "sessions"
 
@@ -161,34 +161,6 @@ def event_line(event: AgentEvent) -> str:
         f"{SEQ_KEY}{int(event.seq)}{TS_KEY}{float.__repr__(float(event.ts))}{_id_text(key)}{kind.value}"
         f"{DATA_KEY}{_encode_safely(event.data)}{LINE_END}"
     )
-
-
-def rewrite_journal(source: str | os.PathLike[str], target: str | os.PathLike[str]) -> Path:
-    """Writes the journal at ``source`` again at ``target`` in the writer's layout; returns ``target``.
-
-    For a journal another tool re-serialised (spaces after separators, keys reordered): the copy
-    holds the same header and events, and reads with the fast reader. A torn last line is left out
-    (with a ``TornLineWarning``).
-
-    Raises:
-        JournalError: ``target`` exists, or a record of ``source`` is not an agent event.
-    """
-    header, records = read_records(source)
-    try:
-        events = [AgentEvent.from_dict(record) for record in records]
-    except (KeyError, ValueError, TypeError) as exc:
-        raise JournalError(f"{source} holds a record that is not an agent event ({exc!r}); it cannot be rewritten.") from None
-    lines = [_encode_safely(header) + "\n"] if header is not None else []
-    lines.extend(event_line(event) for event in events)
-    target = Path(target)
-    _make_private_dirs(target.parent)
-    try:
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        raise JournalError(f"{target} exists; choose a new path for the rewritten journal.") from None
-    with os.fdopen(fd, "wb") as f:
-        f.write("".join(lines).encode("ascii"))
-    return target
 
 
 def _make_private_dirs(folder: Path) -> None:

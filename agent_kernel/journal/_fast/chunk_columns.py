@@ -31,6 +31,7 @@ __all__ = ["Part", "Shapes", "arrow_table", "parse_chunk", "plain_strings"]
 
 _ARROW_MIN_ROWS = 128  # below this a type's payloads in a chunk are parsed with json (Arrow's call costs more)
 _MAX_FAST_PAYLOAD = 1 << 16  # longer payloads of a frequent type are parsed with json
+_EXACT_FLOAT_INTEGERS = 2.0**53  # a float at least this large may stand for an integer json keeps exact
 _FLAT_ARROW = (pa.types.is_boolean, pa.types.is_int64, pa.types.is_float64, pa.types.is_string, pa.types.is_null)
 _STRING_OPEN, _STRING_KEY_END, _STRING_CLOSE = (text.encode() for text in (STRING_PAYLOAD_OPEN, STRING_PAYLOAD_KEY_END, STRING_PAYLOAD_CLOSE))
 
@@ -246,4 +247,9 @@ def arrow_table(buf: np.ndarray, data: pa.Buffer, begin: np.ndarray, end: np.nda
         return None
     if not all(any(test(f.type) for test in _FLAT_ARROW) for f in table.schema):
         return None  # nested values: Arrow would merge their keys, json keeps them exact
+    for column in table.columns:
+        # Arrow reads an integer past int64 as a float; json keeps it an int, and an int past 2**53
+        # beside floats makes the column objects (frames): json decides such values.
+        if pa.types.is_float64(column.type) and (pc.max(pc.abs(column)).as_py() or 0) >= _EXACT_FLOAT_INTEGERS:
+            return None
     return table

@@ -8,10 +8,9 @@
   operations instead of a JSON parser per line (``line_scan`` finds the fields, ``chunk_columns``
   turns a chunk into columns), on every core, while the garbage collector is paused
   (``paused_gc``).
-* A file with any line in another layout (re-serialised by another tool, edited by hand) is read
-  through ``json`` instead, a chunk of lines per call, giving the same columns, two to three
-  times slower; a ``SlowJournalWarning`` says so, names what differs and how to make the file fast
-  again (``journal.slow_journal``).
+* A file with any line in another layout (re-serialised by another tool, edited by hand, with a
+  damaged line) is read by DuckDB's JSON reader instead (``any_layout``), giving the same
+  columns; DuckDB is imported only then.
 
 Data values become columns by kind (see ``data_pieces.data_kind``): booleans, integers, numbers and
 strings get typed columns; objects, arrays and mixed values stay Python objects, exactly as
@@ -47,21 +46,18 @@ from agent_kernel.events._event import AgentEvent
 from agent_kernel.journal._fast.chunk_columns import Part, Shapes, parse_chunk
 from agent_kernel.journal._fast.data_pieces import DataPiece, arrow_kind, data_kind, pivot
 from agent_kernel.journal._fast.line_scan import EVENT_TYPES, NotCanonical, blocks, complete_tail, locate, padded
-from agent_kernel.journal._fast.slow import SlowJournalWarning, Unparsed, any_layout_chunks, layout_problems, line_by_line_records, warn_slow
 from agent_kernel.journal._format import GROUP_FIELDS
-from agent_kernel.journal._reader import LineCount, check_schema, read_header
+from agent_kernel.journal._reader import LineCount, check_schema, iter_records, read_header
 
 __all__ = [
     "EVENT_TYPES",
     "ID_FIELDS",
     "DataPiece",
     "EventColumns",
-    "SlowJournalWarning",
     "arrow_kind",
     "columns_from_events",
     "columns_from_file",
     "data_kind",
-    "layout_problems",
     "paused_gc",
     "records_from_file",
     "small_pages",
@@ -299,10 +295,10 @@ def small_pages() -> Iterator[None]:
 
 
 def columns_from_file(path: str | os.PathLike[str]) -> EventColumns:
-    """Columns of the journal at ``path``: the fast path for canonical files, json otherwise.
+    """Columns of the journal at ``path``: the fast path for canonical files, DuckDB otherwise.
 
-    A torn last line is skipped with a ``TornLineWarning``; a file in another layout is read
-    with a ``SlowJournalWarning`` saying why.
+    A torn last line is skipped with a ``TornLineWarning``; damaged lines and events of unknown
+    types are left out with a ``SkippedLinesWarning`` counting them (``journal.reader``).
     """
     with paused_gc():
         return _columns_from_file(Path(path))
@@ -313,23 +309,30 @@ def _columns_from_file(path: Path) -> EventColumns:
     try:
         return _read_canonical(path)
     except NotCanonical:
-        columns, unknown = _read_any_layout(path)  # a newer version's event types are not canonical
-        LineCount(unknown_types=unknown).warn(path, stacklevel=4)
-        if not unknown or layout_problems(path):  # not when only a newer version's event types sent it here
-            warn_slow(path, stacklevel=4)  # events_df's caller
-        return columns
+        pass
+    from agent_kernel.journal._fast import any_layout  # imports DuckDB, which only this path needs
 
-
-def _read_any_layout(path: Path) -> tuple[EventColumns, Counter[str]]:
-    """Columns of a journal in any layout, read with ``json``, and the unknown event types left out."""
-    builder = _Builder()
     try:
-        for records in any_layout_chunks(path, stacklevel=5):
-            builder.add_records(records)
-    except Unparsed:
+        return any_layout.read_columns(path, stacklevel=4)  # events_df's caller
+    except any_layout.PlainReaderNeeded:
+        records, count = _plain_records(path)
         builder = _Builder()
-        builder.add_records(line_by_line_records(path))
-    return builder.finish(), builder.unknown
+        builder.add_records(records)
+        count.unknown_types = builder.unknown
+        count.warn(path, stacklevel=4)
+        return builder.finish()
+
+
+def _plain_records(path: Path, skip_types: Iterable[str] = ()) -> tuple[list[Any], LineCount]:
+    """The event records of ``path`` read line by line with ``json`` (``reader.iter_records``), for
+    the rare file DuckDB's reader refuses a record of; the damaged lines counted, not yet warned."""
+    count = LineCount()
+    skipped = set(map(str, skip_types))
+    with open(path, "rb") as f:
+        lines = f.read().splitlines(keepends=True)
+    records = [record for record in iter_records(lines, path, count, stacklevel=5) if record["type"] not in skipped]
+    count.unknown_types.clear()  # the caller counts the unknown types its own way
+    return records, count
 
 
 def _read_canonical(path: Path) -> EventColumns:
@@ -379,7 +382,9 @@ def records_from_file(path: str | os.PathLike[str], skip_types: Iterable[str] = 
 
     On a canonical file the types are found column-wise, so only the records kept are parsed:
     the per-token deltas, nine in ten lines of a long session, cost next to nothing. Other files
-    go through ``reader.read_records``. A torn last line is skipped with a ``TornLineWarning``.
+    are read by DuckDB (``any_layout``). A torn last line is skipped with a ``TornLineWarning``,
+    damaged lines with a ``SkippedLinesWarning``; events of unknown types are kept, for the
+    caller to count.
     """
     check_schema(read_header(path), path)
     skip = np.asarray(sorted(_TYPE_CODE[str(kind)] for kind in skip_types), np.int16)
@@ -387,8 +392,14 @@ def records_from_file(path: str | os.PathLike[str], skip_types: Iterable[str] = 
         try:
             return _canonical_records(Path(path), skip)
         except NotCanonical:
-            records = line_by_line_records(Path(path), skip_types)
-            warn_slow(Path(path), stacklevel=4)  # the caller of turns_df and the other frames
+            pass
+        from agent_kernel.journal._fast import any_layout
+
+        try:
+            return any_layout.read_records(Path(path), skip_types, stacklevel=4)  # the caller of turns_df and the other frames
+        except any_layout.PlainReaderNeeded:
+            records, count = _plain_records(Path(path), skip_types)
+            count.warn(path, stacklevel=4)
             return records
 
 

@@ -7,8 +7,8 @@ boundary is an index into the sorted comma positions, checked against the key te
 puts there; the type name is read from a few machine words (``type_codes``), ``seq`` column-wise
 (``integers``), and any field is handed to Arrow as a zero-copy view of the chunk (``views``).
 
-Anything that does not fit raises ``NotCanonical``: the file is then read the slow way
-(``journal.slow_journal``), never misread.
+Anything that does not fit raises ``NotCanonical``: the file is then read by DuckDB's JSON reader
+(``any_layout``), never misread.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ _RECORD_CLOSE = _LINE_END.rstrip(b"\n")  # "}" after the payload, then the newli
 
 
 class NotCanonical(Exception):
-    """A line is not in the writer's layout: the file must be read the slow way."""
+    """A line is not in the writer's layout: the file must be read by ``any_layout``."""
 
 
 def blocks(f: BufferedIOBase, spare: list[bytearray] | None = None) -> Iterator[tuple[bytearray, int]]:
@@ -229,7 +229,7 @@ def _type_hash(keys: np.ndarray) -> np.ndarray:
     return (keys * _TYPE_MIX).sum(axis=1, dtype=np.uint64)
 
 
-# A name beyond the limit is left out here (its journals take the slow path, and a test in
+# A name beyond the limit is left out here (its journals go to DuckDB's reader, and a test in
 # tests/test_journal_fast_path.py fails), so slots map back to EVENT_TYPES codes.
 _TYPE_SLOT_CODES = np.asarray([code for code, name in enumerate(EVENT_TYPES) if len(name) <= MAX_TYPE_NAME], np.int16)
 _TYPE_KEYS = np.asarray([_type_key(EVENT_TYPES[code].encode()) for code in _TYPE_SLOT_CODES.tolist()], np.uint64)
@@ -245,7 +245,7 @@ def _type_codes(buf: np.ndarray, begin: np.ndarray, end: np.ndarray) -> np.ndarr
     so the eight-byte words from the name's start, with the word that ends where it ends and its
     length, identify it exactly (for names up to ``MAX_TYPE_NAME`` bytes; ``format`` checks the
     vocabulary fits). Each line's key is looked up by hash among the vocabulary's, then compared
-    word for word: an unknown type is not canonical (the slow path names it).
+    word for word: an unknown type is not canonical (DuckDB's reader counts it).
     """
     words = _words(buf, "<u8")
     size = end - begin
