@@ -16,8 +16,6 @@ import warnings
 from types import CodeType, ModuleType
 from typing import Any
 
-__all__ = ["MOVED", "install"]
-
 #: Old path (below ``agent_kernel.``) -> where it lives now.
 MOVED: dict[str, str] = {
     "agent_checks": "agent._settings",

@@ -17,8 +17,6 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["BackgroundWork", "Finished"]
-
 
 @dataclass(frozen=True)
 class Finished:

@@ -14,8 +14,6 @@ import contextvars
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-__all__ = ["SHORT_LIVED_LOOP", "run_blocking"]
-
 T = TypeVar("T")
 
 #: True inside a coroutine ``run_blocking`` runs: its loop closes when the call returns, so

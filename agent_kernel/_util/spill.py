@@ -13,8 +13,6 @@ import os
 import re
 from pathlib import Path
 
-__all__ = ["shown_path", "spill_path", "write_spill"]
-
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]")
 
 

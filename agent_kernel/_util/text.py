@@ -14,8 +14,6 @@ import re
 import unicodedata
 from typing import Any
 
-__all__ = ["REPLACEMENT", "encodable", "encodable_data", "shown_name", "shown_text"]
-
 REPLACEMENT = "\ufffd"
 
 # A str never holds a valid surrogate pair (those are single code points), so any surrogate is lone.

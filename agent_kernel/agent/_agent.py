@@ -41,8 +41,6 @@ from agent_kernel.runtime._state import ExecutionContext, LoopStateMachine, Loop
 from agent_kernel.tools._registry import ToolRegistry
 from agent_kernel.tools._tool import Tool
 
-__all__ = ["Agent", "RunResult"]  # RunResult lives in .result; imported from here too
-
 
 class Agent:
     """An LLM agent with tools, streaming every step as an ``AgentEvent``.

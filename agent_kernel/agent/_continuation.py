@@ -40,8 +40,6 @@ if TYPE_CHECKING:
     from agent_kernel.agent._agent import Agent
     from agent_kernel.models._base import Model
 
-__all__ = ["fork_of", "recorded_settings", "request_of", "restore"]
-
 
 def recorded_settings(agent: Agent) -> dict[str, Any]:
     """What a new journal's header records of ``agent``: its sandbox and permission settings."""

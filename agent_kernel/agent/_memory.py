@@ -28,8 +28,6 @@ from agent_kernel.memory._summaries import Summary, summaries_of
 if TYPE_CHECKING:
     from agent_kernel.agent._agent import Agent
 
-__all__ = ["AgentMemory"]
-
 Namespace = Mapping[str, Any] | Callable[[], Mapping[str, Any]]
 
 

@@ -19,11 +19,6 @@ if TYPE_CHECKING:
     from agent_kernel.events._sink import EventSink
     from agent_kernel.models._base import Model
 
-__all__ = [
-    "DEFAULT", "ContextOff", "LoopSetting", "build_context_manager", "build_permissions", "file_in_the_way", "is_journal_folder",
-    "journal_path", "open_journal", "otel_sink", "resolve_model_arg",
-]
-
 
 T = TypeVar("T")
 

@@ -16,8 +16,6 @@ from agent_kernel.events._event import AgentEvent, EventType
 from agent_kernel.models._base import Usage
 from agent_kernel.runtime._state import LoopStats, TerminationReason
 
-__all__ = ["RunResult", "run_finish_of"]
-
 
 def run_finish_of(events: Sequence[AgentEvent]) -> tuple[AgentEvent, LoopStats]:
     """The ``run_finish`` of the run the first event belongs to, and its ``LoopStats``.

@@ -45,8 +45,6 @@ from agent_kernel.tools._tool import Tool
 if TYPE_CHECKING:
     from agent_kernel.agent._agent import Agent
 
-__all__ = ["DEFAULT", "AgentSettings", "Fork", "Takes", "check_known_settings", "typed_as_settings"]
-
 
 class _Default:
     def __repr__(self) -> str:

@@ -16,8 +16,6 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any, Literal
 
-__all__ = ["Assembly", "Component", "ContextAssembler", "Placed", "Priority", "Status"]
-
 Status = Literal["included", "truncated", "excluded"]
 
 TRUNCATION_MARK = "\n[... truncated to fit the context budget]"

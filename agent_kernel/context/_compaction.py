@@ -38,24 +38,6 @@ from agent_kernel.messages import Message, SummaryBlock, TextBlock, ThinkingBloc
 from agent_kernel.models import _pricing as pricing
 from agent_kernel.models._base import MessageEnd, Model, ModelRequest, TextDelta, Usage
 
-__all__ = [
-    "SECTIONS",
-    "ask_for_summary",
-    "CompactionResult",
-    "Compactor",
-    "Emit",
-    "SessionSource",
-    "compacted_history",
-    "fallback_notice",
-    "is_valid_cut",
-    "render_transcript",
-    "summary_block",
-    "summary_prompt",
-    "window_cut",
-    "with_summary",
-]
-
-
 #: The sections every summary must have, in order.
 SECTIONS: tuple[str, ...] = (
     "Task overview",

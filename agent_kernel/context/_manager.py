@@ -43,8 +43,6 @@ from agent_kernel.events._turn import TurnState
 from agent_kernel.messages import Message, SummaryBlock, ToolResultBlock
 from agent_kernel.models._base import Model, ModelRequest, Usage
 
-__all__ = ["DEFAULT_CONTEXT_WINDOW", "ContextManager", "PreparedContext"]
-
 #: Used when neither the model nor the manager says how large the window is.
 DEFAULT_CONTEXT_WINDOW = 128_000
 

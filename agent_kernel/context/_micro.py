@@ -27,8 +27,6 @@ from agent_kernel._util.spill import shown_path, spill_path, write_spill
 from agent_kernel.context._tokens import TokenCounter
 from agent_kernel.messages import Message, ToolResultBlock
 
-__all__ = ["MicroCompactor", "MicroResult", "placeholder", "spilled_placeholder"]
-
 
 def placeholder(chars: int, path: Path | None = None) -> str:
     """The text standing in for a cleared tool result of ``chars`` characters (kept in ``path``)."""

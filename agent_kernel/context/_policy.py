@@ -20,8 +20,6 @@ if TYPE_CHECKING:
     from agent_kernel.events._event import Emit
     from agent_kernel.events._turn import TurnState
 
-__all__ = ["ContextPolicy", "PreparedContext", "SummaryCall"]
-
 
 
 class SummaryCall(Protocol):

@@ -11,8 +11,6 @@ from dataclasses import dataclass
 
 from agent_kernel.errors import UserError
 
-__all__ = ["SessionMemoryConfig"]
-
 
 @dataclass(frozen=True)
 class SessionMemoryConfig:

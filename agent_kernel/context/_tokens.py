@@ -19,8 +19,6 @@ from collections.abc import Iterable, Sequence
 from agent_kernel.messages import Message
 from agent_kernel.models._base import ModelRequest, ToolSpec, Usage
 
-__all__ = ["CHARS_PER_TOKEN", "DEFAULT_CHARS_PER_TOKEN", "TokenCounter", "reported_input_tokens"]
-
 #: Characters per token by provider: English prose and code measured against each provider's
 #: tokenizer land near these; calibration corrects the rest.
 CHARS_PER_TOKEN: dict[str, float] = {"anthropic": 3.5, "openai": 4.0}

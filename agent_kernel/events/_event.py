@@ -13,8 +13,6 @@ from enum import Enum
 from types import MappingProxyType
 from typing import Any
 
-__all__ = ["PAYLOADS", "AgentEvent", "Emit", "EventType", "Payload"]
-
 #: An event's ``data`` as emitters pass it: one of the ``TypedDict`` types of
 #: ``agent_kernel.events.payloads`` (``PAYLOADS[type]``), a plain dict at run time.
 Payload = Mapping[str, Any]

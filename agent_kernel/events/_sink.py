@@ -6,8 +6,6 @@ from typing import Protocol
 
 from agent_kernel.events._event import AgentEvent
 
-__all__ = ["EventRecorder", "EventSink"]
-
 
 class _Appendable(Protocol):
     """Where an ``EventRecorder`` puts events: a list, or an ``EventLog``."""

@@ -13,8 +13,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from agent_kernel.events.payloads import TurnStateDict
 
-__all__ = ["TurnState", "new_id"]
-
 
 def new_id(prefix: str = "") -> str:
     """A short random id (12 hex characters), optionally prefixed."""

@@ -36,24 +36,6 @@ from agent_kernel.guard._families import family_names, judged_families
 from agent_kernel.guard._paths import PathKey
 from agent_kernel.guard._urls import UrlKey
 
-__all__ = [
-    "ANY_AGENT",
-    "APPROVAL_ENV",
-    "Approval",
-    "ApprovalBroker",
-    "ApprovalRequest",
-    "Approver",
-    "AutoApprove",
-    "AutoDeny",
-    "PendingApproval",
-    "Policy",
-    "ScriptedPolicy",
-    "auto_approve",
-    "auto_deny",
-    "parse_policy",
-    "policy_from_env",
-]
-
 APPROVAL_ENV = "AGENT_KERNEL_APPROVAL"
 
 _log = logging.getLogger(__name__)

@@ -15,8 +15,6 @@ the ``read`` family bind it as well.
 
 from __future__ import annotations
 
-__all__ = ["FAMILIES", "family_names", "judged_families"]
-
 #: Family → the rule names that stand for it.
 FAMILIES: dict[str, frozenset[str]] = {
     "read": frozenset({"read_file"}),

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["CODE_VARIABLES", "EXPANDING_SUBSCRIPT", "INERT", "WITH_VALUE", "evaluates_subscript", "hatch", "is_code_variable", "stores_code"]
-
 # Programs that never run a word they are given as a command, whatever the word: a computed word
 # among their arguments cannot make them run something else. Everything not listed here, and
 # any listed program an escape hatch was found in, may run what its arguments name.

@@ -32,8 +32,6 @@ from typing import Any, Protocol
 
 from agent_kernel.errors import ToolError
 
-__all__ = ["FileChanged", "FileIdentity", "PathArgument", "PathKey", "PathRules", "Resolved", "Workspace", "path_key", "path_rules"]
-
 # Where the platform can open relative to a directory descriptor without following links, files
 # are opened by a descriptor walk; elsewhere (Windows) by path after the confinement check.
 _FD_WALK = os.open in os.supports_dir_fd and hasattr(os, "O_NOFOLLOW") and hasattr(os, "O_DIRECTORY")

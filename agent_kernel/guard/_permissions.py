@@ -60,22 +60,6 @@ from agent_kernel.guard._families import family_names, judged_families
 from agent_kernel.guard._paths import PathKey
 from agent_kernel.guard._urls import UrlKey
 
-__all__ = [
-    "MODES",
-    "Authorization",
-    "Emit",
-    "NestedGate",
-    "PermissionGate",
-    "Permissions",
-    "Rule",
-    "RuleGate",
-    "ToolRequest",
-    "Verdict",
-    "build_gate",
-    "call_key",
-    "is_read_only",
-]
-
 
 class Tool(Protocol):
     """What the gate reads of a tool (``agent_kernel.tools.Tool`` is one): guard sits below tools."""

@@ -18,8 +18,6 @@ from dataclasses import dataclass, field
 
 from agent_kernel.guard._hatches import EXPANDING_SUBSCRIPT, INERT, WITH_VALUE, evaluates_subscript, hatch, is_code_variable, stores_code
 
-__all__ = ["ASSIGNMENT", "DYNAMIC", "GLOB", "SHELLS", "Reading", "base", "computed", "marked", "plain", "quote", "read"]
-
 DYNAMIC = "\x00"
 GLOB = "\x01"
 ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=")

@@ -53,16 +53,6 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import quote, unquote
 
-__all__ = [
-    "MIN_SECRET_LENGTH",
-    "Redactor",
-    "SecretStream",
-    "looks_like_secret",
-    "looks_like_secret_name",
-    "looks_like_token",
-    "secrets_in_environ",
-]
-
 MIN_SECRET_LENGTH = 8
 # A URL password is specific in its place (between ':' and '@'), so shorter ones are caught there.
 _MIN_URL_PASSWORD = 3

@@ -66,11 +66,6 @@ from agent_kernel.errors import UserError
 from agent_kernel.guard._seccomp import SeccompUnavailable, unix_socket_filter
 from agent_kernel.guard._signing import key_path
 
-__all__ = [
-    "ALWAYS_PROTECTED", "ENV_ALLOWED", "HIDDEN", "INSTALL_HINT", "PROTECTED", "PROTECTIONS", "Launch",
-    "Sandbox", "SandboxUnavailable", "check", "limit_note", "protected_note", "restored_note", "runs_later", "sandbox_from",
-]
-
 INSTALL_HINT = (
     "Install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap), "
     "and make sure user namespaces are enabled (sysctl kernel.unprivileged_userns_clone=1, or "

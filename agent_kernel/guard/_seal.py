@@ -34,8 +34,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["RunSeal", "SealedTool"]
-
 #: The environment variable naming the headless approval policy (``guard._approvals.APPROVAL_ENV``).
 _APPROVAL_ENV = "AGENT_KERNEL_APPROVAL"
 #: The tool attributes the gate and the executor read, sealed per tool.

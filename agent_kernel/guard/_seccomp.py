@@ -28,8 +28,6 @@ import platform
 import struct
 from dataclasses import dataclass
 
-__all__ = ["ARCHITECTURES", "SeccompUnavailable", "program_for", "unix_socket_filter"]
-
 # struct seccomp_data: int nr; __u32 arch; __u64 instruction_pointer; __u64 args[6].
 _OFFSET_NR = 0
 _OFFSET_ARCH = 4

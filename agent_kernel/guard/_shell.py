@@ -38,8 +38,6 @@ from dataclasses import dataclass, field
 
 from agent_kernel.guard._programs import DYNAMIC, GLOB, Reading, base, computed, marked, plain, read
 
-__all__ = ["MAX_CHARS", "CommandLine", "SimpleCommand", "clear_cache", "covering", "doubts", "has_wildcard", "matches", "parse"]
-
 MAX_CHARS = 1_000_000
 """Longer lines are not read: they match every deny and ask rule and no allow rule."""
 

@@ -27,8 +27,6 @@ from typing import Any
 
 from agent_kernel.errors import UserError
 
-__all__ = ["SIGNATURE_FIELD", "header_problem", "key_path", "sign_header"]
-
 #: The header field that holds the signature.
 SIGNATURE_FIELD = "signature"
 _SCHEME = "hmac-sha256:"

@@ -28,8 +28,6 @@ from typing import Any
 import httpx
 import idna
 
-__all__ = ["UrlArgument", "UrlKey", "refused_address", "url_key"]
-
 _SCHEMES = {"http": 80, "https": 443}
 # Characters parsers disagree about (a backslash is "/" to a browser, userinfo to others).
 _AMBIGUOUS = re.compile(r"[\s\\\x00-\x1f\x7f]")

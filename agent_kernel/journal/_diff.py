@@ -23,8 +23,6 @@ from agent_kernel.errors import JournalError
 from agent_kernel.events._event import AgentEvent
 from agent_kernel.journal._reader import read_records
 
-__all__ = ["TurnSummary", "diff_runs", "turn_summaries"]
-
 # Per-token events say nothing llm_complete does not: skipping them keeps a large journal fast.
 _SKIP = ("text_delta", "thinking_delta", "tool_call_delta", "tool_progress")
 

@@ -18,8 +18,6 @@ import pyarrow as pa
 from agent_kernel.events._event import EventType
 from agent_kernel.journal._fast import EVENT_TYPES, ID_FIELDS, EventColumns, arrow_kind, data_kind, worker_threads
 
-__all__ = ["AGENT_COLUMNS", "EVENT_COLUMNS", "STRING", "TIME", "TYPE_DTYPE", "events_frame", "objects", "utc"]
-
 STRING = pd.StringDtype("pyarrow")
 TIME = pd.DatetimeTZDtype("ns", "UTC")
 TYPE_DTYPE = pd.CategoricalDtype(list(EVENT_TYPES))

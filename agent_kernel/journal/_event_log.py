@@ -35,8 +35,6 @@ from agent_kernel.errors import JournalError, UserError
 from agent_kernel.events._event import AgentEvent
 from agent_kernel.journal._reader import read_events
 
-__all__ = ["DEFAULT_KEEP_EVENTS", "EventLog", "EventSlice", "EventsForgottenWarning"]
-
 #: Events held from before the current run when ``Agent(keep_events=...)`` is not given.
 DEFAULT_KEEP_EVENTS = 10_000
 

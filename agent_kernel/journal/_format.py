@@ -22,29 +22,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-__all__ = [
-    "DATA_KEY",
-    "FIELD_ORDER",
-    "GROUP_FIELDS",
-    "ID_SECTION_START",
-    "ITEM_SEPARATOR",
-    "KEY_SEPARATOR",
-    "LINE_END",
-    "MAX_ID_SECTION",
-    "MAX_SEQ_DIGITS",
-    "MAX_TYPE_NAME",
-    "MIN_LINE",
-    "SEQ_KEY",
-    "STRING_PAYLOAD_CLOSE",
-    "STRING_PAYLOAD_KEY_END",
-    "STRING_PAYLOAD_OPEN",
-    "TOP_LEVEL_COMMAS",
-    "TS_KEY",
-    "TYPE_KEY",
-    "id_section",
-    "unfit_type_names",
-]
-
 ITEM_SEPARATOR = ","  # json.dumps writes ", " by default; the writer never does
 KEY_SEPARATOR = ":"  # json.dumps writes ": " by default
 # The order of the keys in every event line. ``data`` is last, so a line splits into envelope

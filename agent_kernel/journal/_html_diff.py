@@ -26,8 +26,6 @@ from typing import Any
 
 from agent_kernel.journal._diff import diff_runs
 
-__all__ = ["PREVIEW_LINES", "RESULT_PREVIEW", "TEXT_PREVIEW", "RunDiff", "diff_view"]
-
 #: Characters of a tool result shown before it is cut (the whole result stays in a <details>).
 RESULT_PREVIEW = 300
 #: Characters of the assistant's text shown before it is cut.

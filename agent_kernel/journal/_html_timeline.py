@@ -17,8 +17,6 @@ from agent_kernel.journal._svg_timeline import Palette
 if TYPE_CHECKING:
     from agent_kernel.journal._svg_timeline import Timeline
 
-__all__ = ["THEMED", "render_html"]
-
 #: Colours that follow the JupyterLab theme, falling back to the static picture's.
 THEMED = Palette(
     background="var(--jp-layout-color1, #ffffff)",

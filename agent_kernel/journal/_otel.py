@@ -47,8 +47,6 @@ from agent_kernel._util import VERSION
 from agent_kernel.events._event import AgentEvent, EventType
 from agent_kernel.events._sink import EventSink
 
-__all__ = ["OtelSink", "SpanBuilder", "tracer_of"]
-
 _TRACER_NAME = "agent_kernel"
 _NS = 1_000_000_000
 

@@ -30,22 +30,6 @@ from typing import Any
 from agent_kernel.errors import JournalError
 from agent_kernel.events._event import AgentEvent, EventType
 
-__all__ = [
-    "ENVELOPE_SQL",
-    "JOURNAL_SCHEMA",
-    "LineCount",
-    "SkippedLinesWarning",
-    "TornLineWarning",
-    "check_schema",
-    "events_of",
-    "iter_records",
-    "parse_header",
-    "read_events",
-    "read_header",
-    "read_json_sql",
-    "read_records",
-]
-
 JOURNAL_SCHEMA = 1
 KNOWN_TYPES = frozenset(kind.value for kind in EventType)
 #: An event line's envelope as DuckDB reads it: each ``AgentEvent`` field but ``data``, with its type.

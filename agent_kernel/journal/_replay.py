@@ -17,8 +17,6 @@ from typing import Any
 from agent_kernel.events._event import AgentEvent
 from agent_kernel.journal._reader import read_events
 
-__all__ = ["replay"]
-
 
 async def replay(
     source: str | os.PathLike[str] | Iterable[AgentEvent] | Any,

@@ -57,25 +57,6 @@ from agent_kernel.journal._writer import SESSIONS_DIR, session_path
 from agent_kernel.messages import ImageBlock, Message, ToolResultBlock, block_from_dict, message_from_dict
 from agent_kernel.models._response import ResponseBuilder
 
-__all__ = [
-    "INTERRUPTED_RESULT",
-    "Conversation",
-    "Entry",
-    "ForkPoint",
-    "Interrupted",
-    "ReplacedRequest",
-    "Resumed",
-    "SubagentTurn",
-    "fork_point",
-    "list_sessions",
-    "rebuild",
-    "replace_tool_results",
-    "replaced_requests",
-    "resolve_journal_path",
-    "scan",
-    "turn_history",
-]
-
 INTERRUPTED_RESULT = "The run was interrupted before this tool call finished (resumed from the journal)."
 
 

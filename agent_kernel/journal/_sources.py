@@ -19,8 +19,6 @@ from pathlib import Path
 from agent_kernel.errors import JournalError
 from agent_kernel.journal._reader import LineCount, SkippedLinesWarning, check_schema, iter_records, parse_header
 
-__all__ = ["JournalFiles", "SkippedLinesWarning", "journal_files", "read_tolerant", "warn_skipped"]
-
 PathsLike = str | os.PathLike[str] | Iterable[str | os.PathLike[str]]
 
 

@@ -37,8 +37,6 @@ import pandas as pd
 from agent_kernel.events._event import AgentEvent, EventType
 from agent_kernel.journal._frames import source_events
 
-__all__ = ["BAR_COLUMNS", "COLORS", "Palette", "STATIC", "Timeline", "TimelinePicture", "timeline"]
-
 BAR_COLUMNS = ("lane", "turn_id", "turn_counter", "sublane", "kind", "label", "start_s", "end_s", "finished",
                "run_id", "agent", "detail")
 COLORS = {"model": "#4c78a8", "tool": "#f58518", "approval": "#e45756", "compaction": "#54a24b"}

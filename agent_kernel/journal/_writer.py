@@ -89,8 +89,6 @@ try:
 except ImportError:  # pragma: no cover - Windows has no flock; the lock is skipped there
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["JOURNAL_SCHEMA", "SESSIONS_DIR", "Journal", "JournalLostWarning", "event_line", "session_path"]
-
 SESSIONS_DIR = Path(".agent_kernel") / "sessions"
 
 # The only events that wait in the buffer: they come per token (or per progress report).

@@ -23,41 +23,6 @@ from agent_kernel.tools._tool import Tool
 if TYPE_CHECKING:
     from agent_kernel.jupyter._magics import AgentMagics
 
-__all__ = [
-    "HELP",
-    "cmd_approvals",
-    "cmd_approve",
-    "cmd_budget",
-    "cmd_setup",
-    "cmd_calls",
-    "cmd_cancel",
-    "cmd_events",
-    "cmd_help",
-    "cmd_history",
-    "cmd_max_turns",
-    "cmd_mcp",
-    "cmd_mode",
-    "cmd_model",
-    "cmd_models",
-    "cmd_on_error",
-    "cmd_panel",
-    "cmd_pause",
-    "cmd_reject",
-    "cmd_replay",
-    "cmd_reset",
-    "cmd_resume_run",
-    "cmd_say",
-    "cmd_session",
-    "cmd_sessions",
-    "cmd_show",
-    "cmd_system",
-    "cmd_timeline",
-    "cmd_tools",
-    "cmd_turns",
-    "cmd_usage",
-    "status",
-]
-
 #: ``%agent help``: each subcommand and what it does, in the order shown.
 HELP = (
     ("%agent", "the session: model, tools, mode, system prompt, usage, and how cells run"),

@@ -17,8 +17,6 @@ from agent_kernel.jupyter._live import install as install_live_notebooks
 from agent_kernel.jupyter._live import uninstall as uninstall_live_notebooks
 from agent_kernel.jupyter._magics import AgentMagics
 
-__all__ = ["load_ipython_extension", "loaded_magics", "unload_ipython_extension"]
-
 
 def loaded_magics(ipython: Any) -> AgentMagics | None:
     """The ``AgentMagics`` registered in ``ipython``, or None when the extension is not loaded."""

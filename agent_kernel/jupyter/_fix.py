@@ -22,8 +22,6 @@ from typing import Any
 from agent_kernel.errors import UserError
 from agent_kernel.tools.builtin._nbrender import DATA_NOTE, DATA_TAG, inert
 
-__all__ = ["Failure", "failure_of", "fix_prompt", "last_failure", "names_used", "prompt_about"]
-
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 #: Characters of traceback and of each name's repr put in the prompt at most.
 TRACEBACK_CHARS = 4_000

@@ -15,8 +15,6 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["InterpolationWarning", "interpolate"]
-
 
 class InterpolationWarning(UserWarning):
     """A ``{name}`` in a prompt is not defined; it was sent as written."""

@@ -28,9 +28,6 @@ from typing import Any, TypeGuard
 from agent_kernel.jupyter._items import utf16_length
 from agent_kernel.jupyter._summary import format_cost, markdown_to_html, one_decimal
 
-__all__ = ["AGENT_STATUS_LABELS", "STATUS_LABELS", "USER_LABEL", "block_body", "block_frame",
-           "decision_label", "format_int", "format_seconds", "item_html", "preview", "stable_end"]
-
 STATUS_LABELS = {"queued": "queued", "awaiting_approval": "awaiting approval", "running": "running",
                  "done": "done", "error": "error", "rejected": "rejected", "cancelled": "cancelled"}
 AGENT_STATUS_LABELS = {"running": "running", "done": "done", "error": "error",

@@ -13,25 +13,6 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Union
 
-__all__ = [
-    "ANSWER_CAP",
-    "ARGUMENTS_CAP",
-    "PROMPT_CAP",
-    "RESULT_CAP",
-    "TERMINAL_STATUSES",
-    "CompactionCard",
-    "Item",
-    "Notice",
-    "RunStatus",
-    "SubagentCard",
-    "TextBlock",
-    "ToolCard",
-    "UserMessage",
-    "pretty_arguments",
-    "utf16_length",
-    "visible",
-]
-
 #: Longest tool result kept (characters); the rest is counted, not kept.
 RESULT_CAP = 20_000
 #: Longest pretty-printed arguments kept (characters).

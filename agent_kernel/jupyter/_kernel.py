@@ -70,9 +70,6 @@ from agent_kernel.jupyter._extension import load_ipython_extension, loaded_magic
 from agent_kernel.jupyter._runner import SHUTDOWN_REASON, SHUTDOWN_WINDOW_S, RunInterrupted, awaits_approval, run_cell
 from agent_kernel.runtime._state import TerminationReason
 
-__all__ = ["AGENT_NAME", "PROMPT_ESCAPE", "PYTHON_ESCAPE", "AgentKernel", "CellKind", "PromptRunner", "classify",
-           "is_python_cell", "strip_python_escape"]
-
 #: The first line that makes a cell ordinary Python.
 PYTHON_ESCAPE = "%%python"
 #: The first line that makes a cell a prompt, whatever it holds.

@@ -26,8 +26,6 @@ from typing import Any
 from agent_kernel.errors import ToolError
 from agent_kernel.tools.builtin._nblive import LiveUnavailable, live_notebooks, use_live_notebooks
 
-__all__ = ["TARGET", "CommNotebooks", "install", "uninstall"]
-
 #: The comm target the front-end extension registers.
 TARGET = "agent_kernel.notebook"
 #: Seconds to wait for a front end to answer the first request; none answering means file mode.

@@ -61,8 +61,6 @@ from agent_kernel.runtime._state import TerminationReason
 from agent_kernel.tools._registry import BUILTIN_TOOLS, ToolRegistry
 from agent_kernel.tools._tool import Tool
 
-__all__ = ["AgentMagics"]
-
 F = TypeVar("F", bound=Callable[..., Any])
 
 #: ``%agent`` subcommands, as ``%agent`` with no argument lists them.

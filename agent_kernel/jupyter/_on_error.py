@@ -44,8 +44,6 @@ from agent_kernel.jupyter._runner import RunFailed, RunHandle
 if TYPE_CHECKING:
     from agent_kernel.jupyter._magics import AgentMagics
 
-__all__ = ["KEEP_BUTTONS", "AskButton", "OnError"]
-
 _log = logging.getLogger("agent_kernel.jupyter")
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"

@@ -41,8 +41,6 @@ from agent_kernel.jupyter._static_view import StaticTranscript
 if TYPE_CHECKING:
     from agent_kernel.jupyter._magics import AgentMagics
 
-__all__ = ["KEEP_RUNS", "NO_SIDE_PANEL", "PANEL_MIME", "SessionPanel"]
-
 #: The output the front-end extension draws (``{"model_id", "session"}``) and opens the panel for.
 PANEL_MIME = "application/vnd.agent-kernel.panel+json"
 WIDGET_VIEW_MIME = "application/vnd.jupyter.widget-view+json"

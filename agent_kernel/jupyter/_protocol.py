@@ -17,9 +17,6 @@ from typing import Any, Literal
 
 from typing_extensions import NotRequired, TypedDict
 
-__all__ = ["TO_FRONT_END", "TO_KERNEL", "Approval", "Batch", "Elicitation", "Pause", "ResumeRun", "Snapshot", "Steer",
-           "Stop", "Sync", "problem"]
-
 
 class Sync(TypedDict):
     """Front end → kernel: the view has rendered; send the whole state (a ``snapshot``)."""

@@ -28,8 +28,6 @@ from agent_kernel.jupyter._runner import run_cell
 if TYPE_CHECKING:
     from agent_kernel.jupyter._magics import AgentMagics
 
-__all__ = ["continue_cut_off_run", "cut_off_agent", "cut_off_notice", "resume_session"]
-
 #: Bytes read from a journal's end to tell whether its last run closed its calls.
 _TAIL_BYTES = 64 * 1024
 # A journal's header and its first run's start fit well inside this.

@@ -81,21 +81,6 @@ _log = logging.getLogger("agent_kernel.jupyter")
 if TYPE_CHECKING:
     from agent_kernel.jupyter._view import AgentView
 
-__all__ = [
-    "RENDER_GRACE_S",
-    "ExecutionMode",
-    "RunHandle",
-    "RunFailed",
-    "RunInterrupted",
-    "ViewHost",
-    "awaits_approval",
-    "detect_mode",
-    "kernel_handles_comms_while_awaiting",
-    "run_cell",
-    "start_run",
-    "wait_all",
-]
-
 #: Seconds a call needing approval waits for the run's view to render before it falls through
 #: to the headless policy (or is refused). Only paid when no front-end ever renders the view.
 RENDER_GRACE_S = 3.0

@@ -16,8 +16,6 @@ from agent_kernel.agent._agent import Agent
 from agent_kernel.errors import UserError, did_you_mean
 from agent_kernel.jupyter._runner import RunHandle
 
-__all__ = ["DEFAULT_SESSION", "Session", "Sessions"]
-
 DEFAULT_SESSION = "default"
 
 

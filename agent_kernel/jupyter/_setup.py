@@ -23,8 +23,6 @@ from agent_kernel.models._catalog import CONTEXT_WINDOWS, DEFAULT_MODELS
 from agent_kernel.models._endpoint_check import EndpointVerdict, check_endpoint
 from agent_kernel.models._registry import KEY_ENV, resolve_model
 
-__all__ = ["BASE_URL_ENV", "SetupForm"]
-
 #: Where each provider's SDK reads a base URL from (a local or proxy server).
 BASE_URL_ENV = {"anthropic": "ANTHROPIC_BASE_URL", "openai": "OPENAI_BASE_URL"}
 

@@ -28,7 +28,6 @@ from agent_kernel.jupyter._item_html import (
     MUTED_COLOR,
     S_ITEMS,
     S_MUTED,
-    decision_label,
     esc,
     format_int,
     format_seconds,
@@ -37,9 +36,6 @@ from agent_kernel.jupyter._item_html import (
 from agent_kernel.jupyter._items import utf16_length
 from agent_kernel.jupyter._summary import RunSummary, format_cost
 from agent_kernel.jupyter._transcript import Transcript
-
-__all__ = ["StaticTranscript", "activity_label", "decision_label", "phase_label", "render_html",
-           "token_figures"]
 
 # -- the status line's labels (the live view's, widgets/agent_view.js, say the same) ------------
 

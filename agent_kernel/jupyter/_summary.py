@@ -29,9 +29,6 @@ from agent_kernel.events._event import AgentEvent
 from agent_kernel.jupyter._items import SubagentCard, ToolCard
 from agent_kernel.jupyter._transcript import Transcript
 
-__all__ = ["RunSummary", "SubagentLine", "ToolCallLine", "format_cost", "markdown_to_html",
-           "one_decimal"]
-
 #: Longest argument line shown per tool call (characters).
 ARGS_SHORT = 80
 #: Longest result preview shown per sub-agent (characters).

@@ -43,19 +43,6 @@ from agent_kernel.jupyter._items import (
     visible,
 )
 
-__all__ = [
-    "CompactionCard",
-    "Item",
-    "Notice",
-    "RunStatus",
-    "SubagentCard",
-    "TextBlock",
-    "ToolCard",
-    "Transcript",
-    "TranscriptObserver",
-    "UserMessage",
-]
-
 _REJECTING = frozenset({"reject", "rejected", "deny", "denied"})
 _PHASE_BY_REASON = {"user_interrupt": "cancelled", "error": "error"}
 #: A sub-agent's card status by how its run ended (anything else: ``done``).

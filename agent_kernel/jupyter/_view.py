@@ -84,8 +84,6 @@ from agent_kernel.jupyter._static_view import StaticTranscript, render_html
 from agent_kernel.jupyter._summary import RunSummary
 from agent_kernel.jupyter._transcript import Transcript
 
-__all__ = ["STEER_CAP", "AgentView", "ControlCallback", "DecisionCallback", "SteerCallback", "StopCallback"]
-
 DecisionCallback = Callable[[str, str, "str | None", "str | None"], None]
 StopCallback = Callable[[], None]
 #: Called with a message for the running agent; returning False means no run took it.

@@ -14,8 +14,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["MAX_BYTES", "MAX_DIFF_CHARS", "write_diff"]
-
 #: Largest file read to draw a diff.
 MAX_BYTES = 1_000_000
 #: Longest diff sent to the card; past it the diff is cut and says so.

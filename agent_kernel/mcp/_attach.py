@@ -21,8 +21,6 @@ from typing import Any
 from agent_kernel.errors import UserError
 from agent_kernel.mcp._content import block_text
 
-__all__ = ["Mention", "PromptRequest", "cell_options", "find_mentions", "parse_ref", "prompt_text", "prompt_usage", "resource_block", "resource_known"]
-
 #: ``@server:uri`` at the start of the text or after a space or an opening bracket; the URI runs to
 #: the next space, without a trailing punctuation mark (a sentence may end right after it).
 _MENTION = re.compile(r"(?:(?<=^)|(?<=[\s(\[<]))@([A-Za-z0-9_-]{1,32}):(\S+)")

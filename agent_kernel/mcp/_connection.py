@@ -28,8 +28,6 @@ from agent_kernel.mcp._server import MCPServer
 if sys.version_info < (3, 11):  # pragma: no cover - anyio brings the backport there
     from exceptiongroup import BaseExceptionGroup  # type: ignore[import-not-found,unused-ignore]
 
-__all__ = ["Connection", "ConnectInfo", "MCPConnectionError", "missing_sdk_message"]
-
 #: Characters of a server's stderr quoted in error messages and events.
 STDERR_TAIL_CHARS = 2000
 

@@ -13,8 +13,6 @@ import binascii
 import json
 from typing import Any
 
-__all__ = ["result_text"]
-
 
 def _size(data: str | None) -> str:
     if not data:

@@ -51,8 +51,6 @@ from agent_kernel.tools._output import cap_tool_output
 from agent_kernel.tools._registry import ToolRegistry
 from agent_kernel.tools._tool import ToolContext
 
-__all__ = ["MCPHub"]
-
 #: Seconds a sampling request may take the model before it is declined.
 SAMPLING_TIMEOUT_S = 300.0
 #: Seconds a person has to answer an elicitation's form before it is cancelled.

@@ -18,8 +18,6 @@ import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-__all__ = ["Runtime"]
-
 T = TypeVar("T")
 
 

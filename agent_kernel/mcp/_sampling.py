@@ -14,8 +14,6 @@ from agent_kernel.mcp._content import block_text
 from agent_kernel.messages import Message, TextBlock
 from agent_kernel.models._base import MessageEnd, ModelRequest, TextDelta, Usage
 
-__all__ = ["ask_model", "request_summary", "sampling_result"]
-
 #: Characters of each message the ``mcp_sampling`` event keeps.
 SUMMARY_CHARS = 500
 

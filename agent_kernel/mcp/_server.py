@@ -32,8 +32,6 @@ from typing import Literal
 from agent_kernel.errors import UserError
 from agent_kernel.guard._permissions import MODES
 
-__all__ = ["MCPServer", "tool_prefix"]
-
 # Provider tool names allow [A-Za-z0-9_-]{1,64}; the server name becomes part of each tool's name.
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
 

@@ -33,8 +33,6 @@ from agent_kernel.tools._tool import Tool, ToolContext
 if TYPE_CHECKING:
     from agent_kernel.mcp._hub import MCPHub
 
-__all__ = ["MCPTool", "McpApprovalInfo", "SchemaProblem", "tool_name"]
-
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 #: Longest tool name the providers accept.
 MAX_TOOL_NAME = 64

@@ -26,8 +26,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["IPYTHON_NAMES", "NamespaceWatcher", "VariableChange", "describe", "visible"]
-
 #: Names IPython puts in the user namespace, which are never the person's variables.
 IPYTHON_NAMES = frozenset({"In", "Out", "exit", "quit", "get_ipython"})
 

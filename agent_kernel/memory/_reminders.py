@@ -32,8 +32,6 @@ from agent_kernel.memory._session import format_todos
 from agent_kernel.memory._tags import REMINDER_TAG, neutralise
 from agent_kernel.memory._trail import SessionTrail
 
-__all__ = ["REMINDER_TAG", "Reminder", "ReminderBuilder", "Reminders"]
-
 
 @dataclass(frozen=True)
 class Reminders:

@@ -39,20 +39,7 @@ from agent_kernel.memory._trail import SessionSummary, SessionTrail
 from agent_kernel.messages import Message
 from agent_kernel.models import _pricing as pricing
 from agent_kernel.models._base import Model, Usage
-from agent_kernel.tools.builtin._todo import MAX_TODO_CHARS, MAX_TODOS, TodoItem
-
-__all__ = [
-    "MAX_TODOS",
-    "MAX_TODO_CHARS",
-    "RESTORED_TAG",
-    "Restoration",
-    "SessionMemory",
-    "SessionMemoryConfig",
-    "SessionSummary",
-    "SummaryUpdate",
-    "TodoItem",
-    "fingerprint",
-]
+from agent_kernel.tools.builtin._todo import TodoItem
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,8 +24,6 @@ from agent_kernel.events import payloads as p
 from agent_kernel.memory._store import MemoryCorruptWarning, MemoryEntry, MemoryStore
 from agent_kernel.memory._tags import AGENTS_TAG, MEMORY_TAG, neutralise
 
-__all__ = ["AGENTS_FILE", "MAX_AGENTS_CHARS", "MAX_MEMORY_CHARS", "StartupMemory", "load_startup"]
-
 #: The instructions file read from the working directory at session start.
 AGENTS_FILE = "AGENTS.md"
 #: Characters of AGENTS.md, and of the stored memories, put into the system prompt at most.

@@ -40,13 +40,6 @@ from agent_kernel.errors import UserError
 from agent_kernel.events import payloads as p
 from agent_kernel.events._event import Emit, EventType
 
-__all__ = [
-    "MEMORY_DIR",
-    "MemoryCorruptWarning",
-    "MemoryEntry",
-    "MemoryStore",
-]
-
 #: Where long-term memory lives, under an agent's working directory.
 MEMORY_DIR = Path(".agent_kernel") / "memory"
 _FILE_NAME = "memory.json"

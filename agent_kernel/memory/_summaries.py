@@ -12,8 +12,6 @@ from dataclasses import dataclass
 
 from agent_kernel.events._event import AgentEvent, EventType
 
-__all__ = ["Summary", "summaries_of"]
-
 
 @dataclass(frozen=True, slots=True)
 class Summary:

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["AGENTS_TAG", "FILE_TAG", "MEMORY_TAG", "REMINDER_TAG", "RESTORED_TAG", "attribute", "neutralise"]
-
 #: The tag around the stored memories in the system prompt.
 MEMORY_TAG = "memory"
 #: The tag around AGENTS.md in the system prompt.

@@ -20,8 +20,6 @@ from typing import Any
 from agent_kernel.events._event import AgentEvent, EventType
 from agent_kernel.tools.builtin._todo import TodoItem
 
-__all__ = ["FILE_TOOLS", "MAX_RECENT_READS", "READ_TOOL", "SessionSummary", "SessionTrail"]
-
 #: The tool whose successful results mean the agent has seen a file as it then was.
 READ_TOOL = "read_file"
 

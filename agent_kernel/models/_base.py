@@ -17,20 +17,6 @@ from agent_kernel.messages import Message
 if TYPE_CHECKING:
     from agent_kernel.events.payloads import UsageDict
 
-__all__ = [
-    "MessageEnd",
-    "Model",
-    "ModelRequest",
-    "StreamEvent",
-    "TextDelta",
-    "ThinkingDelta",
-    "ToolCallDelta",
-    "ToolCallEnd",
-    "ToolCallStart",
-    "ToolSpec",
-    "Usage",
-]
-
 
 @dataclass(frozen=True, slots=True)
 class ToolSpec:

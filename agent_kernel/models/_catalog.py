@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["CONTEXT_WINDOWS", "DEFAULT_CONTEXT_WINDOW", "DEFAULT_MODELS", "context_window", "family", "provider_of"]
-
 # A dated snapshot ("claude-sonnet-4-5-20250929", "gpt-4.1-2025-04-14") or a "-latest" alias is
 # its family's model; anything else after a family name is a different model.
 _SNAPSHOT = re.compile(r"-(?:\d{8}|\d{4}-\d{2}-\d{2}|latest)$")

@@ -17,8 +17,6 @@ from agent_kernel.errors import AgentKernelError
 from agent_kernel.messages import Message
 from agent_kernel.models._base import MessageEnd, Model, ModelRequest, TextDelta, ToolCallEnd, ToolSpec
 
-__all__ = ["PROBE_TOOL", "EndpointVerdict", "check_endpoint"]
-
 #: The tool the second request offers.
 PROBE_TOOL = ToolSpec("get_time", "Returns the current time in a time zone.",
                       {"type": "object", "properties": {"zone": {"type": "string", "description": "e.g. UTC"}},

@@ -6,8 +6,6 @@ import os
 
 from agent_kernel.errors import MissingAPIKey
 
-__all__ = ["require_key"]
-
 
 def require_key(provider: str, key_env: str, api_key: str | None, base_url: str | None, base_env: str) -> str | None:
     """Returns the key to use, or raises ``MissingAPIKey`` naming the variable to set.

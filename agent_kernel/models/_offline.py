@@ -38,8 +38,6 @@ from agent_kernel.models import _offline_notebook as notebook
 from agent_kernel.models._base import ModelRequest, StreamEvent, ToolSpec
 from agent_kernel.models.scripted import Part, stream_parts, text, tool_call
 
-__all__ = ["MAX_STEPS", "OfflineModel", "example_arguments", "fill_arguments"]
-
 SETUP_HINT = (
     "To use a real model, set AGENT_KERNEL_MODEL (for example 'anthropic:claude-sonnet-4-6' or "
     "'openai:gpt-4.1'), or set ANTHROPIC_API_KEY or OPENAI_API_KEY, or pass model=... to Agent."

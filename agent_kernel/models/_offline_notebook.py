@@ -25,8 +25,6 @@ from typing import Any, Protocol
 
 from agent_kernel.models._base import ToolSpec
 
-__all__ = ["fix_answer", "notebook_answer", "notebook_first", "notebook_next", "plot_source"]
-
 _STAND_IN = "(offline model)"
 _CSV = re.compile(r"(?<![\w/.-])([\w./-]+\.csv)\b")
 _NOTEBOOK = re.compile(r"(?<![\w/.-])([\w./-]+\.ipynb)\b")

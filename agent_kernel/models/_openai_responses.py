@@ -48,17 +48,6 @@ from agent_kernel.models._base import MessageEnd, ModelRequest, StreamEvent, Tex
 from agent_kernel.models._options import ToolChoice, check_options, provider_extras, tool_choice
 from agent_kernel.models._sdk_errors import map_openai_error, stream_cut
 
-__all__ = [
-    "arguments_json",
-    "reasoning_item",
-    "reasoning_signature",
-    "responses_events",
-    "responses_params",
-    "to_responses_input",
-    "to_responses_tool_choice",
-    "to_responses_tools",
-]
-
 _SIGNATURE_TYPE = "openai.reasoning"
 
 # Why a response stopped early (``incomplete_details.reason``), in MessageEnd's vocabulary.

@@ -18,8 +18,6 @@ from typing import Any, Union
 
 from agent_kernel.errors import UserError, did_you_mean
 
-__all__ = ["KNOWN_OPTIONS", "ToolChoice", "check_options", "fit_to_signature", "provider_extras", "tool_choice"]
-
 #: The neutral tool choice each adapter maps to its API's shape: a mode, or one tool by name.
 ToolChoice = Union[str, Mapping[str, str]]
 _TOOL_CHOICE_MODES = ("auto", "none", "required")

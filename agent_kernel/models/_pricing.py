@@ -28,8 +28,6 @@ from genai_prices import data_snapshot
 from agent_kernel.models._base import Usage
 from agent_kernel.models._catalog import family
 
-__all__ = ["PRICES", "Price", "cost", "price"]
-
 
 @dataclass(frozen=True, slots=True)
 class Price:

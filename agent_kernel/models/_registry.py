@@ -19,8 +19,6 @@ from agent_kernel.models._base import Model
 from agent_kernel.models._catalog import CONTEXT_WINDOWS, DEFAULT_MODELS, provider_of
 from agent_kernel.models._pricing import price
 
-__all__ = ["PROVIDERS", "ModelInfo", "default_model_spec", "list_models", "resolve_model"]
-
 PROVIDERS: dict[str, str] = {
     "anthropic": "agent_kernel.models.anthropic:AnthropicModel",
     "openai": "agent_kernel.models.openai:OpenAIModel",

@@ -14,8 +14,6 @@ from typing import Any
 from agent_kernel._util.text import encodable, encodable_data
 from agent_kernel.messages import Block, Message, TextBlock, ThinkingBlock, ToolUseBlock
 
-__all__ = ["NAMELESS_TOOL", "ResponseBuilder", "call_ids_in", "parse_arguments"]
-
 #: The name a tool call without one is kept under, so its error result can answer it.
 NAMELESS_TOOL = "unnamed_tool"
 

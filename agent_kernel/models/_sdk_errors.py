@@ -22,19 +22,6 @@ from typing import Any
 
 from agent_kernel.errors import ModelError
 
-__all__ = [
-    "ANTHROPIC_FIXED",
-    "ANTHROPIC_BY_STATUS",
-    "OPENAI_BY_STATUS",
-    "OPENAI_FIXED",
-    "Rule",
-    "map_anthropic_error",
-    "map_openai_error",
-    "parse_retry_after",
-    "stream_cut",
-    "transport_errors",
-]
-
 
 @dataclass(frozen=True, slots=True)
 class Rule:

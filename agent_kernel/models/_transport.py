@@ -37,8 +37,6 @@ import weakref
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, Generic, TypeVar
 
-__all__ = ["LoopBound", "on_stream_activity", "watch_stream_activity"]
-
 C = TypeVar("C")
 
 _watchers: weakref.WeakKeyDictionary[asyncio.Task[Any], Callable[[], None]] = weakref.WeakKeyDictionary()

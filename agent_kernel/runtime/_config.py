@@ -12,8 +12,6 @@ from agent_kernel.models._base import Model
 from agent_kernel.tools._output import DEFAULT_TOOL_RESULT_LIMIT
 from agent_kernel.tools._registry import ToolRegistry
 
-__all__ = ["CONTINUE_INSTRUCTION", "FINAL_TURN_INSTRUCTION", "LoopConfig"]
-
 CONTINUE_INSTRUCTION = (
     "Your last response was cut off by the output token limit. Continue exactly where it stopped, "
     "without repeating anything."

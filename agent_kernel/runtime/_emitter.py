@@ -24,8 +24,6 @@ from agent_kernel.events._event import AgentEvent, EventType, Payload
 from agent_kernel.events._sink import EventSink
 from agent_kernel.events._turn import TurnState
 
-__all__ = ["Emitter"]
-
 # Events that end a block of text: a delta held back for redaction is released before them.
 _ENDS_TEXT = frozenset(
     {

@@ -25,8 +25,6 @@ from typing import Any
 from agent_kernel.tools._threads import ToolThread, track_threads
 from agent_kernel.tools._tool import ToolResult
 
-__all__ = ["ABORT_FALLBACK", "ABORT_RETRY", "ABORT_SIBLING", "ABORT_STOPPED", "ABORT_USER", "PendingCall", "StreamingToolExecutor"]
-
 ABORT_USER = "user interrupted"
 ABORT_SIBLING = "a sibling tool call failed"
 ABORT_STOPPED = "the run was ended by"  # + the tool that ended it

@@ -12,8 +12,6 @@ from collections.abc import Sequence
 from agent_kernel.messages import Message
 from agent_kernel.tools._registry import ToolRegistry
 
-__all__ = ["max_turns_fallback"]
-
 _LAST_RESULTS = 3  # the newest tool results quoted
 _RESULT_CHARS = 300  # of each one
 _PATH_ARGUMENTS = ("path", "file_path", "filename")

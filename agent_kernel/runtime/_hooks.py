@@ -30,8 +30,6 @@ if TYPE_CHECKING:
     from agent_kernel.events._turn import TurnState
     from agent_kernel.runtime._state import ExecutionContext
 
-__all__ = ["HOOK_CONTEXT_TAG", "Decision", "HookContext", "HookError", "HookOutcome", "HookPoint", "Hooks"]
-
 #: The tag around extra context a hook adds to a request: ``<hook-context>...</hook-context>``.
 HOOK_CONTEXT_TAG = "hook-context"
 

@@ -33,8 +33,6 @@ from agent_kernel.tools._output import cap_tool_output
 from agent_kernel.tools._registry import ToolRegistry
 from agent_kernel.tools._tool import ToolContext, ToolResult
 
-__all__ = ["ToolInvoker"]
-
 #: Runs a lifecycle hook for the current turn: ``hook(point, turn, **data)``.
 RunHook = Callable[..., Awaitable[Any]]  # returns the hooks' HookOutcome, or None
 

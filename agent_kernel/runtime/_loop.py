@@ -52,8 +52,6 @@ ABORT_FINAL = "tools are disabled for the final answer"
 ABORT_ENDED = "the run ended before this call finished"
 ABORT_FAILED = "the run failed before this call finished"
 
-__all__ = ["CONTINUE_INSTRUCTION", "FINAL_TURN_INSTRUCTION", "LoopConfig", "tt"]
-
 T = TypeVar("T")
 
 # Stop reasons that end a response normally; anything else (max_tokens, refusal, ...) is reported.

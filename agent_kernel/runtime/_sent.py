@@ -13,8 +13,6 @@ from typing import Any
 from agent_kernel.events import payloads as p
 from agent_kernel.models._base import Model, ModelRequest, Usage
 
-__all__ = ["context_usage", "request_diff"]
-
 
 def context_usage(cm: Any, model: Model, usage: Usage | None) -> p.ContextUsage | None:
     """How full the window was for one call: the context policy's figure, else the reported

@@ -26,16 +26,6 @@ if TYPE_CHECKING:
     from agent_kernel.runtime._hooks import Hooks
     from agent_kernel.runtime._loop import LoopConfig
 
-__all__ = [
-    "CancelToken",
-    "ExecutionContext",
-    "LoopState",
-    "LoopStateMachine",
-    "LoopStats",
-    "RunControl",
-    "TerminationReason",
-]
-
 
 class TerminationReason(str, Enum):
     """Why a run ended."""

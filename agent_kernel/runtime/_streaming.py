@@ -12,7 +12,6 @@ from typing import Any
 
 import pydantic
 
-__all__ = ["Watchdog", "backoff", "validation_summary"]
 
 class Watchdog:
     """Interrupts the stream when the model has been silent for ``timeout`` seconds.

@@ -51,8 +51,6 @@ from agent_kernel.team._crew_state import Outcomes, state_tools
 from agent_kernel.team._subagents import Subagent, run_subagent, task_tool
 from agent_kernel.tools._registry import ToolRegistry
 
-__all__ = ["MODES", "Crew", "CrewResult", "Outcomes", "Task", "TaskOutput"]
-
 MODES = ("sequential", "parallel", "hierarchical")
 Mode = Literal["sequential", "parallel", "hierarchical"]
 Status = Literal["done", "failed", "skipped", "cancelled"]

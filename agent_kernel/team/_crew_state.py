@@ -23,8 +23,6 @@ from agent_kernel.tools._tool import Tool, ToolContext
 if TYPE_CHECKING:
     from agent_kernel.team._crew import TaskOutput
 
-__all__ = ["Outcomes", "state_tools"]
-
 _MAX_VALUE_CHARS = 20_000  # one value, as JSON: the state goes into prompts when read
 
 

@@ -54,8 +54,6 @@ from agent_kernel.tools._tool import Tool, ToolContext
 if TYPE_CHECKING:
     from agent_kernel.agent._agent import Agent
 
-__all__ = ["Subagent", "SubagentResult", "agent_tool", "resumable_delegation", "run_subagent", "start_background", "subagent", "task_tool"]
-
 _NO_ANSWER = "(the sub-agent finished without an answer)"
 
 

@@ -15,8 +15,6 @@ from pathlib import Path
 
 from agent_kernel._util.spill import shown_path, write_spill
 
-__all__ = ["DEFAULT_TOOL_RESULT_LIMIT", "WINDOW_SHARE", "cap_tool_output", "result_limit_for_window"]
-
 #: Characters of one tool result sent to the model (the built-in tools' own cap), at most.
 DEFAULT_TOOL_RESULT_LIMIT = 30_000
 

@@ -10,8 +10,6 @@ from agent_kernel.errors import UnknownTool, did_you_mean
 from agent_kernel.models._base import ToolSpec
 from agent_kernel.tools._tool import Tool
 
-__all__ = ["BUILTIN_TOOLS", "ToolRegistry", "as_tool"]
-
 # name -> "module:attribute", imported on first use.
 BUILTIN_TOOLS: dict[str, str] = {
     "read_file": "agent_kernel.tools.builtin._files:read_file",

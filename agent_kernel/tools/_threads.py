@@ -24,8 +24,6 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-__all__ = ["INTERRUPT_GRACE_S", "ToolThread", "run_in_thread", "track_threads"]
-
 T = TypeVar("T")
 
 #: After an interrupt, how long a cancelled call waits for its thread to unwind before it is

@@ -24,8 +24,6 @@ from agent_kernel.errors import StopRun
 from agent_kernel.messages import ImageBlock
 from agent_kernel.models._base import ToolSpec
 
-__all__ = ["ON_ERROR", "Tool", "ToolContext", "ToolResult", "tool"]
-
 #: What a failed call may do to its siblings not started yet (``Tool.on_error``, ``on_tool_error``).
 ON_ERROR = ("continue", "cancel")
 

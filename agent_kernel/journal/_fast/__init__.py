@@ -16,14 +16,13 @@ from agent_kernel.journal._fast.columns import (
     EVENT_TYPES,
     ID_FIELDS,
     EventColumns,
-    arrow_kind,
     columns_from_events,
     columns_from_file,
-    data_kind,
     records_from_file,
     small_pages,
     worker_threads,
 )
+from agent_kernel.journal._fast.data_pieces import arrow_kind, data_kind
 
 __all__ = [
     "EVENT_TYPES",

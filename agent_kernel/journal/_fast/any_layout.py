@@ -43,8 +43,6 @@ from agent_kernel.journal._fast.line_scan import EVENT_TYPES
 from agent_kernel.journal._format import GROUP_FIELDS
 from agent_kernel.journal._reader import ENVELOPE_SQL, LineCount, TornLineWarning, read_header, read_json_sql
 
-__all__ = ["PlainReaderNeeded", "read_columns", "read_records"]
-
 _TYPE_CODE = {name: code for code, name in enumerate(EVENT_TYPES)}
 # DuckDB buffers about this much of the file per read: with 256 MB (what ``journal.sql`` allows)
 # its own peak while reading a re-serialised 300,000-event journal was 1.8 times the file, with

@@ -27,8 +27,6 @@ from agent_kernel.journal._fast.data_pieces import DataPiece, pivot
 from agent_kernel.journal._fast.line_scan import DATA_BYTES, EVENT_TYPES, SEQ_BYTES, TS_BYTES, NotCanonical, byte_mask, id_fields, integers, locate, matches_each, views
 from agent_kernel.journal._format import STRING_PAYLOAD_CLOSE, STRING_PAYLOAD_KEY_END, STRING_PAYLOAD_OPEN
 
-__all__ = ["Part", "Shapes", "arrow_table", "parse_chunk", "plain_strings"]
-
 _ARROW_MIN_ROWS = 128  # below this a type's payloads in a chunk are parsed with json (Arrow's call costs more)
 _MAX_FAST_PAYLOAD = 1 << 16  # longer payloads of a frequent type are parsed with json
 _EXACT_FLOAT_INTEGERS = 2.0**53  # a float at least this large may stand for an integer json keeps exact

@@ -44,25 +44,10 @@ import numpy as np
 from agent_kernel.errors import JournalError
 from agent_kernel.events._event import AgentEvent
 from agent_kernel.journal._fast.chunk_columns import Part, Shapes, parse_chunk
-from agent_kernel.journal._fast.data_pieces import DataPiece, arrow_kind, data_kind, pivot
+from agent_kernel.journal._fast.data_pieces import DataPiece, pivot
 from agent_kernel.journal._fast.line_scan import EVENT_TYPES, NotCanonical, blocks, complete_tail, locate, padded
 from agent_kernel.journal._format import GROUP_FIELDS
 from agent_kernel.journal._reader import LineCount, check_schema, iter_records, read_header
-
-__all__ = [
-    "EVENT_TYPES",
-    "ID_FIELDS",
-    "DataPiece",
-    "EventColumns",
-    "arrow_kind",
-    "columns_from_events",
-    "columns_from_file",
-    "data_kind",
-    "paused_gc",
-    "records_from_file",
-    "small_pages",
-    "worker_threads",
-]
 
 ID_FIELDS = ("session_id", "run_id", "turn_id", "parent_turn_id", "agent_id")
 _ROW_GROUP_FIELDS = (*GROUP_FIELDS, "parent_agent_id")

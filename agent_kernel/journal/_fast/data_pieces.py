@@ -15,8 +15,6 @@ from typing import Any, TypeAlias
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["DataPiece", "Values", "arrow_kind", "data_kind", "pivot"]
-
 Values: TypeAlias = "pa.Array | list[Any]"
 
 

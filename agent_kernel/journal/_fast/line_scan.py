@@ -29,23 +29,6 @@ from agent_kernel.events._event import EventType
 from agent_kernel.journal._format import DATA_KEY, GROUP_FIELDS, ID_SECTION_START, LINE_END, MAX_ID_SECTION, MAX_SEQ_DIGITS, MAX_TYPE_NAME, MIN_LINE, SEQ_KEY, TOP_LEVEL_COMMAS, TS_KEY, TYPE_KEY
 from agent_kernel.journal._reader import TornLineWarning, parse_header
 
-__all__ = [
-    "CHUNK",
-    "EVENT_TYPES",
-    "PAD",
-    "Lines",
-    "NotCanonical",
-    "blocks",
-    "byte_mask",
-    "complete_tail",
-    "id_fields",
-    "integers",
-    "locate",
-    "matches_each",
-    "padded",
-    "views",
-]
-
 EVENT_TYPES: tuple[str, ...] = tuple(kind.value for kind in EventType)
 # Bytes read and parsed at a time: bounds the working memory (a few chunks are in flight) and how
 # long one chunk's json call holds the GIL. Chunk buffers and comparison masks are reused

@@ -27,8 +27,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-__all__ = ["Captured", "compact_repr", "run_captured"]
-
 _FILENAME = "<agent>"
 _numbers = itertools.count(1)
 

@@ -19,8 +19,6 @@ from agent_kernel.tools._tool import Tool, ToolContext
 from agent_kernel.tools.builtin._limits import MAX_OUTPUT_CHARS, truncate
 from agent_kernel.tools.builtin._workspace import guard, is_binary, workspace
 
-__all__ = ["edit_file", "read_file", "write_file"]
-
 MAX_LINE_CHARS = 2_000
 DEFAULT_LINES = 2_000
 

@@ -11,8 +11,6 @@ import re
 from html.parser import HTMLParser
 from urllib.parse import urljoin
 
-__all__ = ["html_to_text"]
-
 # Elements whose content is not text a reader sees.
 _SKIPPED = frozenset({"script", "style", "noscript", "template", "svg", "math", "iframe", "object", "canvas", "select", "button", "head"})
 _BLOCKS = frozenset({

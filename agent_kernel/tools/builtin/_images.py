@@ -17,8 +17,6 @@ from typing import Any
 
 from agent_kernel.messages import ImageBlock
 
-__all__ = ["MAX_BYTES", "MAX_EDGE", "MAX_IMAGES", "IMAGE_TYPES", "describe_figure", "image_block", "png_size"]
-
 #: Images one tool result sends at most (the rest are named in its text).
 MAX_IMAGES = 4
 #: Pixels on an image's long edge at most (Anthropic's and OpenAI's recommended size).

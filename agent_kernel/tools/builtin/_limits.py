@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from typing import Literal
 
-__all__ = ["MAX_OUTPUT_CHARS", "truncate"]
-
 MAX_OUTPUT_CHARS = 30_000
 
 

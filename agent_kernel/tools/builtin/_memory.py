@@ -17,8 +17,6 @@ from typing import Any, Literal
 from agent_kernel.errors import ToolError, UserError
 from agent_kernel.tools._tool import Tool, ToolContext
 
-__all__ = ["MemoryTool", "memory"]
-
 
 def _memory(action: Literal["remember", "recall", "forget"], ctx: ToolContext, key: str = "", content: str = "", query: str = "") -> str:
     """Your long-term memory, kept across sessions. Remember lasting facts worth knowing next time

@@ -27,8 +27,6 @@ from agent_kernel.guard._paths import PathArgument, PathKey, Resolved
 from agent_kernel.tools._tool import ToolContext
 from agent_kernel.tools.builtin._workspace import guard, workspace
 
-__all__ = ["NotebookDoc", "NotebookPath", "default_notebook", "find_cell", "load", "load_for_reading", "remember_read", "save"]
-
 #: The permission key of a call without ``path`` when the gate cannot tell which notebook it means.
 UNKNOWN_NOTEBOOK = "<current notebook>"
 

@@ -14,8 +14,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Protocol
 
-__all__ = ["LiveNotebook", "LiveNotebooks", "LiveUnavailable", "live_notebooks", "open_live", "use_live_notebooks"]
-
 
 class LiveUnavailable(Exception):
     """The open notebook could not be reached before the request was made (no front end, the

@@ -25,8 +25,6 @@ from typing import Any
 from agent_kernel.messages import ImageBlock
 from agent_kernel.tools.builtin._images import MAX_IMAGES, figure_alt, image_block
 
-__all__ = ["DATA_TAG", "DEFAULT_BUDGET_CHARS", "Rendered", "inert", "output_text", "render_cells", "render_outputs"]
-
 #: The tag around notebook content handed to the model.
 DATA_TAG = "notebook-data"
 #: Characters of notebook a read returns at most (about 8,000 tokens).

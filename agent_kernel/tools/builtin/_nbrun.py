@@ -27,8 +27,6 @@ from typing import Any
 from agent_kernel.tools._threads import run_in_thread
 from agent_kernel.tools.builtin._capture import Captured, run_captured
 
-__all__ = ["CellRun", "run_in_kernel", "run_in_process", "shutdown_kernels"]
-
 #: Where a session keeps the kernels started for notebook files (canonical path -> client).
 KERNELS_KEY = "notebook_kernels"
 

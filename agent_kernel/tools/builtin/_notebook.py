@@ -44,8 +44,6 @@ from agent_kernel.tools.builtin._nbrender import DEFAULT_BUDGET_CHARS, inert, ou
 from agent_kernel.tools.builtin._python import PYTHON_WARNING, user_namespace
 from agent_kernel.tools.builtin._workspace import guard, workspace
 
-__all__ = ["PROVENANCE_KEY", "edit_notebook", "read_notebook", "run_cell", "undo_run_edits", "undo_run_edits_async"]
-
 #: The cell metadata key holding a cell's provenance (which run, turn and call wrote it).
 PROVENANCE_KEY = "agent_kernel"
 #: Seconds ``run_cell`` lets a cell run before interrupting it (``extras["run_cell_timeout"]``).

@@ -29,12 +29,10 @@ from typing import Any
 from agent_kernel.errors import ToolError
 from agent_kernel.tools._threads import run_in_thread
 from agent_kernel.tools._tool import Tool, ToolContext, ToolResult
-from agent_kernel.tools.builtin._capture import Captured, compact_repr, run_captured
+from agent_kernel.tools.builtin._capture import Captured, run_captured
 from agent_kernel.tools.builtin._images import MAX_IMAGES
 from agent_kernel.tools.builtin._limits import MAX_OUTPUT_CHARS, truncate
 from agent_kernel.tools.builtin._nbrender import output_images, output_text
-
-__all__ = ["PYTHON_WARNING", "PythonTool", "compact_repr", "python", "user_namespace"]
 
 PYTHON_WARNING = (
     "python runs code in your own Python process (the notebook's namespace): it can do anything "

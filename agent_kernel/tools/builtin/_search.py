@@ -27,8 +27,6 @@ from agent_kernel.tools._tool import Tool, ToolContext
 from agent_kernel.tools.builtin._limits import MAX_OUTPUT_CHARS, truncate
 from agent_kernel.tools.builtin._workspace import IGNORED_DIRS, guard, is_binary, withheld, workspace
 
-__all__ = ["glob", "grep", "list_files"]
-
 MAX_ENTRIES = 500
 MAX_MATCHES = 300
 MAX_MATCH_LINE = 300

@@ -37,8 +37,6 @@ from agent_kernel.tools._tool import Tool, ToolContext
 from agent_kernel.tools.builtin._limits import MAX_OUTPUT_CHARS
 from agent_kernel.tools.builtin._workspace import working_dir
 
-__all__ = ["DEFAULT_TIMEOUT", "MAX_TIMEOUT", "bash"]
-
 DEFAULT_TIMEOUT = 120
 MAX_TIMEOUT = 600
 # Seconds between SIGTERM and SIGKILL for the process group.

@@ -17,9 +17,6 @@ from typing import Any, Literal
 from agent_kernel.errors import ToolError
 from agent_kernel.tools._tool import Tool, ToolContext
 
-__all__ = ["MAX_TODOS", "MAX_TODO_CHARS", "TODO_STATUSES", "TodoItem", "TodoStatus", "todo_write"]
-
-
 TodoStatus = Literal["pending", "in_progress", "completed"]
 TODO_STATUSES: tuple[str, ...] = ("pending", "in_progress", "completed")
 #: Items a todo list holds at most, and characters an item holds at most (``todo_write``).

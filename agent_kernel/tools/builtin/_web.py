@@ -40,8 +40,6 @@ from agent_kernel.guard._urls import UrlArgument, UrlKey, refused_address, url_k
 from agent_kernel.tools._tool import Tool, ToolContext, ToolResult
 from agent_kernel.tools.builtin._htmltext import html_to_text
 
-__all__ = ["DATA_TAG", "make_web_fetch", "web_fetch"]
-
 #: The tag around fetched content handed to the model.
 DATA_TAG = "web-data"
 #: Characters of page text returned unless the call asks for fewer or more.

@@ -17,8 +17,6 @@ from agent_kernel.errors import ToolError
 from agent_kernel.guard._paths import PathKey, Workspace, path_rules
 from agent_kernel.tools._tool import ToolContext
 
-__all__ = ["IGNORED_DIRS", "display_path", "guard", "is_binary", "resolve_path", "withheld", "working_dir", "workspace"]
-
 # Directories the search tools skip: caches and vendored trees that drown real results.
 IGNORED_DIRS = frozenset(
     {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".ipynb_checkpoints", ".tox"}
