@@ -11,12 +11,14 @@ without losing dtypes (``load_journals``).
 
 ``agent_id`` and ``parent_agent_id`` name the agent that emitted a row; both are missing for the
 top-level agent (sub-agents fill them).
+
+``turns_df``, ``tool_calls_df`` and ``usage_df`` are derived by ``journal.derive`` in an
+in-process DuckDB: the derivation the ``sql`` views run, so a frame and its view hold the same rows.
 """
 
 from __future__ import annotations
 
 import glob as globbing
-import json
 import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -24,9 +26,11 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from agent_kernel.errors import JournalError
 from agent_kernel.events._event import AgentEvent, EventType
+from agent_kernel.journal._derive import derived, event_table
 from agent_kernel.journal._event_frame import AGENT_COLUMNS, EVENT_COLUMNS, STRING, TIME, TYPE_DTYPE, events_frame, objects, utc
 from agent_kernel.journal._fast import columns_from_events, columns_from_file, records_from_file, small_pages
 from agent_kernel.journal._reader import KNOWN_TYPES, LineCount, events_of
@@ -243,116 +247,23 @@ def _agent(event: AgentEvent, parents: dict[str, str | None]) -> dict[str, Any]:
     return {"agent_id": event.agent_id, "parent_agent_id": parents.get(event.agent_id) if event.agent_id else None}
 
 
-def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
-def _union_seconds(intervals: list[tuple[float, float]]) -> float:
-    """Wall time covered by at least one interval (parallel tools are not counted twice)."""
-    total, reach = 0.0, float("-inf")
-    for start, end in sorted(intervals):
-        if end > reach:
-            total += end - max(start, reach)
-            reach = end
-    return total
-
-
-class _Call:
-    """What the events say about one tool call."""
-
-    __slots__ = ("event", "call_id", "name", "index", "arguments", "queued", "start", "end", "duration", "is_error",
-                 "approval", "decided_by", "approval_asked", "approval_wait", "result")
-
-    def __init__(self, event: AgentEvent, call_id: str) -> None:
-        self.event = event
-        self.call_id = call_id
-        self.name: str | None = None
-        self.index: int | None = None
-        self.arguments: Any = None
-        self.queued: float | None = None
-        self.start: float | None = None
-        self.end: float | None = None
-        self.duration: float | None = None
-        self.is_error: bool | None = None
-        self.approval: str | None = None
-        self.decided_by: str | None = None
-        self.approval_asked: float | None = None
-        self.approval_wait: float | None = None
-        self.result: str | None = None
-
-
-def _calls(events: list[AgentEvent]) -> list[_Call]:
-    # A call id is unique within its run only: a sub-agent (its own run) or a later run may
-    # reuse one, as offline models do, so calls are told apart by run as well.
-    calls: dict[tuple[str, str], _Call] = {}
-    for event in events:
-        data = event.data
-        call_id = data.get("call_id")
-        if not isinstance(call_id, str) or event.type not in _CALL_EVENTS:
-            continue
-        key = (event.run_id, call_id)
-        call = calls.get(key)
-        if call is None:
-            call = calls[key] = _Call(event, call_id)
-        name = data.get("name", data.get("tool"))
-        if isinstance(name, str):
-            call.name = name
-        kind = event.type
-        if kind is EventType.TOOL_CALL_READY:
-            call.queued = event.ts
-            call.arguments = data.get("arguments")
-            call.index = data.get("index") if isinstance(data.get("index"), int) else call.index
-        elif kind is EventType.TOOL_CALL_START and isinstance(data.get("index"), int):
-            call.index = data["index"]
-        elif kind is EventType.TOOL_START:
-            call.start = event.ts
-        elif kind is EventType.TOOL_RESULT:
-            call.start = _number(data.get("started_at")) or call.start
-            call.end = _number(data.get("ended_at")) or event.ts
-            call.duration = _number(data.get("duration_s"))
-            call.is_error = bool(data.get("is_error", False))
-            content = data.get("content")
-            call.result = content if isinstance(content, str) else json.dumps(content, default=str)
-        elif kind is EventType.APPROVAL_REQUIRED:
-            call.approval_asked = event.ts
-        elif kind is EventType.APPROVAL_DECISION:
-            call.approval = None if data.get("decision") is None else str(data.get("decision"))
-            call.decided_by = None if data.get("decided_by") is None else str(data.get("decided_by"))
-            wait = _number(data.get("wait_s"))
-            if wait is None and call.approval_asked is not None:
-                wait = event.ts - call.approval_asked
-            call.approval_wait = wait
-    for call in calls.values():
-        if call.duration is None and call.start is not None and call.end is not None:
-            call.duration = call.end - call.start
-    return list(calls.values())
-
-
-_CALL_EVENTS = frozenset(
-    {
-        EventType.TOOL_CALL_START,
-        EventType.TOOL_CALL_READY,
-        EventType.APPROVAL_REQUIRED,
-        EventType.APPROVAL_DECISION,
-        EventType.TOOL_START,
-        EventType.TOOL_PROGRESS,
-        EventType.TOOL_RESULT,
-    }
-)
-
-
-def _overlaps(calls: list[_Call], now: float) -> dict[int, list[str]]:
-    """For each call (by position), the call ids whose execution overlapped it (a running call
-    lasts until ``now``)."""
-    spans = sorted((c.start, c.end if c.end is not None else now, i) for i, c in enumerate(calls) if c.start is not None)
-    out: dict[int, list[str]] = {i: [] for i in range(len(calls))}
-    for n, (_start, end, i) in enumerate(spans):
-        for other_start, _other_end, j in spans[n + 1 :]:
-            if other_start >= end:
-                break
-            out[i].append(calls[j].call_id)
-            out[j].append(calls[i].call_id)
-    return out
+def _derived_frame(events: pa.Table, view: str, columns: dict[str, Any]) -> pd.DataFrame:
+    """The rows of ``journal.derive``'s ``view`` over ``events`` as a frame with exactly ``columns``."""
+    table = derived(events, view)
+    out: dict[str, Any] = {}
+    for name, dtype in columns.items():
+        column = table.column(name)
+        if dtype is TIME or dtype == "float64":  # times arrive as seconds since the epoch; a NULL reads as NaN
+            values = column.to_numpy()
+            out[name] = utc(values) if dtype is TIME else values
+        elif dtype is STRING:
+            out[name] = pd.arrays.ArrowStringArray(column.cast(pa.large_string()).combine_chunks())
+        elif dtype in ("int64", "bool"):
+            out[name] = column.to_numpy()
+        else:  # nullable (Int64, boolean) and object columns
+            values = column.to_pylist()
+            out[name] = objects(values) if dtype == "object" else pd.array(values, dtype=dtype)
+    return pd.DataFrame(out, columns=list(columns))
 
 
 def tool_calls_df(source: Any) -> pd.DataFrame:
@@ -360,51 +271,14 @@ def tool_calls_df(source: Any) -> pd.DataFrame:
 
     Columns: ``session_id``, ``run_id``, ``turn_id``, ``agent_id``, ``parent_agent_id``,
     ``call_id``, ``name`` string; ``index`` Int64 (position in the model's response);
-    ``arguments`` string (JSON); ``queued`` (the call was complete in the stream), ``start``,
+    ``arguments`` string (compact JSON); ``queued`` (the call was complete in the stream), ``start``,
     ``end`` datetime64[ns, UTC]; ``duration_s`` float64; ``is_error`` boolean (missing while
     running or if the run was killed); ``approval`` (the decision), ``decided_by`` string;
-    ``approval_wait_s`` float64; ``result_preview`` string (the first 200 characters);
-    ``overlaps`` object (list of the call_ids whose execution overlapped this one).
+    ``approval_wait_s`` float64; ``result_preview`` string (the first 200 characters; a result
+    that is not a string as compact JSON); ``overlaps`` object (list of the call_ids whose
+    execution overlapped this one).
     """
-    events = source_events(source)
-    parents = _parent_agents(events)
-    calls = _calls(events)
-    now = events[-1].ts if events else 0.0
-    overlaps = _overlaps(calls, now)
-    rows: dict[str, list[Any]] = {name: [] for name in TOOL_CALL_COLUMNS}
-    for position, call in enumerate(calls):
-        event = call.event
-        values = {
-            "session_id": event.session_id,
-            "run_id": event.run_id,
-            "turn_id": event.turn_id,
-            **_agent(event, parents),
-            "call_id": call.call_id,
-            "name": call.name,
-            "index": call.index,
-            "arguments": None if call.arguments is None else json.dumps(call.arguments, ensure_ascii=False, default=str),
-            "queued": call.queued,
-            "start": call.start,
-            "end": call.end,
-            "duration_s": call.duration,
-            "is_error": call.is_error,
-            "approval": call.approval,
-            "decided_by": call.decided_by,
-            "approval_wait_s": call.approval_wait,
-            "result_preview": None if call.result is None else call.result[:_PREVIEW],
-            "overlaps": overlaps[position],
-        }
-        for name, value in values.items():
-            rows[name].append(value)
-    return _frame(rows, TOOL_CALL_COLUMNS)
-
-
-_TURN_ENDS = {
-    EventType.RECURSION: "recursion",
-    EventType.MAX_ITERATIONS_REACHED: "max_iterations",
-    EventType.CANCELLED: "cancelled",
-    EventType.ERROR: "error",
-}
+    return _derived_frame(event_table(source_events(source)), "tool_calls", TOOL_CALL_COLUMNS)
 
 
 def turns_df(source: Any) -> pd.DataFrame:
@@ -423,96 +297,7 @@ def turns_df(source: Any) -> pd.DataFrame:
     went on), the ``run_finish`` reason (``end_turn``, ``max_turns``, ...), ``max_iterations``,
     ``cancelled`` or ``error``; missing while the turn runs.
     """
-    events = source_events(source)
-    parents = _parent_agents(events)
-    turns: dict[str, dict[str, Any]] = {}
-    llm_started: dict[str, float] = {}
-    for event in events:
-        if event.turn_id is None:
-            continue
-        turn = turns.get(event.turn_id)
-        if turn is None:
-            turn = turns[event.turn_id] = {
-                "event": event,
-                "turn_counter": event.iteration,
-                "parent_turn_id": event.parent_turn_id,
-                "compacted": False,
-                "start": event.ts,
-                "end": None,
-                "model_s": 0.0,
-                "approval_wait_s": 0.0,
-                "usage": dict.fromkeys(("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"), 0),
-                "cost_usd": 0.0,
-                "llm_calls": 0,
-                "ended_by": None,
-            }
-        kind, data = event.type, event.data
-        if kind is EventType.ITERATION_START and isinstance(data.get("turn_state"), dict):
-            state = data["turn_state"]
-            turn["turn_counter"] = int(state.get("turn_counter", event.iteration))
-            turn["parent_turn_id"] = state.get("parent_turn_id", event.parent_turn_id)
-            turn["compacted"] = turn["compacted"] or bool(state.get("compacted", False))
-        elif kind is EventType.LLM_START or kind is EventType.COMPACTION_START:
-            llm_started[event.turn_id] = event.ts
-        elif _is_model_call(event):
-            duration = _number(data.get("duration_s")) if kind is EventType.LLM_COMPLETE else None
-            if duration is None and event.turn_id in llm_started:
-                duration = event.ts - llm_started[event.turn_id]
-            if kind is not EventType.MCP_SAMPLING:  # sampling runs inside a tool call: tool_s has its time
-                turn["model_s"] += duration or 0.0
-            turn["llm_calls"] += 1
-            usage = data.get("usage") or {}
-            for key in turn["usage"]:
-                turn["usage"][key] += int(usage.get(key) or 0)
-            cost = _number(data.get("cost_usd"))
-            turn["cost_usd"] = None if cost is None or turn["cost_usd"] is None else turn["cost_usd"] + cost
-        elif kind is EventType.RUN_FINISH:
-            turn["ended_by"], turn["end"] = str(data.get("reason", "run_finish")), event.ts
-        elif kind in _TURN_ENDS:
-            turn["ended_by"], turn["end"] = _TURN_ENDS[kind], event.ts
-        if kind is EventType.COMPACTION_COMPLETE:
-            turn["compacted"] = True
-    calls_of: dict[str | None, list[_Call]] = {}
-    for call in _calls(events):
-        calls_of.setdefault(call.event.turn_id, []).append(call)
-    now = events[-1].ts if events else 0.0
-    rows: dict[str, list[Any]] = {name: [] for name in TURN_COLUMNS}
-    for turn_id, turn in turns.items():
-        event = turn["event"]
-        mine = calls_of.get(turn_id, [])
-        spans = [(c.start, c.end if c.end is not None else now) for c in mine if c.start is not None]
-        waits = [c.approval_wait for c in mine if c.approval_wait is not None]
-        values = {
-            "session_id": event.session_id,
-            "run_id": event.run_id,
-            **_agent(event, parents),
-            "turn_counter": turn["turn_counter"],
-            "turn_id": turn_id,
-            "parent_turn_id": turn["parent_turn_id"],
-            "compacted": turn["compacted"],
-            "start": turn["start"],
-            "end": turn["end"],
-            "duration_s": None if turn["end"] is None else turn["end"] - turn["start"],
-            "model_s": turn["model_s"],
-            "tool_s": _union_seconds(spans),
-            "approval_wait_s": float(sum(waits)),
-            **turn["usage"],
-            "cost_usd": turn["cost_usd"],
-            "llm_calls": turn["llm_calls"],
-            "tool_calls": len(mine),
-            "ended_by": turn["ended_by"],
-        }
-        for name, value in values.items():
-            rows[name].append(value)
-    return _frame(rows, TURN_COLUMNS)
-
-
-def _is_model_call(event: AgentEvent) -> bool:
-    """A model's answer: a turn's response, a compaction summary a model wrote (it has usage), or
-    a completion an MCP server asked the model for (sampling) and got."""
-    kind = event.type
-    return (kind is EventType.LLM_COMPLETE or (kind is EventType.COMPACTION_COMPLETE and bool(event.data.get("usage")))
-            or (kind is EventType.MCP_SAMPLING and event.data.get("action") == "accept"))
+    return _derived_frame(event_table(source_events(source)), "turns", TURN_COLUMNS)
 
 
 def usage_df(source: Any) -> pd.DataFrame:
@@ -525,41 +310,7 @@ def usage_df(source: Any) -> pd.DataFrame:
     for a summary); ``input_tokens``, ``output_tokens``, ``cache_read_tokens``, ``cache_write_tokens``
     int64; ``cost_usd`` float64 (NaN when the price is unknown); ``duration_s`` float64.
     """
-    rows: dict[str, list[Any]] = {name: [] for name in USAGE_COLUMNS}
-    events = source_events(source)
-    parents = _parent_agents(events)
-    started: dict[str | None, float] = {}  # compaction_start time per agent
-    for event in events:
-        if event.type is EventType.COMPACTION_START:
-            started[event.agent_id] = event.ts
-        if not _is_model_call(event):
-            continue
-        data = event.data
-        usage = data.get("usage") or {}
-        summary = event.type is EventType.COMPACTION_COMPLETE
-        sampling = event.type is EventType.MCP_SAMPLING
-        since = started.pop(event.agent_id, None) if summary else None
-        values = {
-            "session_id": event.session_id,
-            "run_id": event.run_id,
-            "turn_id": event.turn_id,
-            **_agent(event, parents),
-            "seq": event.seq,
-            "ts": event.ts,
-            "iteration": event.iteration,
-            "purpose": "compaction" if summary else "sampling" if sampling else "turn",
-            "model": data.get("model"),
-            "stop_reason": None if summary else data.get("stop_reason"),
-            "input_tokens": int(usage.get("input_tokens") or 0),
-            "output_tokens": int(usage.get("output_tokens") or 0),
-            "cache_read_tokens": int(usage.get("cache_read_tokens") or 0),
-            "cache_write_tokens": int(usage.get("cache_write_tokens") or 0),
-            "cost_usd": _number(data.get("cost_usd")),
-            "duration_s": event.ts - since if since is not None else _number(data.get("duration_s")),
-        }
-        for name, value in values.items():
-            rows[name].append(value)
-    return _frame(rows, USAGE_COLUMNS)
+    return _derived_frame(event_table(source_events(source)), "usage", USAGE_COLUMNS)
 
 
 def messages_df(source: Any) -> pd.DataFrame:
@@ -639,10 +390,34 @@ def load_journals(pattern: str | os.PathLike[str] | Iterable[str | os.PathLike[s
             raise JournalError(f"no journal matches {os.fspath(pattern)!r}; check the pattern (e.g. 'runs/*.jsonl').")
     else:
         paths = [os.fspath(p) for p in pattern]
+    if kind in _DERIVED_COLUMNS:
+        return _load_derived(paths, kind)
     frames = [_FRAMES[kind](Path(p)) for p in paths]
     if not frames:
         return _FRAMES[kind]([])
     return _concat(frames)
+
+
+_DERIVED_COLUMNS = {"turns": TURN_COLUMNS, "tool_calls": TOOL_CALL_COLUMNS, "usage": USAGE_COLUMNS}
+# load_journals derives this many events at once (or a journal's, if more): one DuckDB query for
+# many short journals, and a bounded table for many long ones.
+_BATCH_EVENTS = 500_000
+
+
+def _load_derived(paths: list[str], view: str) -> pd.DataFrame:
+    """The derived frame ``view`` of the journals at ``paths``, a batch of journals at a time."""
+    frames: list[pd.DataFrame] = []
+    batch: list[pa.Table] = []
+    size = 0
+    for number, path in enumerate(paths):
+        batch.append(event_table(source_events(Path(path)), number))
+        size += batch[-1].num_rows
+        if size >= _BATCH_EVENTS:
+            frames.append(_derived_frame(pa.concat_tables(batch), view, _DERIVED_COLUMNS[view]))
+            batch, size = [], 0
+    if batch or not frames:
+        frames.append(_derived_frame(pa.concat_tables(batch) if batch else event_table([]), view, _DERIVED_COLUMNS[view]))
+    return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
 
 
 def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:

@@ -5,7 +5,9 @@
 the views ``events``, ``turns``, ``tool_calls``, ``usage`` and ``messages`` over it, and returns
 the query's result as a pandas DataFrame. The views have the columns of ``journal.frames``
 (``events_df``, ``turns_df``, ``tool_calls_df``, ``usage_df``, ``messages_df``) with the same
-meanings; where SQL says a thing differently, ``sql``'s docstring lists it.
+meanings; where SQL says a thing differently, ``sql``'s docstring lists it. ``turns``,
+``tool_calls`` and ``usage`` are ``journal.derive``'s relations, the very derivation the frames
+run, with their times made ``TIMESTAMPTZ``.
 
 Why one table per call rather than views straight over the files: the derived views (turns, tool
 calls) read the events several times (sub-agent parents, tool overlaps, model timings), and a
@@ -21,9 +23,11 @@ from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agent_kernel.errors import UserError
+from agent_kernel.journal._derive import DELTA_TYPES, DERIVED, DERIVED_SQL, TIME_COLUMNS
+from agent_kernel.journal._derive import duckdb_module as _duckdb
 from agent_kernel.journal._reader import ENVELOPE_SQL, KNOWN_TYPES, LineCount, read_json_sql
 from agent_kernel.journal._sources import JournalFiles, PathsLike, journal_files, warn_skipped
 
@@ -50,20 +54,8 @@ COMMON_DATA_KEYS: dict[str, str] = {
     "duration_s": "DOUBLE",
     "cost_usd": "DOUBLE",
 }
-#: The per-token events: only the ``events`` view needs them.
-DELTA_TYPES = ("text_delta", "thinking_delta", "tool_call_delta")
 #: The views a query can name.
 VIEWS = ("events", "turns", "tool_calls", "usage", "messages")
-
-_INSTALL = "pip install 'agent_kernel[sql]'"
-
-
-def _duckdb() -> Any:
-    try:
-        import duckdb
-    except ImportError:
-        raise UserError(f"SQL over journals needs DuckDB, which is not installed; run: {_INSTALL}") from None
-    return duckdb
 
 
 def _quote(text: str) -> str:
@@ -116,27 +108,9 @@ def _common_columns() -> str:
 _KEY_PATHS = "[" + ", ".join(_quote("$." + k) for k in COMMON_DATA_KEYS) + "]"
 
 
-# The envelope of every derived view's rows, in the frames' order.
-_WHO = "e.session_id, e.run_id, e.turn_id, e.agent_id, p.parent_agent_id"
-_NUMBER = "('BIGINT', 'UBIGINT', 'DOUBLE', 'HUGEINT')"
-
 _VIEWS_SQL = f"""
-CREATE TEMP VIEW _core AS
-    SELECT * FROM _all WHERE seq IS NOT NULL AND ts IS NOT NULL AND type IS NOT NULL
-        AND type NOT IN ({', '.join(map(_quote, DELTA_TYPES))});
-
 -- Seconds since the epoch to TIMESTAMPTZ, rounded to the microsecond (as the Parquet export does).
 CREATE TEMP MACRO _time(x) AS timezone('UTC', make_timestamp(CAST(floor(x * 1000000 + 0.5) AS BIGINT)));
-CREATE TEMP MACRO _num(j, p) AS CASE WHEN json_type(j, p) IN {_NUMBER} THEN CAST(json_extract_string(j, p) AS DOUBLE) END;
-CREATE TEMP MACRO _int(j, p) AS coalesce(TRY_CAST(json_extract_string(j, p) AS BIGINT), 0);
-
--- Each sub-agent's parent, per journal (an event names only its own agent).
-CREATE TEMP VIEW _parents AS
-    SELECT _file, data->>'$.agent_id' AS child, arg_max(data->>'$.parent_agent_id', seq) AS parent_agent_id
-    FROM _core WHERE type = 'subagent_start' AND data->>'$.agent_id' IS NOT NULL GROUP BY ALL;
-
--- The time of the last event in each journal: "now" for a call or a turn still running.
-CREATE TEMP VIEW _now AS SELECT _file, arg_max(ts, seq) AS now FROM _core GROUP BY ALL;
 
 CREATE TEMP VIEW events AS
     SELECT e.seq, _time(e.ts) AS ts, e.session_id, e.run_id, e.turn_id, e.parent_turn_id, e.agent_id,
@@ -144,179 +118,12 @@ CREATE TEMP VIEW events AS
     FROM (SELECT *, json_extract_string(data, {_KEY_PATHS}) AS _k FROM _all
           WHERE seq IS NOT NULL AND ts IS NOT NULL AND type IS NOT NULL) e
     LEFT JOIN _parents p ON p._file = e._file AND p.child = e.agent_id;
-
--- One row per tool call: (journal, run, call id), as the frames tell calls apart.
-CREATE TEMP VIEW _call_rows AS
-    SELECT e.*, data->>'$.call_id' AS call_id,
-        CASE WHEN json_exists(data, '$.name') THEN (CASE WHEN json_type(data, '$.name') = 'VARCHAR' THEN data->>'$.name' END)
-             WHEN json_type(data, '$.tool') = 'VARCHAR' THEN data->>'$.tool' END AS _name
-    FROM _core e
-    WHERE type IN ('tool_call_start', 'tool_call_ready', 'approval_required', 'approval_decision', 'tool_start',
-                   'tool_progress', 'tool_result')
-      AND json_type(data, '$.call_id') = 'VARCHAR';
-
-CREATE TEMP VIEW _calls AS
-    SELECT *,
-        CASE WHEN _duration IS NOT NULL THEN _duration WHEN "start" IS NOT NULL AND "end" IS NOT NULL THEN "end" - "start" END AS duration_s,
-        CASE WHEN _decided THEN coalesce(_wait, _decision_ts - _asked) END AS approval_wait_s
-    FROM (
-    SELECT _file, run_id, call_id,
-        min(seq) AS _first,
-        first(session_id ORDER BY seq) AS session_id,
-        first(turn_id ORDER BY seq) AS turn_id,
-        first(agent_id ORDER BY seq) AS agent_id,
-        last(_name ORDER BY seq) FILTER (WHERE _name IS NOT NULL) AS name,
-        last(data->>'$.index' ORDER BY seq) FILTER (
-            WHERE type IN ('tool_call_ready', 'tool_call_start') AND json_type(data, '$.index') IN ('BIGINT', 'UBIGINT'))::BIGINT AS "index",
-        last(nullif(CAST(data->'$.arguments' AS VARCHAR), 'null') ORDER BY seq) FILTER (WHERE type = 'tool_call_ready') AS arguments,
-        last(ts ORDER BY seq) FILTER (WHERE type = 'tool_call_ready') AS queued,
-        coalesce(
-            last(nullif(_num(data, '$.started_at'), 0) ORDER BY seq) FILTER (WHERE type = 'tool_result'),
-            last(ts ORDER BY seq) FILTER (WHERE type = 'tool_start')) AS "start",
-        last(coalesce(nullif(_num(data, '$.ended_at'), 0), ts) ORDER BY seq) FILTER (WHERE type = 'tool_result') AS "end",
-        last(_num(data, '$.duration_s') ORDER BY seq) FILTER (WHERE type = 'tool_result') AS _duration,
-        last(coalesce(TRY_CAST(data->>'$.is_error' AS BOOLEAN), false) ORDER BY seq) FILTER (WHERE type = 'tool_result') AS is_error,
-        last(data->>'$.decision' ORDER BY seq) FILTER (WHERE type = 'approval_decision') AS approval,
-        last(data->>'$.decided_by' ORDER BY seq) FILTER (WHERE type = 'approval_decision') AS decided_by,
-        bool_or(type = 'approval_decision') AS _decided,
-        last(_num(data, '$.wait_s') ORDER BY seq) FILTER (WHERE type = 'approval_decision') AS _wait,
-        last(ts ORDER BY seq) FILTER (WHERE type = 'approval_decision') AS _decision_ts,
-        last(ts ORDER BY seq) FILTER (WHERE type = 'approval_required') AS _asked,
-        left(last(CASE WHEN json_type(data, '$.content') = 'VARCHAR' THEN data->>'$.content'
-                       ELSE coalesce(CAST(data->'$.content' AS VARCHAR), 'null') END ORDER BY seq)
-             FILTER (WHERE type = 'tool_result'), 200) AS result_preview
-    FROM _call_rows GROUP BY _file, run_id, call_id);
-
--- Execution intervals (a call still running lasts until the journal's last event).
-CREATE TEMP VIEW _spans AS
-    SELECT c._file, c.run_id, c.call_id, c.turn_id, c._first, c."start", coalesce(c."end", n.now) AS stop
-    FROM _calls c JOIN _now n USING (_file) WHERE c."start" IS NOT NULL;
-
-CREATE TEMP VIEW _overlaps AS
-    SELECT a._file, a.run_id, a.call_id, list(b.call_id ORDER BY b."start", b.stop, b._first) AS overlaps
-    FROM _spans a JOIN _spans b
-      ON a._file = b._file AND b."start" < a.stop AND a."start" < b.stop
-     AND NOT (a.run_id = b.run_id AND a.call_id = b.call_id)
-    GROUP BY ALL;
-
-CREATE TEMP VIEW tool_calls AS
-    SELECT {_WHO}, e.call_id, e.name, e."index", e.arguments, _time(e.queued) AS queued,
-           _time(e."start") AS "start", _time(e."end") AS "end", e.duration_s, e.is_error, e.approval,
-           e.decided_by, e.approval_wait_s, e.result_preview, coalesce(o.overlaps, []::VARCHAR[]) AS overlaps
-    FROM _calls e
-    LEFT JOIN _parents p ON p._file = e._file AND p.child = e.agent_id
-    LEFT JOIN _overlaps o ON o._file = e._file AND o.run_id = e.run_id AND o.call_id = e.call_id;
-
--- Model calls: every llm_complete, each compaction summary a model wrote (it has usage), and each
--- completion an MCP server asked the model for and got (sampling).
-CREATE TEMP VIEW _model_rows AS
-    SELECT *,
-        type = 'compaction_complete' AS _summary,
-        -- the latest llm_start or compaction_start of the turn (what the turn's model time counts from)
-        last_value(CASE WHEN type IN ('llm_start', 'compaction_start') THEN ts END IGNORE NULLS) OVER (
-            PARTITION BY _file, turn_id ORDER BY seq ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS _turn_llm_start,
-        -- the latest compaction_start of the agent not yet answered by a summary (what usage counts from)
-        last_value(CASE WHEN type = 'compaction_start' THEN seq END IGNORE NULLS) OVER _agent AS _cstart_seq,
-        last_value(CASE WHEN type = 'compaction_start' THEN ts END IGNORE NULLS) OVER _agent AS _cstart_ts,
-        last_value(CASE WHEN type = 'compaction_complete' AND json_type(data, '$.usage') = 'OBJECT'
-                        AND len(json_keys(data, '$.usage')) > 0 THEN seq END IGNORE NULLS) OVER _agent AS _csummary_seq
-    FROM _core
-    WHERE type IN ('llm_start', 'compaction_start', 'llm_complete', 'compaction_complete', 'mcp_sampling')
-    WINDOW _agent AS (PARTITION BY _file, agent_id ORDER BY seq ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING);
-
-CREATE TEMP VIEW _model_calls AS
-    SELECT *,
-        CASE WHEN type = 'llm_complete' THEN coalesce(_num(data, '$.duration_s'), ts - _turn_llm_start)
-             WHEN type = 'mcp_sampling' THEN 0.0  -- it ran inside a tool call, whose time tool_s has
-             ELSE ts - _turn_llm_start END AS _model_s,
-        _num(data, '$.cost_usd') AS _cost
-    FROM _model_rows
-    WHERE type = 'llm_complete'
-       OR (type = 'compaction_complete' AND json_type(data, '$.usage') = 'OBJECT' AND len(json_keys(data, '$.usage')) > 0)
-       OR (type = 'mcp_sampling' AND data->>'$.action' = 'accept');
-
-CREATE TEMP VIEW usage AS
-    SELECT {_WHO}, e.seq, _time(e.ts) AS ts, e.iteration,
-        CASE WHEN e._summary THEN 'compaction' WHEN e.type = 'mcp_sampling' THEN 'sampling' ELSE 'turn' END AS purpose,
-        e.data->>'$.model' AS model,
-        CASE WHEN e._summary THEN NULL ELSE e.data->>'$.stop_reason' END AS stop_reason,
-        _int(e.data, '$.usage.input_tokens') AS input_tokens,
-        _int(e.data, '$.usage.output_tokens') AS output_tokens,
-        _int(e.data, '$.usage.cache_read_tokens') AS cache_read_tokens,
-        _int(e.data, '$.usage.cache_write_tokens') AS cache_write_tokens,
-        e._cost AS cost_usd,
-        CASE WHEN e._summary AND e._cstart_seq IS NOT NULL AND e._cstart_seq > coalesce(e._csummary_seq, -1)
-             THEN e.ts - e._cstart_ts ELSE _num(e.data, '$.duration_s') END AS duration_s
-    FROM _model_calls e LEFT JOIN _parents p ON p._file = e._file AND p.child = e.agent_id;
-
-CREATE TEMP VIEW _turn_rows AS
-    SELECT _file, turn_id,
-        min(seq) AS _first,
-        first(session_id ORDER BY seq) AS session_id,
-        first(run_id ORDER BY seq) AS run_id,
-        first(agent_id ORDER BY seq) AS agent_id,
-        first(iteration ORDER BY seq) AS _iteration,
-        first(parent_turn_id ORDER BY seq) AS _parent_turn_id,
-        bool_or(type = 'iteration_start' AND json_type(data, '$.turn_state') = 'OBJECT') AS _has_state,
-        last(coalesce(TRY_CAST(data->>'$.turn_state.turn_counter' AS BIGINT), iteration) ORDER BY seq)
-            FILTER (WHERE type = 'iteration_start' AND json_type(data, '$.turn_state') = 'OBJECT') AS _counter,
-        last(CASE WHEN json_exists(data, '$.turn_state.parent_turn_id') THEN data->>'$.turn_state.parent_turn_id'
-                  ELSE parent_turn_id END ORDER BY seq)
-            FILTER (WHERE type = 'iteration_start' AND json_type(data, '$.turn_state') = 'OBJECT') AS _state_parent,
-        coalesce(bool_or(type = 'compaction_complete' OR (type = 'iteration_start'
-            AND coalesce(TRY_CAST(data->>'$.turn_state.compacted' AS BOOLEAN), false))), false) AS compacted,
-        first(ts ORDER BY seq) AS "start",
-        last(ts ORDER BY seq) FILTER (WHERE type IN ('run_finish', 'recursion', 'max_iterations_reached', 'cancelled', 'error')) AS "end",
-        last(CASE type WHEN 'run_finish' THEN coalesce(data->>'$.reason', 'run_finish') WHEN 'recursion' THEN 'recursion'
-                  WHEN 'max_iterations_reached' THEN 'max_iterations' ELSE type END ORDER BY seq)
-            FILTER (WHERE type IN ('run_finish', 'recursion', 'max_iterations_reached', 'cancelled', 'error')) AS ended_by
-    FROM _core WHERE turn_id IS NOT NULL GROUP BY _file, turn_id;
-
-CREATE TEMP VIEW _turn_models AS
-    SELECT _file, turn_id, coalesce(sum(_model_s), 0) AS model_s, count(*) AS llm_calls,
-        sum(_int(data, '$.usage.input_tokens')) AS input_tokens,
-        sum(_int(data, '$.usage.output_tokens')) AS output_tokens,
-        sum(_int(data, '$.usage.cache_read_tokens')) AS cache_read_tokens,
-        sum(_int(data, '$.usage.cache_write_tokens')) AS cache_write_tokens,
-        CASE WHEN bool_or(_cost IS NULL) THEN NULL ELSE sum(_cost) END AS cost_usd
-    FROM _model_calls WHERE turn_id IS NOT NULL GROUP BY ALL;
-
-CREATE TEMP VIEW _turn_tools AS
-    SELECT _file, turn_id, count(*) AS tool_calls, coalesce(sum(approval_wait_s), 0.0) AS approval_wait_s
-    FROM _calls GROUP BY ALL;
-
--- Wall time with at least one tool running: the union of the calls' intervals.
-CREATE TEMP VIEW _turn_tool_time AS
-    SELECT _file, turn_id,
-        sum(CASE WHEN _reach IS NULL THEN stop - "start" WHEN stop > _reach THEN stop - greatest("start", _reach) ELSE 0 END) AS tool_s
-    FROM (SELECT *, max(stop) OVER (PARTITION BY _file, turn_id ORDER BY "start", stop
-                                    ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS _reach FROM _spans)
-    GROUP BY ALL;
-
-CREATE TEMP VIEW turns AS
-    SELECT e.session_id, e.run_id, e.agent_id, p.parent_agent_id,
-        CASE WHEN e._has_state THEN e._counter ELSE e._iteration END AS turn_counter,
-        e.turn_id,
-        CASE WHEN e._has_state THEN e._state_parent ELSE e._parent_turn_id END AS parent_turn_id,
-        e.compacted, _time(e."start") AS "start", _time(e."end") AS "end",
-        e."end" - e."start" AS duration_s,
-        coalesce(m.model_s, 0.0) AS model_s,
-        coalesce(tt.tool_s, 0.0) AS tool_s,
-        coalesce(t.approval_wait_s, 0.0) AS approval_wait_s,
-        coalesce(m.input_tokens, 0)::BIGINT AS input_tokens,
-        coalesce(m.output_tokens, 0)::BIGINT AS output_tokens,
-        coalesce(m.cache_read_tokens, 0)::BIGINT AS cache_read_tokens,
-        coalesce(m.cache_write_tokens, 0)::BIGINT AS cache_write_tokens,
-        CASE WHEN m.turn_id IS NULL THEN 0.0 ELSE m.cost_usd END AS cost_usd,
-        coalesce(m.llm_calls, 0) AS llm_calls,
-        coalesce(t.tool_calls, 0) AS tool_calls,
-        e.ended_by
-    FROM _turn_rows e
-    LEFT JOIN _parents p ON p._file = e._file AND p.child = e.agent_id
-    LEFT JOIN _turn_models m ON m._file = e._file AND m.turn_id = e.turn_id
-    LEFT JOIN _turn_tools t ON t._file = e._file AND t.turn_id = e.turn_id
-    LEFT JOIN _turn_tool_time tt ON tt._file = e._file AND tt.turn_id = e.turn_id;
-"""
+""" + "".join(
+    # The derived views: journal.derive's rows, their times as TIMESTAMPTZ.
+    f"CREATE TEMP VIEW {view} AS SELECT * EXCLUDE (_file, _order) "
+    f"REPLACE ({', '.join(f'_time({_ident(t)}) AS {_ident(t)}' for t in TIME_COLUMNS[view])}) FROM {relation};\n"
+    for view, relation in DERIVED.items()
+)
 
 
 def _names(query: str) -> set[str]:
@@ -375,6 +182,7 @@ def connect(paths: PathsLike, *, views: tuple[str, ...] | set[str] = VIEWS) -> d
         con.execute("SET preserve_insertion_order = false")  # lets the load stream in parallel with less memory
         bad = _load(con, files, with_deltas="events" in views)
         unknown = _unknown_types(con)
+        con.execute(DERIVED_SQL)
         con.execute(_VIEWS_SQL)
         if "messages" in views:
             _register_messages(con)
@@ -399,11 +207,9 @@ def sql(query: str, paths: PathsLike) -> pd.DataFrame:
       NULL, a number under a text key as its text), and ``data`` (JSON) for every other key:
       ``data->>'$.key'``. ``events_df`` makes one column per data key; SQL needs its columns
       known before the files are read, so the rest stay in ``data``.
-    * ``turns``, ``tool_calls``, ``usage`` — the columns of ``turns_df``, ``tool_calls_df`` and
-      ``usage_df``, in their order and with their meanings. In ``tool_calls``, ``arguments`` is
-      the JSON text as recorded (compact; the frame uses ``json.dumps`` spacing: parse either to
-      compare), so is ``result_preview`` when the result is not a string, and ``overlaps`` is a
-      list of call ids.
+    * ``turns``, ``tool_calls``, ``usage`` — the rows of ``turns_df``, ``tool_calls_df`` and
+      ``usage_df``, column for column: one derivation (``journal.derive``) makes both, so only
+      the types say things differently (times below; ``overlaps`` is a list of call ids).
     * ``messages`` — the columns of ``messages_df``, ``message`` as JSON. This view is built in
       Python (the conversation rebuild ``resume`` does, compactions included), so it is the slow
       one; it is only built when the query names it.
