@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import random
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from agent_kernel.context import SECTIONS, ContextManager
 from agent_kernel.events._event import AgentEvent, EventType
 from agent_kernel.guard._approvals import Approval
 from agent_kernel.journal import Journal, SkippedLinesWarning, TornLineWarning, read_events
+from agent_kernel.journal import _frames as frames
 from agent_kernel.journal._fast import any_layout, chunk_columns
 from agent_kernel.journal._frames import (
     EVENT_COLUMNS,
@@ -110,6 +112,36 @@ def test_tool_calls_df_has_one_row_per_call_with_overlaps_and_approvals() -> Non
     assert df["approval"].isna().tolist() == [True, True, False]
     assert (df.loc[2, "approval"], df.loc[2, "decided_by"], df.loc[2, "approval_wait_s"]) == ("approve", "callback", 0.49)
     assert df["result_preview"].tolist() == ["alpha", "gamma", "wrote 2 bytes"]
+
+
+def parallel_calls(count: int, seed: int) -> tuple[list[AgentEvent], list[tuple[float, float]]]:
+    """One turn of ``count`` tool calls with random, overlapping run times; and those times."""
+    rnd = random.Random(seed)
+    spans = [(start, start + rnd.uniform(0.01, 5.0)) for start in (rnd.uniform(0, 60) for _ in range(count))]
+    events = []
+    for n, (start, end) in enumerate(spans):
+        events.append((EventType.TOOL_CALL_START, {"call_id": f"c{n}", "name": "read", "index": n}))
+        events.append((EventType.TOOL_RESULT, {"call_id": f"c{n}", "name": "read", "content": "ok", "started_at": T0 + start, "ended_at": T0 + end}))
+    return [AgentEvent(seq, T0 + seq / 1000, "s", "r", "t", None, 0, kind, data) for seq, (kind, data) in enumerate(events, 1)], spans
+
+
+def test_overlaps_and_tool_time_of_many_parallel_calls() -> None:
+    events, spans = parallel_calls(300, seed=3)
+    calls = tool_calls_df(events)
+    by_start = sorted(range(len(spans)), key=lambda n: spans[n])
+    for n, (start, end) in enumerate(spans):
+        expected = [f"c{m}" for m in by_start if m != n and spans[m][0] < end and start < spans[m][1]]
+        assert calls.loc[n, "overlaps"] == expected, n
+    covered, reach = 0.0, float("-inf")
+    for start, end in sorted(spans):
+        covered += max(0.0, end - max(start, reach))
+        reach = max(reach, end)
+    assert turns_df(events).loc[0, "tool_s"] == pytest.approx(covered)
+
+
+def test_a_result_with_text_utf8_cannot_hold_keeps_its_row() -> None:
+    events = [AgentEvent(1, T0, "s", "r", "t", None, 0, EventType.TOOL_RESULT, {"call_id": "c1", "name": "read", "content": "half \ud800 a pair"})]
+    assert tool_calls_df(events)["result_preview"].tolist() == ["half \ufffd a pair"]
 
 
 def test_usage_df_has_one_row_per_model_call() -> None:
@@ -368,6 +400,19 @@ def test_load_journals_concatenates_sessions_and_keeps_dtypes(tmp_path: Path) ->
     usage = load_journals([tmp_path / "runs" / "a.jsonl", tmp_path / "runs" / "b.jsonl"], kind="usage")
     assert_columns(usage, USAGE_COLUMNS)
     assert len(usage) == 4
+
+
+@pytest.mark.parametrize("kind", ["turns", "tool_calls", "usage"])
+def test_load_journals_derives_each_journal_apart_however_it_batches_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str) -> None:
+    # Both journals have the same turn and call ids: load_journals derives them together.
+    first = recorded_run()
+    other = [AgentEvent(e.seq, e.ts + 60, "s_other", e.run_id, e.turn_id, e.parent_turn_id, e.iteration, e.type, e.data) for e in first]
+    paths = [write(tmp_path / "a.jsonl", first), write(tmp_path / "b.jsonl", other)]
+    frame = {"turns": turns_df, "tool_calls": tool_calls_df, "usage": usage_df}[kind]
+    expected = pd.concat([frame(first), frame(other)], ignore_index=True)
+    pd.testing.assert_frame_equal(load_journals(paths, kind), expected)
+    monkeypatch.setattr(frames, "_BATCH_EVENTS", 1)  # one journal a batch
+    pd.testing.assert_frame_equal(load_journals(paths, kind), expected)
 
 
 def test_load_journals_says_when_nothing_matches(tmp_path: Path) -> None:
