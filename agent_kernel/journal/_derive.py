@@ -243,16 +243,15 @@ CREATE TEMP VIEW _turn_models AS
         CASE WHEN bool_or(_cost IS NULL) THEN NULL ELSE sum(_cost) END AS cost_usd
     FROM _model_calls WHERE turn_id IS NOT NULL GROUP BY ALL;
 
+-- Each turn's calls, their approval waits, and the wall time with at least one of them running:
+-- the union of their execution intervals (a call still running lasts until the journal's last
+-- event), so parallel calls count once.
 CREATE TEMP VIEW _turn_tools AS
-    SELECT _file, turn_id, count(*) AS tool_calls, coalesce(sum(approval_wait_s), 0.0) AS approval_wait_s
-    FROM _calls GROUP BY ALL;
-
--- Wall time with at least one tool running: the union of the calls' intervals.
-CREATE TEMP VIEW _turn_tool_time AS
-    SELECT _file, turn_id,
-        sum(CASE WHEN _reach IS NULL THEN stop - "start" WHEN stop > _reach THEN stop - greatest("start", _reach) ELSE 0 END) AS tool_s
-    FROM (SELECT *, max(stop) OVER (PARTITION BY _file, turn_id ORDER BY "start", stop
-                                    ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS _reach FROM _spans)
+    SELECT _file, turn_id, count(*) AS tool_calls, coalesce(sum(approval_wait_s), 0.0) AS approval_wait_s,
+        coalesce(sum(CASE WHEN _reach IS NULL THEN stop - "start" WHEN stop > _reach THEN stop - greatest("start", _reach) ELSE 0 END), 0.0) AS tool_s
+    FROM (SELECT *, max(stop) OVER (PARTITION BY _file, turn_id ORDER BY "start", stop ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS _reach
+          FROM (SELECT c.turn_id, c._file, c."start", c.approval_wait_s, CASE WHEN c."start" IS NOT NULL THEN coalesce(c."end", n.now) END AS stop
+                FROM _calls c JOIN _now n USING (_file)))
     GROUP BY ALL;
 
 CREATE TEMP VIEW _turns AS
@@ -263,7 +262,7 @@ CREATE TEMP VIEW _turns AS
         e.compacted, e."start", e."end",
         e."end" - e."start" AS duration_s,
         coalesce(m.model_s, 0.0) AS model_s,
-        coalesce(tt.tool_s, 0.0) AS tool_s,
+        coalesce(t.tool_s, 0.0) AS tool_s,
         coalesce(t.approval_wait_s, 0.0) AS approval_wait_s,
         coalesce(m.input_tokens, 0)::BIGINT AS input_tokens,
         coalesce(m.output_tokens, 0)::BIGINT AS output_tokens,
@@ -277,15 +276,35 @@ CREATE TEMP VIEW _turns AS
     FROM _turn_rows e
     LEFT JOIN _parents p ON p._file = e._file AND p.child = e.agent_id
     LEFT JOIN _turn_models m ON m._file = e._file AND m.turn_id = e.turn_id
-    LEFT JOIN _turn_tools t ON t._file = e._file AND t.turn_id = e.turn_id
-    LEFT JOIN _turn_tool_time tt ON tt._file = e._file AND tt.turn_id = e.turn_id;
+    LEFT JOIN _turn_tools t ON t._file = e._file AND t.turn_id = e.turn_id;
 """
 
-# What the derivation reads of ``data``: the event types it names and the top-level keys of its
-# JSON paths. Events given as objects carry only these into DuckDB (an ``llm_complete``'s message,
-# a ``run_start``'s system prompt are never read), so the table stays small and quick to build.
-_READ_TYPES = frozenset(re.findall(r"'([a-z_]+)'", DERIVED_SQL)) & {kind.value for kind in EventType}
-_READ_KEYS = frozenset(re.findall(r"'\$\.([A-Za-z_]+)", DERIVED_SQL))
+
+
+def _reads() -> dict[str, tuple[frozenset[str], frozenset[str]]]:
+    """For each derived view, the event types whose ``data`` it reads and the top-level keys it
+    reads there: the types and JSON paths named in its relation and the relations that one reads.
+
+    The derivation reads ``data`` only under a filter naming the event types it reads, so events
+    given as objects carry into DuckDB only what their view reads (an ``llm_complete``'s message,
+    a tool's arguments for ``usage``, never), and the table is quick to build.
+    """
+    statements = dict(re.findall(r"CREATE TEMP (?:VIEW|MACRO) (\w+)(.*?);", re.sub(r"--[^\n]*", "", DERIVED_SQL), re.DOTALL))
+    known = {kind.value for kind in EventType}
+    reads = {}
+    for view, relation in DERIVED.items():
+        needed, todo = set(), [relation]
+        while todo:
+            name = todo.pop()
+            if name not in needed:
+                needed.add(name)
+                todo.extend(other for other in re.findall(r"\b_\w+", statements[name]) if other in statements)
+        text = " ".join(statements[name] for name in needed)
+        reads[view] = (frozenset(re.findall(r"'([a-z_]+)'", text)) & known, frozenset(re.findall(r"'\$\.([A-Za-z_]+)", text)))
+    return reads
+
+
+_READS = _reads()
 _SKIPPED_TYPES = frozenset(DELTA_TYPES)
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _COLUMNS = ("_file", "seq", "ts", "session_id", "run_id", "turn_id", "parent_turn_id", "iteration", "agent_id", "type", "data")
@@ -304,9 +323,9 @@ def _encode(value: Any) -> str:
     return "".join(_encoder(value, 0))
 
 
-def _data_text(data: dict[str, Any]) -> str:
-    """The part of an event's ``data`` the derivation reads, as JSON text."""
-    read = {key: value for key, value in data.items() if key in _READ_KEYS}
+def _data_text(data: dict[str, Any], keys: frozenset[str]) -> str:
+    """The ``keys`` of an event's ``data``, as JSON text."""
+    read = {key: value for key, value in data.items() if key in keys}
     content = read.get("content")
     if isinstance(content, str) and len(content) > PREVIEW_CHARS:
         read["content"] = content[:PREVIEW_CHARS]  # only the preview of a result is read
@@ -323,11 +342,13 @@ def _utf8(texts: list[str | None]) -> pa.Array:
         return pa.array([t if t is None else _SURROGATE.sub("\ufffd", t) for t in texts], pa.string())
 
 
-def event_table(events: Iterable[AgentEvent], journal: int = 0) -> pa.Table:
-    """``events`` as rows of ``_all`` for ``derived``; ``journal`` tells the journals of one
-    derivation apart (a turn's or a call's id is unique within its journal only)."""
+def event_table(events: Iterable[AgentEvent], view: str, journal: int = 0) -> pa.Table:
+    """``events`` as rows of ``_all`` for ``derived(..., view)``, with the ``data`` that view reads;
+    ``journal`` tells the journals of one derivation apart (a turn's or a call's id is unique
+    within its journal only)."""
     import pyarrow as pa
 
+    read_types, read_keys = _READS[view]
     columns: tuple[list[Any], ...] = tuple([] for _ in _COLUMNS[1:])
     seqs, times, sessions, runs, turns, parent_turns, iterations, agents, types, data = columns
     for e in events:
@@ -343,7 +364,7 @@ def event_table(events: Iterable[AgentEvent], journal: int = 0) -> pa.Table:
         iterations.append(e.iteration)
         agents.append(e.agent_id)
         types.append(kind)
-        data.append(_data_text(e.data) if kind in _READ_TYPES else None)
+        data.append(_data_text(e.data, read_keys) if kind in read_types else None)
     arrays = [
         pa.array([journal] * len(seqs), pa.int64()),
         pa.array(seqs, pa.int64()),
@@ -369,7 +390,7 @@ def _views() -> Any:
     if _connection is None:
         con = duckdb_module().connect(":memory:")
         con.execute("SET enable_progress_bar = false")  # a frame prints nothing
-        con.register("_all", event_table([]))  # the views are checked against it when made
+        con.register("_all", event_table([], "turns"))  # the views are checked against it when made
         con.execute(DERIVED_SQL)
         con.unregister("_all")
         _connection = con
@@ -393,7 +414,7 @@ if hasattr(os, "register_at_fork"):  # not on Windows, which does not fork
 
 def derived(events: pa.Table, view: str) -> pa.Table:
     """The rows of the derived ``view`` (``turns``, ``tool_calls`` or ``usage``) over ``events``
-    (an ``event_table``, or several concatenated).
+    (the ``event_table`` for ``view`` of a journal, or of several concatenated).
 
     The table has the view's columns in the frames' order, times as seconds since the epoch, rows
     in each journal's order, journals in the order of their numbers.

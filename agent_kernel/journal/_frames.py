@@ -278,7 +278,7 @@ def tool_calls_df(source: Any) -> pd.DataFrame:
     that is not a string as compact JSON); ``overlaps`` object (list of the call_ids whose
     execution overlapped this one).
     """
-    return _derived_frame(event_table(source_events(source)), "tool_calls", TOOL_CALL_COLUMNS)
+    return _derived_frame(event_table(source_events(source), "tool_calls"), "tool_calls", TOOL_CALL_COLUMNS)
 
 
 def turns_df(source: Any) -> pd.DataFrame:
@@ -297,7 +297,7 @@ def turns_df(source: Any) -> pd.DataFrame:
     went on), the ``run_finish`` reason (``end_turn``, ``max_turns``, ...), ``max_iterations``,
     ``cancelled`` or ``error``; missing while the turn runs.
     """
-    return _derived_frame(event_table(source_events(source)), "turns", TURN_COLUMNS)
+    return _derived_frame(event_table(source_events(source), "turns"), "turns", TURN_COLUMNS)
 
 
 def usage_df(source: Any) -> pd.DataFrame:
@@ -310,7 +310,7 @@ def usage_df(source: Any) -> pd.DataFrame:
     for a summary); ``input_tokens``, ``output_tokens``, ``cache_read_tokens``, ``cache_write_tokens``
     int64; ``cost_usd`` float64 (NaN when the price is unknown); ``duration_s`` float64.
     """
-    return _derived_frame(event_table(source_events(source)), "usage", USAGE_COLUMNS)
+    return _derived_frame(event_table(source_events(source), "usage"), "usage", USAGE_COLUMNS)
 
 
 def messages_df(source: Any) -> pd.DataFrame:
@@ -410,13 +410,13 @@ def _load_derived(paths: list[str], view: str) -> pd.DataFrame:
     batch: list[pa.Table] = []
     size = 0
     for number, path in enumerate(paths):
-        batch.append(event_table(source_events(Path(path)), number))
+        batch.append(event_table(source_events(Path(path)), view, number))
         size += batch[-1].num_rows
         if size >= _BATCH_EVENTS:
             frames.append(_derived_frame(pa.concat_tables(batch), view, _DERIVED_COLUMNS[view]))
             batch, size = [], 0
     if batch or not frames:
-        frames.append(_derived_frame(pa.concat_tables(batch) if batch else event_table([]), view, _DERIVED_COLUMNS[view]))
+        frames.append(_derived_frame(pa.concat_tables(batch) if batch else event_table([], view), view, _DERIVED_COLUMNS[view]))
     return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
 
 
