@@ -60,6 +60,19 @@ def _quote(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
+def _fields(rows: str, keys: tuple[str, ...]) -> str:
+    """The rows of ``SELECT * FROM {rows}`` with each of ``data``'s top-level ``keys`` as a JSON
+    column ``j_<key>`` (NULL when absent, JSON ``null`` when null): one parse of ``data`` a row,
+    where reading each key with its own path parses the whole text again."""
+    paths = ", ".join(_quote("$." + key) for key in keys)
+    columns = ", ".join(f"_j[{n}] AS j_{key}" for n, key in enumerate(keys, 1))
+    return f"(SELECT * EXCLUDE (_j), {columns} FROM (SELECT *, json_extract(data, [{paths}]) AS _j FROM {rows}))"
+
+
+_CALL_EVENTS = ("_core WHERE type IN ('tool_call_start', 'tool_call_ready', 'approval_required', 'approval_decision', 'tool_start', "
+                "'tool_progress', 'tool_result')")
+_MODEL_EVENTS = "_core WHERE type IN ('llm_start', 'compaction_start', 'llm_complete', 'compaction_complete', 'mcp_sampling')"
+
 # The envelope of every derived row, in the frames' order.
 _WHO = "e.session_id, e.run_id, e.turn_id, e.agent_id, p.parent_agent_id"
 
@@ -70,7 +83,8 @@ CREATE TEMP VIEW _core AS
     SELECT * FROM _all WHERE seq IS NOT NULL AND ts IS NOT NULL AND type IS NOT NULL
         AND type NOT IN ({', '.join(map(_quote, DELTA_TYPES))});
 
-CREATE TEMP MACRO _num(j, p) AS CASE WHEN json_type(j, p) IN {_NUMBER} THEN CAST(json_extract_string(j, p) AS DOUBLE) END;
+-- A JSON value as a number (NULL if it is not one); the number at a path as an integer (0 if none).
+CREATE TEMP MACRO _num(j) AS CASE WHEN json_type(j) IN {_NUMBER} THEN CAST(j->>'$' AS DOUBLE) END;
 CREATE TEMP MACRO _int(j, p) AS coalesce(TRY_CAST(json_extract_string(j, p) AS BIGINT), 0);
 
 -- Each sub-agent's parent, per journal (an event names only its own agent).
@@ -83,27 +97,26 @@ CREATE TEMP VIEW _now AS SELECT _file, arg_max(ts, seq) AS now FROM _core GROUP 
 
 -- One row per tool call: (journal, run, call id). A call id is unique within its run only: a
 -- sub-agent (its own run) or a later run may reuse one, as offline models do. Each value is read
--- from the events of the type that carries it, so a JSON text is parsed only where it counts.
+-- from the events of the type that carries it.
 CREATE TEMP VIEW _call_rows AS
-    SELECT _file, seq, ts, session_id, run_id, turn_id, agent_id, type, data->>'$.call_id' AS call_id,
-        CASE WHEN json_exists(data, '$.name') THEN (CASE WHEN json_type(data, '$.name') = 'VARCHAR' THEN data->>'$.name' END)
-             WHEN json_type(data, '$.tool') = 'VARCHAR' THEN data->>'$.tool' END AS _name,
-        CASE WHEN type IN ('tool_call_ready', 'tool_call_start') AND json_type(data, '$.index') IN ('BIGINT', 'UBIGINT')
-             THEN data->>'$.index' END AS _index,
-        CASE WHEN type = 'tool_call_ready' THEN nullif(CAST(data->'$.arguments' AS VARCHAR), 'null') END AS _arguments,
-        CASE WHEN type = 'tool_result' THEN nullif(_num(data, '$.started_at'), 0) END AS _started,
-        CASE WHEN type = 'tool_result' THEN coalesce(nullif(_num(data, '$.ended_at'), 0), ts) END AS _ended,
-        CASE WHEN type = 'tool_result' THEN _num(data, '$.duration_s') END AS _duration,
-        CASE WHEN type = 'tool_result' THEN coalesce(TRY_CAST(data->>'$.is_error' AS BOOLEAN), false) END AS _is_error,
-        CASE WHEN type = 'tool_result' THEN left(CASE WHEN json_type(data, '$.content') = 'VARCHAR' THEN data->>'$.content'
-                                                      ELSE coalesce(CAST(data->'$.content' AS VARCHAR), 'null') END, {PREVIEW_CHARS}) END AS _preview,
-        CASE WHEN type = 'approval_decision' THEN data->>'$.decision' END AS _decision,
-        CASE WHEN type = 'approval_decision' THEN data->>'$.decided_by' END AS _decided_by,
-        CASE WHEN type = 'approval_decision' THEN _num(data, '$.wait_s') END AS _wait
-    FROM _core
-    WHERE type IN ('tool_call_start', 'tool_call_ready', 'approval_required', 'approval_decision', 'tool_start',
-                   'tool_progress', 'tool_result')
-      AND json_type(data, '$.call_id') = 'VARCHAR';
+    SELECT _file, seq, ts, session_id, run_id, turn_id, agent_id, type, j_call_id->>'$' AS call_id,
+        CASE WHEN j_name IS NOT NULL THEN (CASE WHEN json_type(j_name) = 'VARCHAR' THEN j_name->>'$' END)
+             WHEN json_type(j_tool) = 'VARCHAR' THEN j_tool->>'$' END AS _name,
+        CASE WHEN type IN ('tool_call_ready', 'tool_call_start') AND json_type(j_index) IN ('BIGINT', 'UBIGINT')
+             THEN j_index->>'$' END AS _index,
+        CASE WHEN type = 'tool_call_ready' THEN nullif(CAST(j_arguments AS VARCHAR), 'null') END AS _arguments,
+        CASE WHEN type = 'tool_result' THEN nullif(_num(j_started_at), 0) END AS _started,
+        CASE WHEN type = 'tool_result' THEN coalesce(nullif(_num(j_ended_at), 0), ts) END AS _ended,
+        CASE WHEN type = 'tool_result' THEN _num(j_duration_s) END AS _duration,
+        CASE WHEN type = 'tool_result' THEN coalesce(TRY_CAST(j_is_error->>'$' AS BOOLEAN), false) END AS _is_error,
+        CASE WHEN type = 'tool_result' THEN left(CASE WHEN json_type(j_content) = 'VARCHAR' THEN j_content->>'$'
+                                                      ELSE coalesce(CAST(j_content AS VARCHAR), 'null') END, {PREVIEW_CHARS}) END AS _preview,
+        CASE WHEN type = 'approval_decision' THEN j_decision->>'$' END AS _decision,
+        CASE WHEN type = 'approval_decision' THEN j_decided_by->>'$' END AS _decided_by,
+        CASE WHEN type = 'approval_decision' THEN _num(j_wait_s) END AS _wait
+    FROM {_fields(_CALL_EVENTS, ("call_id", "name", "tool", "index", "arguments", "started_at", "ended_at", "duration_s", "is_error",
+                                 "content", "decision", "decided_by", "wait_s"))}
+    WHERE json_type(j_call_id) = 'VARCHAR';
 
 CREATE TEMP VIEW _calls AS
     SELECT *,
@@ -134,80 +147,78 @@ CREATE TEMP VIEW _calls AS
         last(_preview ORDER BY seq) FILTER (WHERE type = 'tool_result') AS result_preview
     FROM _call_rows GROUP BY _file, run_id, call_id);
 
--- Execution intervals (a call still running lasts until the journal's last event), ranked within
--- their journal by start, then stop, then first event.
-CREATE TEMP VIEW _spans AS
-    SELECT *, row_number() OVER (PARTITION BY _file ORDER BY "start", stop, _first) AS _rank
-    FROM (SELECT c._file, c.run_id, c.call_id, c.turn_id, c._first, c."start", coalesce(c."end", n.now) AS stop
-          FROM _calls c JOIN _now n USING (_file) WHERE c."start" IS NOT NULL);
-
--- Two spans overlap when the later ranked one starts before the earlier one stops, so the spans
--- that overlap a span ranked r and started later are those ranked r + 1 to "reach": how many of its
--- journal's spans start before it stops (one sorted pass over the starts and stops). Linear in
--- the overlaps, where comparing every pair would be quadratic in the calls of a long journal.
-CREATE TEMP VIEW _overlaps AS
-    WITH spans AS MATERIALIZED (SELECT _file, _rank, run_id, call_id, "start", stop FROM _spans),
+CREATE TEMP VIEW _tool_calls AS
+    WITH calls AS MATERIALIZED (SELECT * FROM _calls),
+    -- Execution intervals (a call still running lasts until the journal's last event), ranked
+    -- within their journal by start, then stop, then first event.
+    spans AS MATERIALIZED (
+        SELECT _file, run_id, call_id, "start", stop, row_number() OVER (PARTITION BY _file ORDER BY "start", stop, _first) AS _rank
+        FROM (SELECT c._file, c.run_id, c.call_id, c._first, c."start", coalesce(c."end", n.now) AS stop
+              FROM calls c JOIN _now n USING (_file) WHERE c."start" IS NOT NULL)),
+    -- Two spans overlap when the later ranked one starts before the earlier one stops, so the
+    -- spans that overlap a span ranked r and started later are those ranked r + 1 to its reach:
+    -- how many of its journal's spans start before it stops (one sorted pass over starts and
+    -- stops). Linear in the overlaps, where comparing every pair is quadratic in the calls.
     reaches AS (
         SELECT _file, _rank, _reach FROM (
             SELECT _file, _rank, _is_stop,
                 sum(CASE WHEN _is_stop THEN 0 ELSE 1 END) OVER (PARTITION BY _file ORDER BY x, _is_stop DESC ROWS UNBOUNDED PRECEDING)::BIGINT AS _reach
             FROM (SELECT _file, _rank, "start" AS x, false AS _is_stop FROM spans UNION ALL SELECT _file, _rank, stop, true FROM spans))
         WHERE _is_stop AND _reach > _rank),
-    pairs AS MATERIALIZED (SELECT _file, _rank AS a, unnest(range(_rank + 1, _reach + 1)) AS b FROM reaches)
-    SELECT me._file, me.run_id, me.call_id, list(other.call_id ORDER BY other._rank) AS overlaps
-    FROM (SELECT _file, a AS me, b AS other FROM pairs UNION ALL SELECT _file, b, a FROM pairs) p
-    JOIN spans me ON me._file = p._file AND me._rank = p.me
-    JOIN spans other ON other._file = p._file AND other._rank = p.other
-    GROUP BY ALL;
-
-CREATE TEMP VIEW _tool_calls AS
+    pairs AS MATERIALIZED (SELECT _file, _rank AS a, unnest(range(_rank + 1, _reach + 1)) AS b FROM reaches),
+    overlapping AS (
+        SELECT me._file, me.run_id, me.call_id, list(other.call_id ORDER BY other._rank) AS overlaps
+        FROM (SELECT _file, a AS me, b AS other FROM pairs UNION ALL SELECT _file, b, a FROM pairs) p
+        JOIN spans me ON me._file = p._file AND me._rank = p.me
+        JOIN spans other ON other._file = p._file AND other._rank = p.other
+        GROUP BY ALL)
     SELECT {_WHO}, e.call_id, e.name, e."index", e.arguments, e.queued, e."start", e."end", e.duration_s, e.is_error,
            e.approval, e.decided_by, e.approval_wait_s, e.result_preview, coalesce(o.overlaps, []::VARCHAR[]) AS overlaps,
            e._file, e._first AS _order
-    FROM _calls e
+    FROM calls e
     LEFT JOIN _parents p ON p._file = e._file AND p.child = e.agent_id
-    LEFT JOIN _overlaps o ON o._file = e._file AND o.run_id = e.run_id AND o.call_id = e.call_id;
+    LEFT JOIN overlapping o ON o._file = e._file AND o.run_id = e.run_id AND o.call_id = e.call_id;
 
 -- Model calls: every llm_complete, each compaction summary a model wrote (it has usage), and each
 -- completion an MCP server asked the model for and got (sampling).
 CREATE TEMP VIEW _model_rows AS
     SELECT *,
         type = 'compaction_complete' AS _summary,
+        type = 'compaction_complete' AND json_type(j_usage) = 'OBJECT' AND len(json_keys(j_usage)) > 0 AS _summary_with_usage,
         -- the latest llm_start or compaction_start of the turn (what the turn's model time counts from)
         last_value(CASE WHEN type IN ('llm_start', 'compaction_start') THEN ts END IGNORE NULLS) OVER (
             PARTITION BY _file, turn_id ORDER BY seq ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS _turn_llm_start,
         -- the latest compaction_start of the agent not yet answered by a summary (what usage counts from)
         last_value(CASE WHEN type = 'compaction_start' THEN seq END IGNORE NULLS) OVER _agent AS _cstart_seq,
         last_value(CASE WHEN type = 'compaction_start' THEN ts END IGNORE NULLS) OVER _agent AS _cstart_ts,
-        last_value(CASE WHEN type = 'compaction_complete' AND json_type(data, '$.usage') = 'OBJECT'
-                        AND len(json_keys(data, '$.usage')) > 0 THEN seq END IGNORE NULLS) OVER _agent AS _csummary_seq
-    FROM _core
-    WHERE type IN ('llm_start', 'compaction_start', 'llm_complete', 'compaction_complete', 'mcp_sampling')
+        last_value(CASE WHEN type = 'compaction_complete' AND json_type(j_usage) = 'OBJECT'
+                        AND len(json_keys(j_usage)) > 0 THEN seq END IGNORE NULLS) OVER _agent AS _csummary_seq
+    FROM {_fields(_MODEL_EVENTS, ("usage", "model", "stop_reason", "cost_usd", "duration_s", "action"))}
     WINDOW _agent AS (PARTITION BY _file, agent_id ORDER BY seq ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING);
 
 CREATE TEMP VIEW _model_calls AS
     SELECT *,
-        CASE WHEN type = 'llm_complete' THEN coalesce(_num(data, '$.duration_s'), ts - _turn_llm_start)
+        CASE WHEN type = 'llm_complete' THEN coalesce(_num(j_duration_s), ts - _turn_llm_start)
              WHEN type = 'mcp_sampling' THEN 0.0  -- it ran inside a tool call, whose time tool_s has
              ELSE ts - _turn_llm_start END AS _model_s,
-        _num(data, '$.cost_usd') AS _cost
+        _num(j_cost_usd) AS _cost,
+        _int(j_usage, '$.input_tokens') AS _input_tokens,
+        _int(j_usage, '$.output_tokens') AS _output_tokens,
+        _int(j_usage, '$.cache_read_tokens') AS _cache_read_tokens,
+        _int(j_usage, '$.cache_write_tokens') AS _cache_write_tokens
     FROM _model_rows
-    WHERE type = 'llm_complete'
-       OR (type = 'compaction_complete' AND json_type(data, '$.usage') = 'OBJECT' AND len(json_keys(data, '$.usage')) > 0)
-       OR (type = 'mcp_sampling' AND data->>'$.action' = 'accept');
+    WHERE type = 'llm_complete' OR _summary_with_usage OR (type = 'mcp_sampling' AND j_action->>'$' = 'accept');
 
 CREATE TEMP VIEW _usage AS
     SELECT {_WHO}, e.seq, e.ts, e.iteration,
         CASE WHEN e._summary THEN 'compaction' WHEN e.type = 'mcp_sampling' THEN 'sampling' ELSE 'turn' END AS purpose,
-        e.data->>'$.model' AS model,
-        CASE WHEN e._summary THEN NULL ELSE e.data->>'$.stop_reason' END AS stop_reason,
-        _int(e.data, '$.usage.input_tokens') AS input_tokens,
-        _int(e.data, '$.usage.output_tokens') AS output_tokens,
-        _int(e.data, '$.usage.cache_read_tokens') AS cache_read_tokens,
-        _int(e.data, '$.usage.cache_write_tokens') AS cache_write_tokens,
+        e.j_model->>'$' AS model,
+        CASE WHEN e._summary THEN NULL ELSE e.j_stop_reason->>'$' END AS stop_reason,
+        e._input_tokens AS input_tokens, e._output_tokens AS output_tokens,
+        e._cache_read_tokens AS cache_read_tokens, e._cache_write_tokens AS cache_write_tokens,
         e._cost AS cost_usd,
         CASE WHEN e._summary AND e._cstart_seq IS NOT NULL AND e._cstart_seq > coalesce(e._csummary_seq, -1)
-             THEN e.ts - e._cstart_ts ELSE _num(e.data, '$.duration_s') END AS duration_s,
+             THEN e.ts - e._cstart_ts ELSE _num(e.j_duration_s) END AS duration_s,
         e._file, e.seq AS _order
     FROM _model_calls e LEFT JOIN _parents p ON p._file = e._file AND p.child = e.agent_id;
 
@@ -236,10 +247,8 @@ CREATE TEMP VIEW _turn_rows AS
 
 CREATE TEMP VIEW _turn_models AS
     SELECT _file, turn_id, coalesce(sum(_model_s), 0) AS model_s, count(*) AS llm_calls,
-        sum(_int(data, '$.usage.input_tokens')) AS input_tokens,
-        sum(_int(data, '$.usage.output_tokens')) AS output_tokens,
-        sum(_int(data, '$.usage.cache_read_tokens')) AS cache_read_tokens,
-        sum(_int(data, '$.usage.cache_write_tokens')) AS cache_write_tokens,
+        sum(_input_tokens) AS input_tokens, sum(_output_tokens) AS output_tokens,
+        sum(_cache_read_tokens) AS cache_read_tokens, sum(_cache_write_tokens) AS cache_write_tokens,
         CASE WHEN bool_or(_cost IS NULL) THEN NULL ELSE sum(_cost) END AS cost_usd
     FROM _model_calls WHERE turn_id IS NOT NULL GROUP BY ALL;
 
