@@ -3,7 +3,8 @@ two runs side by side (``diff_runs``, drawn by ``diff_view``); SQL over many jou
 export.
 
 ``frames``, ``svg_timeline`` and ``export`` import pandas, pyarrow or OpenTelemetry; they load on
-first use, and ``sql`` imports DuckDB only when a query runs, so ``import agent_kernel`` stays light.
+first use, and DuckDB is imported only when a query or a derived frame (turns, tool calls, usage)
+runs, so ``import agent_kernel`` stays light.
 """
 
 from __future__ import annotations
