@@ -29,8 +29,6 @@ from agent_kernel.events._event import AgentEvent, EventType
 if TYPE_CHECKING:
     import pyarrow as pa
 
-__all__ = ["DELTA_TYPES", "DERIVED", "DERIVED_SQL", "PREVIEW_CHARS", "TIME_COLUMNS", "derived", "duckdb_module", "event_table"]
-
 #: The per-token events: no derivation reads them.
 DELTA_TYPES = ("text_delta", "thinking_delta", "tool_call_delta")
 #: Each derived view and the relation that holds its rows.
