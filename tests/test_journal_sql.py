@@ -15,7 +15,7 @@ import pytest
 
 from agent_kernel.errors import JournalError, UserError
 from agent_kernel.journal import SkippedLinesWarning, load_journals, read_events, sql
-from agent_kernel.journal._frames import EVENT_COLUMNS
+from agent_kernel.journal._event_frame import EVENT_COLUMNS
 from agent_kernel.journal._sql import COMMON_DATA_KEYS, connect
 
 from .journal_events import recorded_run

@@ -31,8 +31,6 @@ from agent_kernel.journal._reader import read_json_sql
 from agent_kernel.journal._sources import PathsLike, journal_files, read_tolerant, warn_skipped
 from agent_kernel.journal._sql import _KEY_PATHS, COMMON_DATA_KEYS, _ident, _quote
 
-__all__ = ["PARQUET_SCHEMA", "ParquetExport", "export_otel", "export_parquet"]
-
 _ARROW = {"VARCHAR": pa.string(), "BOOLEAN": pa.bool_(), "BIGINT": pa.int64(), "DOUBLE": pa.float64()}
 #: The columns of every exported file: the event envelope, the common data keys (typed as in the
 #: ``events`` view of ``sql``), ``data`` as JSON text, the journal it came from, and ``date``

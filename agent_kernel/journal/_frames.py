@@ -31,28 +31,11 @@ import pyarrow as pa
 from agent_kernel.errors import JournalError
 from agent_kernel.events._event import AgentEvent, EventType
 from agent_kernel.journal._derive import derived, event_table
-from agent_kernel.journal._event_frame import AGENT_COLUMNS, EVENT_COLUMNS, STRING, TIME, TYPE_DTYPE, events_frame, objects, utc
+from agent_kernel.journal._event_frame import AGENT_COLUMNS, STRING, TIME, events_frame, objects, utc
 from agent_kernel.journal._fast import columns_from_events, columns_from_file, records_from_file, small_pages
 from agent_kernel.journal._reader import KNOWN_TYPES, LineCount, events_of
 from agent_kernel.journal._resume import Conversation
 from agent_kernel.journal._writer import Journal
-
-__all__ = [
-    "EVENT_COLUMNS",
-    "MESSAGE_COLUMNS",
-    "STRING",
-    "TOOL_CALL_COLUMNS",
-    "TURN_COLUMNS",
-    "TYPE_DTYPE",
-    "USAGE_COLUMNS",
-    "events_df",
-    "load_journals",
-    "messages_df",
-    "source_events",
-    "tool_calls_df",
-    "turns_df",
-    "usage_df",
-]
 
 TURN_COLUMNS: dict[str, Any] = {
     "session_id": STRING,

@@ -35,8 +35,6 @@ if TYPE_CHECKING:
     import duckdb
     import pandas as pd
 
-__all__ = ["COMMON_DATA_KEYS", "DELTA_TYPES", "VIEWS", "connect", "sql"]
-
 #: Data keys most events share, kept as typed columns beside ``data`` (name -> DuckDB type).
 #: The Parquet export writes the same columns.
 COMMON_DATA_KEYS: dict[str, str] = {
