@@ -18,9 +18,9 @@ from agent_kernel.events._event import AgentEvent, EventType
 from agent_kernel.guard._approvals import Approval
 from agent_kernel.journal import Journal, SkippedLinesWarning, TornLineWarning, read_events
 from agent_kernel.journal import _frames as frames
+from agent_kernel.journal._event_frame import EVENT_COLUMNS
 from agent_kernel.journal._fast import any_layout, chunk_columns
 from agent_kernel.journal._frames import (
-    EVENT_COLUMNS,
     MESSAGE_COLUMNS,
     STRING,
     TOOL_CALL_COLUMNS,
