@@ -21,24 +21,8 @@ from .test_magics import Cells
 shell = test_magics.shell  # the fixtures of the magics' tests: a shell with the extension loaded
 cells = test_magics.cells
 
-HOLDING = '''
-import asyncio
-from agent_kernel import tool
-
-gate = asyncio.Event()
-
-@tool(read_only=True)
-async def hold() -> str:
-    """Waits until the notebook lets it go on."""
-    await gate.wait()
-    return "went on"
-
-async def until(predicate):
-    async def poll():
-        while not predicate():
-            await asyncio.sleep(0.005)
-    await asyncio.wait_for(poll(), 30)
-'''
+# A tool that holds until the notebook sets ``gate``, and ``until(predicate)`` (the magics' tests' cell).
+HOLDING = test_magics.STEERING
 
 
 def _open(cells: Cells) -> tuple[SessionPanel, Any]:

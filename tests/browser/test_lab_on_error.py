@@ -7,7 +7,6 @@ what the saved notebook holds. Screenshots go to ``test-artifacts/browser``.
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ from playwright.sync_api import expect
 
 from .conftest import LabServer
 from .test_lab_approvals import SETUP, _open
+from .test_lab_transcripts import _save
 
 ANSWER = "The column is called **price**, not prices."
 
@@ -68,24 +68,9 @@ def test_a_failing_cells_button_asks_the_agent_and_the_answer_stays_under_the_tr
         assert book.run_and_wait("asked?").strip() == \
             "['price'] A notebook cell failed with KeyError: 'prices'. Explain what went wrong and how to fix it; then fix the cell if you can."
 
-        stored = _saved(book, lab, name)
+        stored = _save(book, lab, name)
     outputs = stored["cells"][list(CELLS).index("fail")]["outputs"]
     assert [o["output_type"] for o in outputs] == ["error", "display_data"]
     assert sorted(outputs[1]["data"]) == ["text/html", "text/plain"]
     assert "The column is called" in outputs[1]["data"]["text/plain"]
     assert "application/vnd.jupyter.widget-view+json" not in json.dumps(stored)
-
-
-def _saved(book: Any, lab: LabServer, name: str) -> dict[str, Any]:
-    """Saves as a person does (Ctrl+S) and returns the notebook as stored once it holds the answer."""
-    book.cell("setup").locator(".jp-InputArea-editor").click()
-    book.page.keyboard.press("Escape")  # command mode: the shortcut saves the notebook
-    book.page.keyboard.press("Control+s")
-    deadline = time.monotonic() + 30
-    while True:
-        stored = lab.api(f"/api/contents/{name}?content=1")["content"]
-        if "ak-static" in json.dumps([cell.get("outputs", []) for cell in stored["cells"]]):
-            return dict(stored)
-        if time.monotonic() > deadline:
-            raise AssertionError(f"the saved notebook holds no transcript: {json.dumps(stored)[:2000]}")
-        time.sleep(0.2)  # polling the file the server writes; nothing to race
